@@ -1,0 +1,144 @@
+/* weft: collective communication for distributed training.
+ *
+ * The C API is shaped like nccl.h so that porting is a rename (nccl -> weft).
+ * Every function returns a weftResult_t; nothing throws across this boundary.
+ * After a failure, weftGetLastError() returns a message naming the rank, the peer
+ * and the operation. */
+#ifndef WEFT_WEFT_H_
+#define WEFT_WEFT_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WEFT_MAJOR 0
+#define WEFT_MINOR 1
+#define WEFT_PATCH 0
+#define WEFT_VERSION_CODE (WEFT_MAJOR * 10000 + WEFT_MINOR * 100 + WEFT_PATCH)
+
+/* Result codes: the first eight match ncclResult_t. */
+typedef enum {
+  weftSuccess = 0,
+  weftUnhandledCudaError = 1,
+  weftSystemError = 2,
+  weftInternalError = 3,
+  weftInvalidArgument = 4,
+  weftInvalidUsage = 5,
+  weftRemoteError = 6, /* a peer died, disconnected or reported an error */
+  weftInProgress = 7,  /* weftTest: the request has not completed yet */
+  weftTimeout = 8,     /* a wait passed its deadline (WEFT_TIMEOUT_MS) */
+  weftNumResults = 9
+} weftResult_t;
+
+/* Datatypes, numbered as ncclDataType_t. */
+typedef enum {
+  weftInt8 = 0,
+  weftChar = 0,
+  weftUint8 = 1,
+  weftInt32 = 2,
+  weftInt = 2,
+  weftUint32 = 3,
+  weftInt64 = 4,
+  weftUint64 = 5,
+  weftFloat16 = 6,
+  weftHalf = 6,
+  weftFloat32 = 7,
+  weftFloat = 7,
+  weftFloat64 = 8,
+  weftDouble = 8,
+  weftBfloat16 = 9,
+  weftNumTypes = 10
+} weftDataType_t;
+
+/* Reduction operations, numbered as ncclRedOp_t. weftAvg is sum then divide by
+ * the number of ranks (integers divide with truncation toward zero). */
+typedef enum {
+  weftSum = 0,
+  weftProd = 1,
+  weftMax = 2,
+  weftMin = 3,
+  weftAvg = 4,
+  weftNumOps = 5,
+  weftMaxRedOp = 0x7fffffff
+} weftRedOp_t;
+
+#define WEFT_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[WEFT_UNIQUE_ID_BYTES];
+} weftUniqueId;
+
+typedef struct weftComm* weftComm_t;
+typedef struct weftRequestImpl* weftRequest_t;
+
+/* Host-memory collectives ignore the stream; pass NULL. */
+typedef void* weftStream_t;
+
+/* Communicator options. Initialize with WEFT_CONFIG_INITIALIZER; a field left at
+ * its initializer value means "use the environment or the default". */
+typedef struct {
+  size_t size;      /* sizeof(weftConfig_t), set by the initializer */
+  unsigned magic;   /* set by the initializer */
+  unsigned version; /* WEFT_VERSION_CODE, set by the initializer */
+  int blocking;     /* 1: init returns when the communicator is ready (only mode) */
+  int64_t timeoutMs; /* deadline of every wait in this communicator; <= 0: WEFT_TIMEOUT_MS */
+  const char* commName; /* shown in log lines; may be NULL */
+} weftConfig_t;
+
+#define WEFT_CONFIG_MAGIC 0x77656674u
+#define WEFT_CONFIG_INITIALIZER \
+  { sizeof(weftConfig_t), WEFT_CONFIG_MAGIC, WEFT_VERSION_CODE, 1, 0, NULL }
+
+weftResult_t weftGetVersion(int* version);
+const char* weftGetErrorString(weftResult_t result);
+/* The message of the last failed call on this thread (or of the communicator's
+ * asynchronous error); "" when none. */
+const char* weftGetLastError(weftComm_t comm);
+
+/* Called on one rank (the root); the id is then passed to the others by any means
+ * (MPI_Bcast, a file, ...). Starts the rendezvous service in this process. */
+weftResult_t weftGetUniqueId(weftUniqueId* uniqueId);
+weftResult_t weftCommInitRank(weftComm_t* comm, int nranks, weftUniqueId commId, int rank);
+weftResult_t weftCommInitRankConfig(weftComm_t* comm, int nranks, weftUniqueId commId,
+                                    int rank, weftConfig_t* config);
+/* Rank, size and rendezvous from the environment: weft-run (WEFT_RANK, WEFT_NRANKS,
+ * WEFT_COMM_ID), torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), Open MPI
+ * (OMPI_COMM_WORLD_RANK/SIZE) or Slurm (SLURM_PROCID, SLURM_NTASKS). */
+weftResult_t weftCommInitFromEnv(weftComm_t* comm, weftConfig_t* config);
+weftResult_t weftCommDestroy(weftComm_t comm);
+/* Unblocks every pending operation of the communicator (they fail) and frees it. */
+weftResult_t weftCommAbort(weftComm_t comm);
+/* weftSuccess, or the error that broke the communicator. */
+weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* asyncError);
+weftResult_t weftCommCount(const weftComm_t comm, int* count);
+weftResult_t weftCommUserRank(const weftComm_t comm, int* rank);
+
+/* Memory backed by shared memory that peers on the host map directly, so
+ * collectives on it need no copies. Usable like malloc'ed memory. */
+weftResult_t weftMemAlloc(void** ptr, size_t size);
+weftResult_t weftMemFree(void* ptr);
+
+/* Blocking for host memory when stream is NULL: returns when recvbuff holds the
+ * result. sendbuff == recvbuff is an in-place all-reduce. */
+weftResult_t weftAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                           weftDataType_t datatype, weftRedOp_t op, weftComm_t comm,
+                           weftStream_t stream);
+
+/* Non-blocking: posts the operation on the communicator's queue (operations run
+ * in the order posted) and returns a request. The buffers must stay valid and
+ * untouched until the request completes. */
+weftResult_t weftAllReduceAsync(const void* sendbuff, void* recvbuff, size_t count,
+                                weftDataType_t datatype, weftRedOp_t op, weftComm_t comm,
+                                weftRequest_t* request);
+/* *done = 1 when complete (the request is then freed and its result returned). */
+weftResult_t weftTest(weftRequest_t request, int* done);
+/* Waits for completion, frees the request and returns the operation's result. */
+weftResult_t weftWait(weftRequest_t request);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* WEFT_WEFT_H_ */

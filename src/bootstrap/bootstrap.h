@@ -1,0 +1,90 @@
+// Bootstrap: rendezvous of all ranks through a root service, then small
+// out-of-band collectives (all-gather, barrier) and failure notification.
+//
+// Topology: a star. The root service (a thread in the process that created the
+// unique id, or in the rank-0 process when the address comes from the
+// environment) accepts one TCP connection per rank. Each connection opens by
+// proving the 128-bit job secret of the unique id; one that does not is dropped
+// and logged. The root answers all-gathers and barriers once every rank has sent
+// its part, and when a rank's connection closes unexpectedly it tells every other
+// rank which rank was lost.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "base/wait.h"
+#include "weft/weft.h"
+
+namespace weft::boot {
+
+struct Secret {
+  uint8_t bytes[16];
+};
+
+// Random secret from getrandom().
+Secret random_secret();
+std::string secret_hex(const Secret& s);              // 32 lowercase hex chars
+bool parse_secret_hex(const std::string& hex, Secret* out);
+
+// What a weftUniqueId holds (fits in WEFT_UNIQUE_ID_BYTES).
+struct UniqueId {
+  char host[64];   // numeric IPv4/IPv6 address of the root service
+  uint16_t port;
+  Secret secret;
+};
+void pack(const UniqueId& id, weftUniqueId* out);
+Status unpack(const weftUniqueId& in, UniqueId* out);
+
+// weftGetUniqueId: starts a root service in this process, listening on the
+// interface chosen by WEFT_SOCKET_IFNAME (default: first non-loopback,
+// non-docker interface that is up; loopback if nothing else), on an ephemeral port.
+Status create_root(UniqueId* id);
+
+// Where the launcher said rank and rendezvous are.
+struct LaunchEnv {
+  int rank = -1;
+  int nranks = -1;
+  int local_rank = -1;       // -1 when the launcher did not say
+  std::string source;        // "weft-run", "torchrun", "openmpi", "slurm"
+  std::string root_address;  // host:port from WEFT_COMM_ID or MASTER_ADDR/MASTER_PORT
+  Secret secret;             // WEFT_JOB_SECRET, else derived from the job's identity
+};
+// Reads weft-run's (WEFT_RANK, WEFT_NRANKS, WEFT_LOCAL_RANK, WEFT_COMM_ID,
+// WEFT_JOB_SECRET), torchrun's, Open MPI's and Slurm's variables. An error names
+// what is missing.
+Status read_launch_env(LaunchEnv* env);
+
+// For the environment path: rank 0 starts the root service bound to
+// env.root_address itself; every rank (rank 0 included) then connects.
+Status unique_id_from_env(const LaunchEnv& env, UniqueId* id);
+
+class Bootstrap {
+ public:
+  // Connects to the root and joins. Retries refused connections until the
+  // deadline (the root may start late). nranks must match on every rank: the
+  // root rejects a mismatch with an error naming both values.
+  static Status connect(const UniqueId& id, int rank, int nranks, Deadline deadline,
+                        std::unique_ptr<Bootstrap>* out);
+  virtual ~Bootstrap() = default;
+
+  virtual int rank() const = 0;
+  virtual int nranks() const = 0;
+
+  // Every rank contributes `size` bytes; `all` receives nranks * size bytes in
+  // rank order. All ranks must call with the same size.
+  virtual Status allgather(const void* mine, size_t size, void* all, Deadline deadline) = 0;
+  virtual Status barrier(Deadline deadline) = 0;
+
+  // Non-blocking: an error if the root reported a lost rank or an abort, or the
+  // connection to the root is gone. Cheap enough to call every few milliseconds.
+  virtual Status poll() = 0;
+
+  // Best effort: tells the root (and through it every rank) that this rank is
+  // failing, with a reason that the others put in their errors.
+  virtual void abort(const std::string& reason) = 0;
+};
+
+}  // namespace weft::boot
