@@ -17,3 +17,4 @@ WEFT_PARAM_INT(SHM_SLOTS, 16, "slots per shared-memory FIFO (per directed peer p
 WEFT_PARAM_INT(SHM_PULL_BYTES, 262144, "bytes per cross-memory-attach read when reducing from a peer")
 WEFT_PARAM_INT(CHUNK_BYTES, 1048576, "pipeline slice size of the executor")
 WEFT_PARAM_STR(SOCKET_IFNAME, "", "bootstrap interface: eth0, eth (prefix), ^docker,lo (exclude), =exact")
+WEFT_PARAM_STR(CPU_KERNEL, "", "force the CPU reduction kernels: scalar, avx2, avx512 (default: best the CPU supports)")
