@@ -6,6 +6,14 @@
 // a pairs with the i-th Recv/RecvReduce step of b whose peer is a; their element
 // counts must be equal. Sends never block (the executor queues them), so a
 // schedule is deadlock-free iff it completes when sends are buffered.
+//
+// A Send carries the value its src range holds when the step is reached; later
+// steps of the same rank may overwrite that range (ring all-reduce in place does),
+// so an executor that sends zero-copy must finish or stage a send before a later
+// local step writes the memory it reads.
+//
+// Zero-length steps are never emitted. A Copy whose src and dst are the same memory
+// (in-place calls) is a no-op the executor skips.
 #pragma once
 
 #include <cstdint>
@@ -33,14 +41,22 @@ enum class Kind : uint8_t {
   Recv,        // dst = incoming from peer
   RecvReduce,  // dst = src op incoming from peer (src may equal dst)
   Copy,        // dst = src (local)
+  Reduce,      // dst = dst op src (local; peer -1). Lets a rank fold its own input
+               // into a sum of received data in a fixed order (oneshot, butterfly
+               // non-power-of-two folding). Added after the first four; appended so
+               // their values stay put.
 };
+const char* kind_name(Kind kind);
+const char* buf_name(Buf buf);
 
 struct Step {
   Kind kind;
-  int32_t peer;  // -1 for Copy
-  Range dst;     // Recv, RecvReduce, Copy
-  Range src;     // Send, RecvReduce, Copy
+  int32_t peer;  // -1 for Copy and Reduce
+  Range dst;     // Recv, RecvReduce, Copy, Reduce
+  Range src;     // Send, RecvReduce, Copy, Reduce
 };
+// "RecvReduce from 3 dst=Recv[8,+4) src=Send[8,+4)": for logs and verifier errors.
+std::string to_string(const Step& step);
 
 struct RankPlan {
   std::vector<Step> steps;

@@ -1,0 +1,42 @@
+// Every schedule builder by (collective, name), with the alpha-beta-gamma cost the
+// builder's comment derives, so the tuner and weft-sim use the same formula.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "sched/schedule.h"
+
+namespace weft::algo {
+
+// alpha: per-message latency; beta: per-byte transfer time; gamma: per-byte
+// reduction time (Thakur, Rabenseifner, Gropp).
+struct LinkCost {
+  double alpha_s = 0;
+  double beta_s_per_byte = 0;
+  double gamma_s_per_byte = 0;
+};
+
+using CostFn = double (*)(const sched::BuildArgs& args, size_t elem_size, const LinkCost& c);
+using SupportsFn = bool (*)(const sched::BuildArgs& args);
+
+struct Algorithm {
+  const char* name;
+  sched::Coll coll;
+  sched::BuildFn build;
+  SupportsFn supports = nullptr;  // nullptr: any BuildArgs
+  CostFn cost = nullptr;          // nullptr: no model
+};
+
+// All registered (collective, algorithm) pairs, in a fixed order.
+std::span<const Algorithm> all_algorithms();
+// nullptr when no algorithm of that name exists for the collective.
+const Algorithm* find_algorithm(sched::Coll coll, std::string_view name);
+// The algorithms registered for one collective, in registry order.
+std::vector<const Algorithm*> algorithms_for(sched::Coll coll);
+// a.supports(args), treating a missing predicate as "always".
+bool supports(const Algorithm& a, const sched::BuildArgs& args);
+
+}  // namespace weft::algo

@@ -1,0 +1,385 @@
+#include "sched/verify.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace weft::sched {
+namespace {
+
+// One symbolic element: which element of the collective's result it belongs to
+// (`idx`) and the set of ranks whose input it already contains. mask 0 = never
+// written.
+struct Val {
+  uint64_t idx = 0;
+  uint64_t mask = 0;
+  bool defined() const { return mask != 0; }
+  bool operator==(const Val& o) const { return idx == o.idx && mask == o.mask; }
+};
+
+constexpr int kMaxRanks = 64;
+
+uint64_t bit(int r) { return uint64_t{1} << r; }
+uint64_t all_ranks(int n) { return n >= 64 ? ~uint64_t{0} : bit(n) - 1; }
+
+std::string mask_str(uint64_t mask) {
+  std::string out;
+  for (int r = 0; r < kMaxRanks;) {
+    if (!(mask & bit(r))) {
+      ++r;
+      continue;
+    }
+    int e = r;
+    while (e + 1 < kMaxRanks && (mask & bit(e + 1))) ++e;
+    if (!out.empty()) out += ",";
+    out += std::to_string(r);
+    if (e > r) {  // appended piecewise: GCC 12's -Wrestrict misfires on "-" + to_string at -O3
+      out += '-';
+      out += std::to_string(e);
+    }
+    r = e + 1;
+  }
+  return out;
+}
+
+std::string val_str(const Val& v) {
+  if (!v.defined()) return "undefined";
+  return "{element " + std::to_string(v.idx) + " from ranks " + mask_str(v.mask) + "}";
+}
+
+std::string elem_str(Buf buf, uint64_t offset) {
+  return std::string(buf_name(buf)) + "[" + std::to_string(offset) + "]";
+}
+
+struct Msg {
+  std::vector<Val> data;
+  size_t step;  // sender's step index, for error messages
+};
+
+struct Fifo {
+  std::vector<Msg> q;
+  size_t head = 0;
+  bool empty() const { return head == q.size(); }
+};
+
+// Where a Range lives: user memory (Send and Recv, aliased in place) or scratch.
+struct Loc {
+  int array;  // 0 user, 1 scratch
+  uint64_t begin, end;
+};
+
+class Sim {
+ public:
+  Sim(const Schedule& s, bool in_place) : s_(s), a_(s.args), in_place_(in_place), n_(a_.nranks) {}
+
+  Status run() {
+    WEFT_TRY(check_args());
+    init_memory();
+    std::vector<size_t> pc(static_cast<size_t>(n_), 0);
+    for (;;) {
+      bool progress = false, all_done = true;
+      for (int r = 0; r < n_; ++r) {
+        const auto& steps = s_.ranks[static_cast<size_t>(r)].steps;
+        size_t& i = pc[static_cast<size_t>(r)];
+        while (i < steps.size()) {
+          const Step& st = steps[i];
+          const bool receives = st.kind == Kind::Recv || st.kind == Kind::RecvReduce;
+          if (receives && st.peer >= 0 && st.peer < n_ && st.peer != r && fifo(st.peer, r).empty()) break;
+          WEFT_TRY(exec(r, i, st));
+          ++i;
+          progress = true;
+        }
+        if (i < steps.size()) all_done = false;
+      }
+      if (all_done) break;
+      if (!progress) return deadlock(pc);
+    }
+    WEFT_TRY(check_leftovers());
+    return check_results();
+  }
+
+ private:
+  Status fail(const std::string& what) const {
+    char ctx[160];
+    std::snprintf(ctx, sizeof ctx, "verify %s %s n=%d count=%llu root=%d slice=%llu %s: ", s_.algo.c_str(),
+                  coll_name(a_.coll), n_, static_cast<unsigned long long>(a_.count), a_.root,
+                  static_cast<unsigned long long>(a_.slice_elems), in_place_ ? "in-place" : "out-of-place");
+    return Status(weftInternalError, ctx + what);
+  }
+  Status fail_step(int r, size_t i, const Step& st, const std::string& what) const {
+    return fail("rank " + std::to_string(r) + " step " + std::to_string(i) + " (" + to_string(st) + "): " + what);
+  }
+
+  Status check_args() const {
+    if (n_ < 1 || n_ > kMaxRanks) return fail("nranks must be in [1, 64]");
+    if (static_cast<int>(s_.ranks.size()) != n_)
+      return fail("schedule has " + std::to_string(s_.ranks.size()) + " rank plans, expected " + std::to_string(n_));
+    if (a_.root < 0 || a_.root >= n_) return fail("root out of range");
+    return Status::Ok();
+  }
+
+  Fifo& fifo(int from, int to) { return fifos_[static_cast<size_t>(from * n_ + to)]; }
+
+  struct Mem {
+    std::vector<Val> user, scratch;
+    uint64_t send_base = 0, recv_base = 0;
+  };
+
+  void init_memory() {
+    const uint64_t S = send_count(a_), R = recv_count(a_), c = a_.count, n = static_cast<uint64_t>(n_);
+    S_ = S;
+    R_ = R;
+    fifos_.assign(static_cast<size_t>(n_ * n_), {});
+    mem_.assign(static_cast<size_t>(n_), {});
+    for (int r = 0; r < n_; ++r) {
+      Mem& m = mem_[static_cast<size_t>(r)];
+      const uint64_t ur = static_cast<uint64_t>(r);
+      if (!in_place_) {
+        m.user.assign(S + R, Val{});
+        m.send_base = 0;
+        m.recv_base = S;
+      } else if (a_.coll == Coll::AllGather) {  // sendbuff = recvbuff + rank*count
+        m.user.assign(R, Val{});
+        m.recv_base = 0;
+        m.send_base = ur * c;
+      } else if (a_.coll == Coll::ReduceScatter) {  // recvbuff = sendbuff + rank*count
+        m.user.assign(S, Val{});
+        m.send_base = 0;
+        m.recv_base = ur * c;
+      } else {
+        m.user.assign(S, Val{});
+      }
+      m.scratch.assign(s_.ranks[static_cast<size_t>(r)].scratch_count, Val{});
+      for (uint64_t i = 0; i < S; ++i) m.user[m.send_base + i] = initial(r, i, n, c);
+    }
+  }
+
+  // The Send buffer's contents before the call.
+  Val initial(int r, uint64_t i, uint64_t n, uint64_t c) const {
+    switch (a_.coll) {
+      case Coll::AllReduce:
+      case Coll::Reduce:
+      case Coll::ReduceScatter: return {i, bit(r)};
+      case Coll::Broadcast: return r == a_.root ? Val{i, bit(r)} : Val{};  // only the root's counts
+      case Coll::AllGather: return {static_cast<uint64_t>(r) * c + i, bit(r)};
+      case Coll::AllToAll: {  // block p goes to peer p; name it (sender, receiver, i)
+        const uint64_t p = i / c, k = i % c;
+        return {(static_cast<uint64_t>(r) * n + p) * c + k, bit(r)};
+      }
+    }
+    return {};
+  }
+
+  // What Recv[i] of rank r must hold afterwards; false when unspecified.
+  bool expected(int r, uint64_t i, Val* out) const {
+    const uint64_t n = static_cast<uint64_t>(n_), c = a_.count, ur = static_cast<uint64_t>(r);
+    switch (a_.coll) {
+      case Coll::AllReduce: *out = {i, all_ranks(n_)}; return true;
+      case Coll::Broadcast: *out = {i, bit(a_.root)}; return true;
+      case Coll::Reduce:
+        if (r != a_.root) return false;
+        *out = {i, all_ranks(n_)};
+        return true;
+      case Coll::AllGather: *out = {i, bit(static_cast<int>(i / c))}; return true;
+      case Coll::ReduceScatter: *out = {ur * c + i, all_ranks(n_)}; return true;
+      case Coll::AllToAll: {
+        const uint64_t q = i / c, k = i % c;
+        *out = {(q * n + ur) * c + k, bit(static_cast<int>(q))};
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Bounds and access rights; on success *loc says where the range lives.
+  Status locate(int r, size_t i, const Step& st, const Range& rg, bool write, Loc* loc) {
+    if (rg.count == 0) return fail_step(r, i, st, "zero-length range (builders must not emit empty steps)");
+    uint64_t size = 0;
+    switch (rg.buf) {
+      case Buf::Send: size = S_; break;
+      case Buf::Recv: size = R_; break;
+      case Buf::Scratch: size = s_.ranks[static_cast<size_t>(r)].scratch_count; break;
+      default: return fail_step(r, i, st, "invalid buffer");
+    }
+    if (rg.offset > size || rg.count > size - rg.offset)
+      return fail_step(r, i, st,
+                       "out of bounds: " + std::string(buf_name(rg.buf)) + " has " + std::to_string(size) +
+                           " elements");
+    if (write && rg.buf == Buf::Send) return fail_step(r, i, st, "writes the Send buffer, which is input only");
+    if (rg.buf == Buf::Recv && a_.coll == Coll::Reduce && r != a_.root)
+      return fail_step(r, i, st, "uses the Recv buffer, which only the root has in reduce");
+    const Mem& m = mem_[static_cast<size_t>(r)];
+    if (rg.buf == Buf::Scratch) {
+      *loc = {1, rg.offset, rg.offset + rg.count};
+    } else {
+      const uint64_t base = rg.buf == Buf::Send ? m.send_base : m.recv_base;
+      *loc = {0, base + rg.offset, base + rg.offset + rg.count};
+    }
+    return Status::Ok();
+  }
+
+  Val* at(int r, const Loc& l) {
+    Mem& m = mem_[static_cast<size_t>(r)];
+    return (l.array == 0 ? m.user.data() : m.scratch.data()) + l.begin;
+  }
+
+  Status read(int r, size_t i, const Step& st, const Range& rg, const Loc& l, std::vector<Val>* out) {
+    const Val* v = at(r, l);
+    out->assign(v, v + rg.count);
+    for (uint64_t k = 0; k < rg.count; ++k)
+      if (!v[k].defined())
+        return fail_step(r, i, st, "reads undefined data at " + elem_str(rg.buf, rg.offset + k));
+    return Status::Ok();
+  }
+
+  // a op b for one element: same result element, disjoint contributor sets.
+  Status combine(int r, size_t i, const Step& st, const Range& dst, uint64_t k, const Val& a, const Val& b,
+                 Val* out) {
+    if (a.idx != b.idx)
+      return fail_step(r, i, st,
+                       "mixed elements at " + elem_str(dst.buf, dst.offset + k) + ": " + val_str(a) + " op " +
+                           val_str(b));
+    if (a.mask & b.mask)
+      return fail_step(r, i, st,
+                       "double contribution at " + elem_str(dst.buf, dst.offset + k) + ": " + val_str(a) + " op " +
+                           val_str(b) + " repeats ranks " + mask_str(a.mask & b.mask));
+    *out = {a.idx, a.mask | b.mask};
+    return Status::Ok();
+  }
+
+  static bool overlap(const Loc& a, const Loc& b) {
+    return a.array == b.array && a.begin < b.end && b.begin < a.end;
+  }
+  static bool same(const Loc& a, const Loc& b) {
+    return a.array == b.array && a.begin == b.begin && a.end == b.end;
+  }
+
+  Status exec(int r, size_t i, const Step& st) {
+    const bool peered = st.kind == Kind::Send || st.kind == Kind::Recv || st.kind == Kind::RecvReduce;
+    if (peered && (st.peer < 0 || st.peer >= n_ || st.peer == r))
+      return fail_step(r, i, st, "invalid peer " + std::to_string(st.peer));
+    Loc dl{}, sl{};
+    switch (st.kind) {
+      case Kind::Send: {
+        WEFT_TRY(locate(r, i, st, st.src, false, &sl));
+        Msg m{{}, i};
+        WEFT_TRY(read(r, i, st, st.src, sl, &m.data));
+        fifo(r, st.peer).q.push_back(std::move(m));
+        return Status::Ok();
+      }
+      case Kind::Recv:
+      case Kind::RecvReduce: {
+        WEFT_TRY(locate(r, i, st, st.dst, true, &dl));
+        const bool reduce = st.kind == Kind::RecvReduce;
+        if (reduce) {
+          WEFT_TRY(locate(r, i, st, st.src, false, &sl));
+          if (st.src.count != st.dst.count) return fail_step(r, i, st, "src and dst counts differ");
+          if (overlap(sl, dl) && !same(sl, dl)) return fail_step(r, i, st, "src and dst overlap partially");
+        }
+        Fifo& f = fifo(st.peer, r);
+        Msg& m = f.q[f.head++];
+        if (m.data.size() != st.dst.count)
+          return fail_step(r, i, st,
+                           "count mismatch: receives " + std::to_string(st.dst.count) + " elements but rank " +
+                               std::to_string(st.peer) + " step " + std::to_string(m.step) + " sends " +
+                               std::to_string(m.data.size()));
+        if (reduce) {
+          WEFT_TRY(read(r, i, st, st.src, sl, &tmp_));
+          for (uint64_t k = 0; k < st.dst.count; ++k) WEFT_TRY(combine(r, i, st, st.dst, k, tmp_[k], m.data[k], &tmp_[k]));
+          std::copy(tmp_.begin(), tmp_.end(), at(r, dl));
+        } else {
+          std::copy(m.data.begin(), m.data.end(), at(r, dl));
+        }
+        std::vector<Val>().swap(m.data);
+        return Status::Ok();
+      }
+      case Kind::Copy: {
+        WEFT_TRY(locate(r, i, st, st.dst, true, &dl));
+        WEFT_TRY(locate(r, i, st, st.src, false, &sl));
+        if (st.src.count != st.dst.count) return fail_step(r, i, st, "src and dst counts differ");
+        if (same(sl, dl)) return Status::Ok();  // in-place no-op; the executor skips it too
+        if (overlap(sl, dl)) return fail_step(r, i, st, "src and dst overlap partially");
+        WEFT_TRY(read(r, i, st, st.src, sl, &tmp_));
+        std::copy(tmp_.begin(), tmp_.end(), at(r, dl));
+        return Status::Ok();
+      }
+      case Kind::Reduce: {
+        WEFT_TRY(locate(r, i, st, st.dst, true, &dl));
+        WEFT_TRY(locate(r, i, st, st.src, false, &sl));
+        if (st.src.count != st.dst.count) return fail_step(r, i, st, "src and dst counts differ");
+        if (overlap(sl, dl)) return fail_step(r, i, st, "src and dst overlap");
+        WEFT_TRY(read(r, i, st, st.src, sl, &tmp_));
+        WEFT_TRY(read(r, i, st, st.dst, dl, &tmp2_));
+        for (uint64_t k = 0; k < st.dst.count; ++k) WEFT_TRY(combine(r, i, st, st.dst, k, tmp2_[k], tmp_[k], &tmp2_[k]));
+        std::copy(tmp2_.begin(), tmp2_.end(), at(r, dl));
+        return Status::Ok();
+      }
+    }
+    return fail_step(r, i, st, "invalid step kind");
+  }
+
+  Status deadlock(const std::vector<size_t>& pc) const {
+    std::string what = "deadlock: no rank can progress;";
+    int listed = 0, blocked = 0;
+    for (int r = 0; r < n_; ++r) {
+      const auto& steps = s_.ranks[static_cast<size_t>(r)].steps;
+      const size_t i = pc[static_cast<size_t>(r)];
+      if (i >= steps.size()) continue;
+      ++blocked;
+      if (listed++ < 8)
+        what += " rank " + std::to_string(r) + " waits at step " + std::to_string(i) + " (" + to_string(steps[i]) + ");";
+    }
+    if (listed > 8) what += " and " + std::to_string(blocked - 8) + " more blocked ranks";
+    return fail(what);
+  }
+
+  Status check_leftovers() const {
+    for (int a = 0; a < n_; ++a)
+      for (int b = 0; b < n_; ++b) {
+        const Fifo& f = fifos_[static_cast<size_t>(a * n_ + b)];
+        if (!f.empty()) {
+          const Msg& m = f.q[f.head];
+          return fail("message left unreceived: rank " + std::to_string(a) + " step " + std::to_string(m.step) +
+                      " sent " + std::to_string(m.data.size()) + " elements to rank " + std::to_string(b) +
+                      ", which never receives them (" + std::to_string(f.q.size() - f.head) + " pending)");
+        }
+      }
+    return Status::Ok();
+  }
+
+  Status check_results() const {
+    for (int r = 0; r < n_; ++r) {
+      const Mem& m = mem_[static_cast<size_t>(r)];
+      for (uint64_t i = 0; i < R_; ++i) {
+        Val want;
+        if (!expected(r, i, &want)) break;
+        const Val& got = m.user[m.recv_base + i];
+        if (!(got == want))
+          return fail("wrong result: rank " + std::to_string(r) + " " + elem_str(Buf::Recv, i) + " holds " +
+                      val_str(got) + " but should hold " + val_str(want));
+      }
+    }
+    return Status::Ok();
+  }
+
+  const Schedule& s_;
+  const BuildArgs& a_;
+  const bool in_place_;
+  const int n_;
+  uint64_t S_ = 0, R_ = 0;
+  std::vector<Mem> mem_;
+  std::vector<Fifo> fifos_;
+  std::vector<Val> tmp_, tmp2_;
+};
+
+}  // namespace
+
+Status verify(const Schedule& schedule, bool in_place) { return Sim(schedule, in_place).run(); }
+
+Status verify_both(const Schedule& schedule) {
+  WEFT_TRY(verify(schedule, false));
+  return verify(schedule, true);
+}
+
+}  // namespace weft::sched

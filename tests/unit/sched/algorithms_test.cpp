@@ -1,0 +1,86 @@
+// Every registered (collective, algorithm) proven by the verifier for n = 1..64,
+// every count 0..3n+1 (all remainders mod n), unsliced and sliced, in place and out
+// of place.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "algorithms/registry.h"
+#include "sched/verify.h"
+
+namespace weft::algo {
+namespace {
+
+using sched::BuildArgs;
+
+class EveryAlgorithm : public ::testing::TestWithParam<const Algorithm*> {};
+
+TEST_P(EveryAlgorithm, VerifiesForAllSizes) {
+  const Algorithm& alg = *GetParam();
+  int checked = 0;
+  for (int n = 1; n <= 64; ++n) {
+    // Roots: 0 and a rank in the middle, so rooted code can't assume root 0.
+    const int roots[2] = {0, n / 2 + (n > 2 ? 1 : 0)};
+    const bool rooted = alg.coll == sched::Coll::Broadcast || alg.coll == sched::Coll::Reduce;
+    for (int ri = 0; ri < (rooted && roots[1] != 0 && roots[1] < n ? 2 : 1); ++ri) {
+      for (uint64_t count = 0; count <= 3 * static_cast<uint64_t>(n) + 1; ++count) {
+        for (uint64_t slice : {uint64_t{0}, uint64_t{2}}) {
+          BuildArgs a;
+          a.coll = alg.coll;
+          a.nranks = n;
+          a.count = count;
+          a.root = roots[ri];
+          a.slice_elems = slice;
+          if (!supports(alg, a)) continue;
+          const sched::Schedule s = sched::build_all(a, alg.name, alg.build);
+          for (bool in_place : {false, true}) {
+            Status st = sched::verify(s, in_place);
+            ASSERT_TRUE(st.ok()) << st.message();
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 0);
+}
+
+TEST_P(EveryAlgorithm, HasCostModel) {
+  const Algorithm& alg = *GetParam();
+  ASSERT_NE(alg.cost, nullptr);
+  BuildArgs a;
+  a.coll = alg.coll;
+  a.nranks = 8;
+  a.count = 1 << 20;
+  if (!supports(alg, a)) GTEST_SKIP();
+  const LinkCost c{1e-6, 1e-10, 1e-11};
+  EXPECT_GT(alg.cost(a, 4, c), 0.0);
+  a.nranks = 1;
+  EXPECT_GE(alg.cost(a, 4, c), 0.0);
+}
+
+std::vector<const Algorithm*> all() {
+  std::vector<const Algorithm*> out;
+  for (const Algorithm& a : all_algorithms()) out.push_back(&a);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, EveryAlgorithm, ::testing::ValuesIn(all()),
+                         [](const ::testing::TestParamInfo<const Algorithm*>& info) {
+                           return std::string(sched::coll_name(info.param->coll)) + "_" + info.param->name;
+                         });
+
+TEST(Registry, FindsRing) {
+  const Algorithm* a = find_algorithm(sched::Coll::AllReduce, "ring");
+  ASSERT_NE(a, nullptr);
+  EXPECT_STREQ(a->name, "ring");
+  EXPECT_EQ(find_algorithm(sched::Coll::AllReduce, "nope"), nullptr);
+  EXPECT_FALSE(algorithms_for(sched::Coll::AllReduce).empty());
+}
+
+TEST(Registry, NamesAreUniquePerCollective) {
+  for (const Algorithm& a : all_algorithms()) EXPECT_EQ(find_algorithm(a.coll, a.name), &a) << a.name;
+}
+
+}  // namespace
+}  // namespace weft::algo
