@@ -18,3 +18,4 @@ WEFT_PARAM_INT(SHM_PULL_BYTES, 262144, "bytes per cross-memory-attach read when 
 WEFT_PARAM_INT(CHUNK_BYTES, 1048576, "pipeline slice size of the executor")
 WEFT_PARAM_STR(SOCKET_IFNAME, "", "bootstrap interface: eth0, eth (prefix), ^docker,lo (exclude), =exact")
 WEFT_PARAM_STR(CPU_KERNEL, "", "force the CPU reduction kernels: scalar, avx2, avx512 (default: best the CPU supports)")
+WEFT_PARAM_INT(BOOT_RETRY_MS, 100, "bootstrap: pause between attempts to connect to a root that is not listening yet")

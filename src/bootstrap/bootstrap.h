@@ -42,6 +42,9 @@ Status unpack(const weftUniqueId& in, UniqueId* out);
 // interface chosen by WEFT_SOCKET_IFNAME (default: first non-loopback,
 // non-docker interface that is up; loopback if nothing else), on an ephemeral port.
 Status create_root(UniqueId* id);
+// Starts a root service listening on a given numeric address (IPv4 or IPv6, no
+// brackets) and port (0: ephemeral), with the given secret.
+Status create_root_at(const std::string& host, uint16_t port, const Secret& secret, UniqueId* id);
 
 // Where the launcher said rank and rendezvous are.
 struct LaunchEnv {
@@ -55,11 +58,28 @@ struct LaunchEnv {
 // Reads weft-run's (WEFT_RANK, WEFT_NRANKS, WEFT_LOCAL_RANK, WEFT_COMM_ID,
 // WEFT_JOB_SECRET), torchrun's, Open MPI's and Slurm's variables. An error names
 // what is missing.
+//
+// Without WEFT_JOB_SECRET the secret is derived (FNV-1a + SplitMix64, not
+// cryptographic) from the launcher's job identity (TORCHELASTIC_RUN_ID,
+// OMPI_MCA_ess_base_jobid, SLURM_JOB_ID, SLURM_STEP_ID, whichever are set) and the
+// rendezvous address. Anyone who can read the job's environment can compute it:
+// it only guards against accidental cross-job connections (a stale rank of a
+// previous job reusing the port), not against an attacker. weft-run sets a random
+// WEFT_JOB_SECRET.
 Status read_launch_env(LaunchEnv* env);
+Secret derive_secret(const std::string& job_identity, const std::string& root_address);
 
 // For the environment path: rank 0 starts the root service bound to
 // env.root_address itself; every rank (rank 0 included) then connects.
 Status unique_id_from_env(const LaunchEnv& env, UniqueId* id);
+
+// The identity of this host for grouping ranks per host (shared memory, local
+// rank): "hostname/boot_id/net:[inode]". The boot id tells apart machines that
+// share a hostname; the network namespace inode makes ranks in different network
+// namespaces on one kernel (containers, the multi-host tests) count as different
+// hosts, since they cannot share loopback or abstract sockets. Equal strings mean
+// the same kernel and network namespace.
+std::string host_identity();
 
 class Bootstrap {
  public:

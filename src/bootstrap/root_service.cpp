@@ -1,0 +1,526 @@
+#include "bootstrap/root_service.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "base/log.h"
+#include "base/params.h"
+#include "bootstrap/wire.h"
+
+namespace weft::boot {
+
+namespace {
+
+// One accepted connection. Until its hello arrives it is nobody's; after that
+// it belongs to a rank.
+struct Conn {
+  Fd fd;
+  SockAddr peer;
+  MsgReader in;
+  std::string out;           // bytes queued for this peer, flushed on POLLOUT
+  bool hello_ok = false;     // proved the secret; may be told about failures
+  int rank = -1;             // set once a valid hello was accepted
+  bool close_after_flush = false;
+  bool dead = false;         // to be removed at the end of this loop iteration
+};
+
+struct RankInfo {
+  Conn* conn = nullptr;
+  bool goodbye = false;      // left cleanly
+  bool lost = false;         // connection closed without a goodbye
+  std::string host;
+  int pid = 0;
+  std::string addr;
+};
+
+std::string describe(int rank, const RankInfo& r) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "rank %d (host %s, pid %d)", rank, r.host.c_str(), r.pid);
+  return buf;
+}
+
+}  // namespace
+
+class RootService : public std::enable_shared_from_this<RootService> {
+ public:
+  RootService(Fd listen_fd, SockAddr bound, const Secret& secret)
+      : listen_(std::move(listen_fd)), bound_(bound), secret_(secret),
+        started_(Clock::now()) {}
+
+  Status start();
+  bool wait(Deadline deadline);
+  void stop();
+  uint16_t port() const { return bound_.port(); }
+  const Secret& secret() const { return secret_; }
+
+ private:
+  void run();
+  void on_readable(Conn* c);
+  void on_message(Conn* c, Msg& m);
+  void on_hello(Conn* c, const Msg& m);
+  void on_op(Conn* c, const Msg& m);
+  void on_closed(Conn* c);
+  void fail_all(weftResult_t code, const std::string& msg);
+  void send(Conn* c, MsgType type, uint64_t seq, int64_t arg, const void* data, size_t len);
+  void flush(Conn* c);
+  void drop(Conn* c, const char* why);
+  bool finished() const;
+  int joined() const;
+
+  Fd listen_;
+  SockAddr bound_;
+  Secret secret_;
+  Clock::time_point started_;
+  Fd wake_rd_, wake_wr_;     // self-pipe: stop() interrupts poll()
+  std::atomic<bool> stop_{false};
+
+  std::mutex done_mu_;
+  std::condition_variable done_cv_;
+  bool done_ = false;
+
+  // State below is touched only by the service thread.
+  std::vector<std::unique_ptr<Conn>> conns_;
+  int nranks_ = -1;
+  int max_nranks_seen_ = 0;
+  int hellos_ = 0;           // connections that proved the secret
+  std::vector<RankInfo> ranks_;
+  bool welcomed_ = false;
+  bool failed_ = false;
+  weftResult_t fail_code_ = weftSuccess;
+  std::string fail_msg_;
+  Clock::time_point failed_at_{};
+
+  // The one operation in flight: ranks cannot run ahead, since each waits for the
+  // reply to operation k before it sends k+1.
+  uint64_t op_seq_ = 0;
+  bool op_active_ = false;
+  int64_t op_kind_ = 0;
+  uint64_t op_size_ = 0;
+  int op_first_rank_ = -1;
+  int op_count_ = 0;
+  std::vector<bool> op_arrived_;
+  std::string op_data_;
+};
+
+namespace {
+// Leaked on purpose: services may still run while static destructors do.
+std::mutex& registry_mu() {
+  static auto* mu = new std::mutex;
+  return *mu;
+}
+std::map<std::pair<uint16_t, std::string>, std::shared_ptr<RootService>>& registry() {
+  static auto* map = new std::map<std::pair<uint16_t, std::string>, std::shared_ptr<RootService>>;
+  return *map;
+}
+std::pair<uint16_t, std::string> key_of(uint16_t port, const Secret& s) {
+  return {port, std::string(reinterpret_cast<const char*>(s.bytes), sizeof s.bytes)};
+}
+}  // namespace
+
+Status RootService::start() {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) return SysError(errno, "bootstrap root: pipe2");
+  wake_rd_.reset(p[0]);
+  wake_wr_.reset(p[1]);
+  // The thread holds a reference, so the service outlives its registry entry
+  // until the loop is done with it.
+  std::thread([self = shared_from_this()] { self->run(); }).detach();
+  return Status::Ok();
+}
+
+bool RootService::wait(Deadline deadline) {
+  std::unique_lock<std::mutex> lk(done_mu_);
+  return done_cv_.wait_for(lk, std::chrono::milliseconds(deadline.remaining_ms()),
+                           [&] { return done_; });
+}
+
+void RootService::stop() {
+  stop_ = true;
+  char b = 1;
+  ssize_t n = ::write(wake_wr_.get(), &b, 1);
+  (void)n;
+}
+
+int RootService::joined() const {
+  int n = 0;
+  for (const auto& r : ranks_) n += r.conn != nullptr || r.goodbye || r.lost;
+  return n;
+}
+
+bool RootService::finished() const {
+  if (stop_) return true;
+  for (const auto& c : conns_)
+    if (!c->out.empty()) return false;  // let queued errors and notices reach their ranks
+  if (welcomed_) {
+    for (const auto& r : ranks_)
+      if (!r.goodbye && !r.lost) return false;
+    return true;
+  }
+  if (failed_) {
+    // Before everyone joined, a failed job lingers so that late ranks still learn
+    // why instead of timing out: until every expected rank was told, or the deadline.
+    if (hellos_ >= max_nranks_seen_) return true;
+    return Clock::now() - failed_at_ > std::chrono::milliseconds(params::TIMEOUT_MS());
+  }
+  return false;
+}
+
+void RootService::send(Conn* c, MsgType type, uint64_t seq, int64_t arg, const void* data,
+                       size_t len) {
+  if (c == nullptr || c->dead) return;
+  append_msg(&c->out, type, seq, arg, data, len);
+  flush(c);
+}
+
+void RootService::flush(Conn* c) {
+  while (!c->out.empty() && !c->dead) {
+    ssize_t n = ::send(c->fd.get(), c->out.data(), c->out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      c->out.erase(0, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    // The peer is gone; what we had for it no longer matters.
+    c->out.clear();
+    on_closed(c);
+    return;
+  }
+  if (c->out.empty() && c->close_after_flush && !c->dead) {
+    c->dead = true;
+    if (c->rank >= 0 && c->rank < static_cast<int>(ranks_.size()) &&
+        ranks_[c->rank].conn == c)
+      ranks_[c->rank].conn = nullptr;
+  }
+}
+
+void RootService::drop(Conn* c, const char* why) {
+  WEFT_WARN(BOOT, "bootstrap root %s: dropped connection from %s: %s", bound_.str().c_str(),
+            c->peer.str().c_str(), why);
+  c->out.clear();
+  c->dead = true;
+}
+
+void RootService::fail_all(weftResult_t code, const std::string& msg) {
+  if (failed_) return;
+  failed_ = true;
+  fail_code_ = code;
+  fail_msg_ = msg;
+  failed_at_ = Clock::now();
+  WEFT_WARN(BOOT, "bootstrap root %s: %s", bound_.str().c_str(), msg.c_str());
+  for (auto& c : conns_) {
+    if (!c->hello_ok || c->dead) continue;
+    c->close_after_flush = !welcomed_;
+    send(c.get(), MsgType::Error, 0, code, msg.data(), msg.size());
+  }
+}
+
+// A connection closed. Before the job is complete that only frees the rank (a
+// rank may retry); afterwards, without a goodbye, every other rank must know.
+void RootService::on_closed(Conn* c) {
+  if (c->dead) return;
+  c->dead = true;
+  int r = c->rank;
+  if (r < 0 || r >= static_cast<int>(ranks_.size()) || ranks_[r].conn != c) return;
+  RankInfo& info = ranks_[r];
+  info.conn = nullptr;
+  if (!welcomed_) {
+    WEFT_INFO(BOOT, "bootstrap root %s: rank %d left before the job was complete", bound_.str().c_str(), r);
+    return;
+  }
+  if (info.goodbye) return;
+  info.lost = true;
+  std::string text = describe(r, info) + " disconnected from the bootstrap";
+  WEFT_WARN(BOOT, "bootstrap root %s: %s", bound_.str().c_str(), text.c_str());
+  for (int i = 0; i < nranks_; ++i)
+    if (i != r) send(ranks_[i].conn, MsgType::Lost, 0, r, text.data(), text.size());
+}
+
+void RootService::on_hello(Conn* c, const Msg& m) {
+  HelloBody h;
+  if (m.type() != MsgType::Hello || m.payload.size() != sizeof h) {
+    drop(c, "first message is not a weft bootstrap hello");
+    return;
+  }
+  std::memcpy(&h, m.payload.data(), sizeof h);
+  if (std::memcmp(h.secret, secret_.bytes, sizeof h.secret) != 0) {
+    drop(c, "wrong job secret (another job, or a stray connection)");
+    return;
+  }
+  h.host[sizeof h.host - 1] = '\0';
+  ++hellos_;
+  c->hello_ok = true;
+  max_nranks_seen_ = std::max(max_nranks_seen_, h.nranks);
+  c->rank = h.rank;
+  if (h.version != kWireVersion) {
+    std::string msg = "bootstrap protocol version mismatch: rank " + std::to_string(h.rank) +
+                      " speaks " + std::to_string(h.version) + ", the root " +
+                      std::to_string(kWireVersion);
+    fail_all(weftInvalidUsage, msg);
+  }
+  if (failed_) {
+    c->close_after_flush = true;
+    send(c, MsgType::Error, 0, fail_code_, fail_msg_.data(), fail_msg_.size());
+    return;
+  }
+  RankInfo me{nullptr, false, false, h.host, h.pid, c->peer.str()};
+  if (nranks_ < 0) {
+    nranks_ = h.nranks;
+    ranks_.assign(static_cast<size_t>(std::max(nranks_, 0)), RankInfo{});
+  }
+  char buf[512];
+  if (h.nranks != nranks_) {
+    // Name both values and who holds them: the usual cause is one rank's launcher line.
+    int other = -1;
+    for (int i = 0; i < nranks_; ++i)
+      if (ranks_[i].conn != nullptr) other = i;
+    std::string first = other >= 0 ? describe(other, ranks_[other]) : "an earlier rank";
+    std::snprintf(buf, sizeof buf, "nranks mismatch: %s says nranks=%d, but %s says nranks=%d",
+                  describe(h.rank, me).c_str(), h.nranks, first.c_str(), nranks_);
+    fail_all(weftInvalidUsage, buf);
+    return;
+  }
+  if (h.rank < 0 || h.rank >= nranks_) {
+    std::snprintf(buf, sizeof buf, "%s from %s: rank %d is out of range for nranks=%d",
+                  describe(h.rank, me).c_str(), me.addr.c_str(), h.rank, nranks_);
+    fail_all(weftInvalidArgument, buf);
+    return;
+  }
+  RankInfo& slot = ranks_[h.rank];
+  if (slot.conn != nullptr || slot.goodbye || slot.lost) {
+    std::snprintf(buf, sizeof buf, "rank %d joined twice: %s from %s and host %s, pid %d from %s",
+                  h.rank, describe(h.rank, slot).c_str(), slot.addr.c_str(), h.host, h.pid,
+                  me.addr.c_str());
+    fail_all(weftInvalidArgument, buf);
+    return;
+  }
+  me.conn = c;
+  slot = me;
+  WEFT_INFO(BOOT, "bootstrap root %s: rank %d joined from %s (%d of %d)", bound_.str().c_str(),
+            h.rank, me.addr.c_str(), joined(), nranks_);
+  if (joined() == nranks_) {
+    welcomed_ = true;
+    op_arrived_.assign(static_cast<size_t>(nranks_), false);
+    for (auto& r : ranks_) send(r.conn, MsgType::Welcome, 0, nranks_, nullptr, 0);
+    WEFT_INFO(BOOT, "bootstrap root %s: all %d ranks joined", bound_.str().c_str(), nranks_);
+  }
+}
+
+void RootService::on_op(Conn* c, const Msg& m) {
+  int r = c->rank;
+  int64_t kind = m.hdr.arg;
+  uint64_t size = m.payload.size();
+  char buf[512];
+  if (m.hdr.seq != op_seq_) {
+    std::snprintf(buf, sizeof buf,
+                  "bootstrap operation order mismatch: rank %d sent %s #%llu while the job is at #%llu",
+                  r, op_name(kind), static_cast<unsigned long long>(m.hdr.seq),
+                  static_cast<unsigned long long>(op_seq_));
+    fail_all(weftInvalidUsage, buf);
+    return;
+  }
+  for (int i = 0; i < nranks_; ++i)
+    if (ranks_[i].goodbye) {
+      std::snprintf(buf, sizeof buf,
+                    "rank %d called bootstrap %s #%llu, but rank %d has already left the bootstrap",
+                    r, op_name(kind), static_cast<unsigned long long>(m.hdr.seq), i);
+      send(c, MsgType::Error, 0, weftInvalidUsage, buf, std::strlen(buf));
+      return;
+    }
+  if (!op_active_) {
+    op_active_ = true;
+    op_kind_ = kind;
+    op_size_ = size;
+    op_first_rank_ = r;
+    op_count_ = 0;
+    std::fill(op_arrived_.begin(), op_arrived_.end(), false);
+    op_data_.assign(size * static_cast<uint64_t>(nranks_), '\0');
+  } else if (kind != op_kind_ || size != op_size_) {
+    std::snprintf(buf, sizeof buf,
+                  "bootstrap operation #%llu mismatch: rank %d called %s(%llu bytes) but rank %d "
+                  "called %s(%llu bytes)",
+                  static_cast<unsigned long long>(op_seq_), r, op_name(kind),
+                  static_cast<unsigned long long>(size), op_first_rank_, op_name(op_kind_),
+                  static_cast<unsigned long long>(op_size_));
+    fail_all(weftInvalidUsage, buf);
+    return;
+  }
+  if (op_arrived_[r]) {
+    fail_all(weftInternalError, "rank " + std::to_string(r) + " sent bootstrap operation #" +
+                                    std::to_string(op_seq_) + " twice");
+    return;
+  }
+  op_arrived_[r] = true;
+  ++op_count_;
+  if (size > 0) std::memcpy(op_data_.data() + size * static_cast<uint64_t>(r), m.payload.data(), size);
+  if (op_count_ < nranks_) return;
+  for (auto& info : ranks_)
+    send(info.conn, MsgType::Reply, op_seq_, op_kind_, op_data_.data(), op_data_.size());
+  op_active_ = false;
+  ++op_seq_;
+  op_data_.clear();
+}
+
+void RootService::on_message(Conn* c, Msg& m) {
+  if (!c->hello_ok) {
+    on_hello(c, m);
+    return;
+  }
+  if (failed_ || !welcomed_) {
+    // Nothing but a goodbye is meaningful before the welcome or after the job failed.
+    if (m.type() == MsgType::Goodbye && c->rank < static_cast<int>(ranks_.size()) &&
+        c->rank >= 0 && ranks_[c->rank].conn == c && welcomed_)
+      ranks_[c->rank].goodbye = true;
+    return;
+  }
+  int r = c->rank;
+  switch (m.type()) {
+    case MsgType::Op:
+      on_op(c, m);
+      break;
+    case MsgType::Abort: {
+      std::string text = describe(r, ranks_[r]) + " aborted: " + m.payload;
+      WEFT_WARN(BOOT, "bootstrap root %s: %s", bound_.str().c_str(), text.c_str());
+      for (int i = 0; i < nranks_; ++i)
+        if (i != r) send(ranks_[i].conn, MsgType::Abort, 0, r, text.data(), text.size());
+      break;
+    }
+    case MsgType::Goodbye:
+      ranks_[r].goodbye = true;
+      break;
+    default:
+      drop(c, "unexpected message type");
+      on_closed(c);
+  }
+}
+
+void RootService::on_readable(Conn* c) {
+  char buf[65536];
+  for (;;) {
+    int err = 0;
+    ssize_t n = recv_some(c->fd.get(), buf, sizeof buf, &err);
+    if (n < 0 && err == 0) break;  // drained
+    if (n <= 0) {
+      on_closed(c);
+      return;
+    }
+    c->in.feed(buf, static_cast<size_t>(n));
+    Msg m;
+    bool bad = false;
+    while (!c->dead && c->in.next(&m, &bad)) on_message(c, m);
+    if (bad && !c->dead) {
+      if (!c->hello_ok) drop(c, "not a weft bootstrap connection (bad header)");
+      else {
+        drop(c, "malformed message");
+        on_closed(c);
+      }
+    }
+    if (c->dead) return;
+    if (static_cast<size_t>(n) < sizeof buf) break;
+  }
+}
+
+void RootService::run() {
+  WEFT_INFO(BOOT, "bootstrap root listening on %s", bound_.str().c_str());
+  std::vector<pollfd> fds;
+  while (!finished()) {
+    if (!welcomed_ && !failed_ && nranks_ > 0 &&
+        Clock::now() - started_ > std::chrono::milliseconds(params::TIMEOUT_MS())) {
+      std::string missing;
+      for (int i = 0; i < nranks_; ++i)
+        if (ranks_[i].conn == nullptr) {
+          if (!missing.empty()) missing += ',';
+          missing += std::to_string(i);
+        }
+      fail_all(weftTimeout, "bootstrap root: timed out after " + std::to_string(params::TIMEOUT_MS()) +
+                                " ms waiting for ranks " + missing + " to join");
+      max_nranks_seen_ = 0;  // nobody else is coming; leave once the errors are out
+    }
+    fds.clear();
+    fds.push_back({listen_.get(), POLLIN, 0});
+    fds.push_back({wake_rd_.get(), POLLIN, 0});
+    for (auto& c : conns_)
+      fds.push_back({c->fd.get(), static_cast<short>(POLLIN | (c->out.empty() ? 0 : POLLOUT)), 0});
+    int rc = ::poll(fds.data(), fds.size(), 100);
+    if (rc < 0 && errno != EINTR) {
+      WEFT_WARN(BOOT, "bootstrap root %s: poll failed: %s", bound_.str().c_str(), std::strerror(errno));
+      break;
+    }
+    if (rc <= 0) continue;
+    size_t nconns = conns_.size();  // accepted below are polled next round
+    for (size_t i = 0; i < nconns; ++i) {
+      Conn* c = conns_[i].get();
+      short re = fds[i + 2].revents;
+      if (c->dead || re == 0) continue;
+      if (re & (POLLIN | POLLHUP | POLLERR)) on_readable(c);
+      if (!c->dead && (re & POLLOUT)) flush(c);
+    }
+    if (fds[0].revents & POLLIN) {
+      for (;;) {
+        auto c = std::make_unique<Conn>();
+        Status st = accept_one(listen_.get(), &c->fd, &c->peer);
+        if (!st.ok()) {
+          WEFT_WARN(BOOT, "%s", st.message().c_str());
+          break;
+        }
+        if (!c->fd.valid()) break;
+        conns_.push_back(std::move(c));
+      }
+    }
+    conns_.erase(std::remove_if(conns_.begin(), conns_.end(), [](const auto& c) { return c->dead; }),
+                 conns_.end());
+  }
+  conns_.clear();
+  listen_.reset();
+  {
+    std::lock_guard<std::mutex> lk(registry_mu());
+    registry().erase(key_of(bound_.port(), secret_));
+  }
+  WEFT_INFO(BOOT, "bootstrap root %s: service finished", bound_.str().c_str());
+  std::lock_guard<std::mutex> lk(done_mu_);
+  done_ = true;
+  done_cv_.notify_all();
+}
+
+Status start_root_service(const SockAddr& addr, const Secret& secret, SockAddr* bound) {
+  Fd fd;
+  WEFT_TRY(listen_on(addr, &fd));
+  WEFT_TRY(local_address(fd.get(), bound));
+  auto svc = std::make_shared<RootService>(std::move(fd), *bound, secret);
+  {
+    std::lock_guard<std::mutex> lk(registry_mu());
+    registry()[key_of(bound->port(), secret)] = svc;
+  }
+  Status st = svc->start();
+  if (!st.ok()) {
+    std::lock_guard<std::mutex> lk(registry_mu());
+    registry().erase(key_of(bound->port(), secret));
+  }
+  return st;
+}
+
+std::shared_ptr<RootService> find_root_service(const UniqueId& id) {
+  std::lock_guard<std::mutex> lk(registry_mu());
+  auto it = registry().find(key_of(id.port, id.secret));
+  return it == registry().end() ? nullptr : it->second;
+}
+
+bool wait_root_service(RootService& service, Deadline deadline) { return service.wait(deadline); }
+
+void stop_root_service(RootService& service) { service.stop(); }
+
+}  // namespace weft::boot

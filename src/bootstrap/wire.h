@@ -1,0 +1,113 @@
+// The bootstrap's wire format: every message is a fixed 24-byte header followed
+// by `len` payload bytes. Both ends run the same build on the same architecture
+// family, so fields travel in host byte order; the magic in each header catches a
+// stray or mis-framed connection early.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "bootstrap/bootstrap.h"
+
+namespace weft::boot {
+
+constexpr uint32_t kWireMagic = 0x77667462;  // "weft boot"
+constexpr uint32_t kWireVersion = 1;
+// Largest payload either side accepts: bounds memory a broken peer can make us allocate.
+constexpr uint32_t kMaxPayload = 1u << 30;
+
+enum class MsgType : uint32_t {
+  Hello = 1,    // rank -> root: HelloBody
+  Welcome = 2,  // root -> rank: every rank has joined
+  Error = 3,    // root -> rank: arg = weftResult_t, payload = message; the job is over
+  Op = 4,       // rank -> root: seq, arg = OpKind, payload = this rank's part
+  Reply = 5,    // root -> rank: seq, payload = all parts in rank order
+  Lost = 6,     // root -> rank: arg = lost rank, payload = "rank R (host H, pid P)"
+  Abort = 7,    // rank -> root: payload = reason; root -> rank: arg = aborting rank
+  Goodbye = 8,  // rank -> root: clean exit, do not report this rank as lost
+};
+
+enum class OpKind : int64_t { Allgather = 1, Barrier = 2 };
+
+inline const char* op_name(int64_t kind) {
+  switch (static_cast<OpKind>(kind)) {
+    case OpKind::Allgather: return "allgather";
+    case OpKind::Barrier: return "barrier";
+  }
+  return "unknown-op";
+}
+
+struct MsgHeader {
+  uint32_t magic;
+  uint32_t type;
+  uint32_t len;
+  uint32_t reserved;
+  uint64_t seq;
+  int64_t arg;
+};
+static_assert(sizeof(MsgHeader) == 32);
+
+// The first message on every connection. The secret leads so that the root can
+// reject a stranger before trusting anything else it sent.
+struct HelloBody {
+  uint8_t secret[16];
+  uint32_t version;
+  int32_t rank;
+  int32_t nranks;
+  int32_t pid;
+  char host[64];  // hostname, for messages about this rank
+};
+static_assert(sizeof(HelloBody) == 96);
+
+struct Msg {
+  MsgHeader hdr{};
+  std::string payload;
+  MsgType type() const { return static_cast<MsgType>(hdr.type); }
+};
+
+// Serialises one message onto the end of `out`.
+inline void append_msg(std::string* out, MsgType type, uint64_t seq, int64_t arg,
+                       const void* payload, size_t len) {
+  MsgHeader h{kWireMagic, static_cast<uint32_t>(type), static_cast<uint32_t>(len), 0, seq, arg};
+  out->append(reinterpret_cast<const char*>(&h), sizeof h);
+  if (len > 0) out->append(static_cast<const char*>(payload), len);
+}
+
+// Accumulates bytes from a stream and cuts complete messages off its front.
+class MsgReader {
+ public:
+  void feed(const char* data, size_t n) { buf_.append(data, n); }
+  // true with *m filled when a whole message is buffered; *bad set when the
+  // stream is not speaking this protocol (wrong magic, oversized payload).
+  bool next(Msg* m, bool* bad) {
+    *bad = false;
+    if (buf_.size() - pos_ < sizeof(MsgHeader)) return false;
+    MsgHeader h;
+    std::memcpy(&h, buf_.data() + pos_, sizeof h);
+    if (h.magic != kWireMagic || h.len > kMaxPayload) {
+      *bad = true;
+      return false;
+    }
+    if (buf_.size() - pos_ < sizeof h + h.len) return false;
+    m->hdr = h;
+    m->payload.assign(buf_.data() + pos_ + sizeof h, h.len);
+    pos_ += sizeof h + h.len;
+    if (pos_ == buf_.size()) {
+      buf_.clear();
+      pos_ = 0;
+    } else if (pos_ > (1u << 16)) {
+      buf_.erase(0, pos_);
+      pos_ = 0;
+    }
+    return true;
+  }
+  size_t buffered() const { return buf_.size() - pos_; }
+
+ private:
+  std::string buf_;
+  size_t pos_ = 0;
+};
+
+}  // namespace weft::boot
