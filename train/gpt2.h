@@ -1,0 +1,89 @@
+// GPT-2 (HuggingFace GPT2LMHeadModel semantics) with a hand-written forward and
+// backward pass. Parameters live in one contiguous buffer of the storage type, in
+// HF state-dict order and shapes (Conv1D weights are [in, out]); the LM head is
+// tied to transformer.wte.weight.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "train/dtype.h"
+
+namespace weft::train {
+
+struct GPT2Config {
+  int vocabSize = 256;   // HF vocab_size
+  int maxSeq = 64;       // n_positions
+  int numLayers = 4;     // n_layer
+  int numHeads = 4;      // n_head
+  int channels = 128;    // n_embd
+};
+
+struct ParamTensor {
+  std::string name;             // HF state-dict key
+  std::vector<int64_t> shape;
+  size_t offset = 0;            // elements into the parameter buffer
+  size_t numel = 0;
+  bool decay = false;           // 2-D weights get weight decay
+};
+
+// All parameter tensors in HF order: wte, wpe, h.0.{ln_1.weight, ln_1.bias,
+// attn.c_attn.weight, attn.c_attn.bias, attn.c_proj.weight, attn.c_proj.bias,
+// ln_2.weight, ln_2.bias, mlp.c_fc.weight, mlp.c_fc.bias, mlp.c_proj.weight,
+// mlp.c_proj.bias}, h.1..., ln_f.weight, ln_f.bias.
+std::vector<ParamTensor> gpt2ParamLayout(const GPT2Config& cfg);
+
+// HF initialization (N(0, 0.02); c_proj weights N(0, 0.02/sqrt(2 n_layer));
+// LayerNorm weight 1, biases 0), drawn in fp32 from a seeded generator.
+std::vector<float> gpt2InitParams(const GPT2Config& cfg, uint64_t seed);
+
+class Model {
+ public:
+  virtual ~Model() = default;
+
+  const GPT2Config& config() const { return cfg_; }
+  DType dtype() const { return dtype_; }
+  const std::vector<ParamTensor>& tensors() const { return tensors_; }
+  size_t numParams() const { return numParams_; }
+
+  // Forward over tokens [B,T] (T <= maxSeq). With targets, returns the mean
+  // cross-entropy (computed in fp32/fp64); without, only logits are computed, 0.
+  virtual double forward(const int* tokens, const int* targets, int B, int T) = 0;
+  // Accumulates d(scale * mean loss)/d(params) into the gradient buffer; needs a
+  // preceding forward with targets.
+  virtual void backward(double scale) = 0;
+  virtual void zeroGrad() = 0;
+
+  // Raw storage (numParams() elements of dtype()).
+  virtual void* paramData() = 0;
+  virtual void* gradData() = 0;
+  const void* paramData() const { return const_cast<Model*>(this)->paramData(); }
+  const void* gradData() const { return const_cast<Model*>(this)->gradData(); }
+
+  void getParams(float* out) const;         // widened copy
+  void setParams(const float* in);          // rounded to dtype()
+  void getGrads(float* out) const;
+
+  // Logits row of (b, t) from the last forward, widened to float.
+  virtual void logitsRow(int b, int t, float* out) const = 0;
+  // Bytes held by activations (and their gradients) for the last shape.
+  virtual size_t activationBytes() const = 0;
+
+ protected:
+  Model(const GPT2Config& cfg, DType dt);
+  GPT2Config cfg_;
+  DType dtype_;
+  std::vector<ParamTensor> tensors_;
+  size_t numParams_ = 0;
+};
+
+std::unique_ptr<Model> makeGPT2(const GPT2Config& cfg, DType dtype);
+
+// Converters between a raw buffer of `dt` and float/double.
+void convertToFloat(DType dt, const void* src, float* dst, size_t n);
+void convertFromFloat(DType dt, const float* src, void* dst, size_t n);
+
+}  // namespace weft::train

@@ -1,0 +1,26 @@
+// Dense layers: GEMMs through BLAS with fp32 (fp64) accumulation.
+//
+// Low-precision operands are widened into fp32 scratch for the BLAS call and the
+// result rounded once on store, so every dot product accumulates in fp32.
+#pragma once
+
+#include "train/dtype.h"
+
+namespace weft::train {
+
+// C[M,N] (+)= op(A)[M,K] * op(B)[K,N], row-major, contiguous leading dimensions
+// (A is stored [M,K], or [K,M] when transA; B is [K,N], or [N,K] when transB).
+template <class T>
+void gemm(bool transA, bool transB, int M, int N, int K, const T* A, const T* B, T* C,
+          bool accumulate);
+
+// out[N,OC] = inp[N,IC] @ w[IC,OC] + bias[OC]   (HF Conv1D layout: w is [in, out]).
+template <class T>
+void matmulForward(T* out, const T* inp, const T* w, const T* bias, int N, int IC, int OC);
+
+// dinp = dout @ w^T (overwritten); dw += inp^T @ dout; dbias += column sums of dout.
+template <class T>
+void matmulBackward(T* dinp, T* dw, T* dbias, const T* dout, const T* inp, const T* w, int N,
+                    int IC, int OC);
+
+}  // namespace weft::train
