@@ -1,0 +1,243 @@
+// The C API: argument checks that need no communicator, the registry of live
+// communicators (so use after destroy is an error, not a crash), and the
+// thread's last error message. Nothing throws across this boundary.
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <set>
+#include <string>
+
+#include "base/log.h"
+#include "base/params.h"
+#include "comm/communicator.h"
+#include "transports/shm/memalloc.h"
+#include "weft/weft.h"
+
+struct weftComm {
+  std::unique_ptr<weft::Communicator> impl;
+};
+
+namespace {
+
+thread_local std::string t_last_error;
+
+std::mutex g_comms_mu;
+std::set<const weftComm*>& live_comms() {
+  static auto* s = new std::set<const weftComm*>;
+  return *s;
+}
+
+weftResult_t report(const weft::Status& st) {
+  if (!st.ok()) {
+    t_last_error = st.message();
+    WEFT_WARN(COLL, "%s", st.message().c_str());
+  }
+  return st.code();
+}
+
+weftResult_t invalid(const char* fmt, const char* what) {
+  return report(weft::Error(weftInvalidArgument, fmt, what));
+}
+
+// The communicator behind a handle, or nullptr with the error recorded.
+weft::Communicator* lookup(const weftComm* comm, const char* fn, weftResult_t* rc) {
+  std::lock_guard<std::mutex> lock(g_comms_mu);
+  if (comm == nullptr || live_comms().count(comm) == 0) {
+    *rc = report(weft::Error(weftInvalidArgument,
+                             "%s: communicator %p is NULL, destroyed or was never initialized", fn,
+                             static_cast<const void*>(comm)));
+    return nullptr;
+  }
+  return comm->impl.get();
+}
+
+weftResult_t init(weftComm_t* out, const weft::boot::UniqueId& id, int nranks, int rank,
+                  const weftConfig_t* config) {
+  std::unique_ptr<weft::Communicator> impl;
+  weft::Status st;
+  try {
+    st = weft::Communicator::create(id, nranks, rank, config, &impl);
+  } catch (const std::bad_alloc&) {
+    st = weft::Error(weftSystemError, "rank %d: out of memory during init", rank);
+  }
+  if (!st.ok()) return report(st);
+  auto* c = new weftComm{std::move(impl)};
+  std::lock_guard<std::mutex> lock(g_comms_mu);
+  live_comms().insert(c);
+  *out = c;
+  return weftSuccess;
+}
+
+weftResult_t unregister(weftComm_t comm, const char* fn) {
+  std::lock_guard<std::mutex> lock(g_comms_mu);
+  if (comm == nullptr || live_comms().erase(comm) == 0)
+    return report(weft::Error(weftInvalidArgument,
+                              "%s: communicator %p is NULL, destroyed or was never initialized", fn,
+                              static_cast<const void*>(comm)));
+  return weftSuccess;
+}
+
+}  // namespace
+
+extern "C" {
+
+weftResult_t weftGetVersion(int* version) {
+  if (version == nullptr) return invalid("%s: version is NULL", "weftGetVersion");
+  *version = WEFT_VERSION_CODE;
+  return weftSuccess;
+}
+
+const char* weftGetErrorString(weftResult_t result) {
+  switch (result) {
+    case weftSuccess: return "no error";
+    case weftUnhandledCudaError: return "unhandled cuda error";
+    case weftSystemError: return "unhandled system error (run with WEFT_DEBUG=INFO for details)";
+    case weftInternalError: return "internal error - please report this issue";
+    case weftInvalidArgument: return "invalid argument";
+    case weftInvalidUsage: return "invalid usage";
+    case weftRemoteError: return "remote process exited or there was a network error";
+    case weftInProgress: return "operation in progress";
+    case weftTimeout: return "operation timed out (WEFT_TIMEOUT_MS)";
+    default: return "unknown result code";
+  }
+}
+
+const char* weftGetLastError(weftComm_t comm) {
+  if (!t_last_error.empty() || comm == nullptr) return t_last_error.c_str();
+  weftResult_t rc;
+  weft::Communicator* c = lookup(comm, "weftGetLastError", &rc);
+  if (c == nullptr) return t_last_error.c_str();
+  t_last_error = c->async_error().message();
+  return t_last_error.c_str();
+}
+
+weftResult_t weftGetUniqueId(weftUniqueId* uniqueId) {
+  if (uniqueId == nullptr) return invalid("%s: uniqueId is NULL", "weftGetUniqueId");
+  weft::boot::UniqueId id;
+  weft::Status st = weft::boot::create_root(&id);
+  if (!st.ok()) return report(st);
+  weft::boot::pack(id, uniqueId);
+  return weftSuccess;
+}
+
+weftResult_t weftCommInitRankConfig(weftComm_t* comm, int nranks, weftUniqueId commId, int rank,
+                                    weftConfig_t* config) {
+  if (comm == nullptr) return invalid("%s: comm is NULL", "weftCommInitRank");
+  *comm = nullptr;
+  weft::boot::UniqueId id;
+  weft::Status st = weft::boot::unpack(commId, &id);
+  if (!st.ok()) return report(st);
+  return init(comm, id, nranks, rank, config);
+}
+
+weftResult_t weftCommInitRank(weftComm_t* comm, int nranks, weftUniqueId commId, int rank) {
+  return weftCommInitRankConfig(comm, nranks, commId, rank, nullptr);
+}
+
+weftResult_t weftCommInitFromEnv(weftComm_t* comm, weftConfig_t* config) {
+  if (comm == nullptr) return invalid("%s: comm is NULL", "weftCommInitFromEnv");
+  *comm = nullptr;
+  weft::boot::LaunchEnv env;
+  weft::Status st = weft::boot::read_launch_env(&env);
+  weft::boot::UniqueId id;
+  if (st.ok()) st = weft::boot::unique_id_from_env(env, &id);
+  if (!st.ok()) return report(st);
+  return init(comm, id, env.nranks, env.rank, config);
+}
+
+weftResult_t weftCommDestroy(weftComm_t comm) {
+  weftResult_t rc = unregister(comm, "weftCommDestroy");
+  if (rc != weftSuccess) return rc;
+  delete comm;
+  return weftSuccess;
+}
+
+weftResult_t weftCommAbort(weftComm_t comm) {
+  weftResult_t rc;
+  weft::Communicator* c = lookup(comm, "weftCommAbort", &rc);
+  if (c == nullptr) return rc;
+  c->abort("weftCommAbort called");
+  return weftCommDestroy(comm);
+}
+
+weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* asyncError) {
+  weftResult_t rc;
+  weft::Communicator* c = lookup(comm, "weftCommGetAsyncError", &rc);
+  if (c == nullptr) return rc;
+  if (asyncError == nullptr) return invalid("%s: asyncError is NULL", "weftCommGetAsyncError");
+  *asyncError = c->async_error().code();
+  return weftSuccess;
+}
+
+weftResult_t weftCommCount(const weftComm_t comm, int* count) {
+  weftResult_t rc;
+  weft::Communicator* c = lookup(comm, "weftCommCount", &rc);
+  if (c == nullptr) return rc;
+  if (count == nullptr) return invalid("%s: count is NULL", "weftCommCount");
+  *count = c->nranks();
+  return weftSuccess;
+}
+
+weftResult_t weftCommUserRank(const weftComm_t comm, int* rank) {
+  weftResult_t rc;
+  weft::Communicator* c = lookup(comm, "weftCommUserRank", &rc);
+  if (c == nullptr) return rc;
+  if (rank == nullptr) return invalid("%s: rank is NULL", "weftCommUserRank");
+  *rank = c->rank();
+  return weftSuccess;
+}
+
+weftResult_t weftMemAlloc(void** ptr, size_t size) { return report(weft::shm::mem_alloc(size, ptr)); }
+
+weftResult_t weftMemFree(void* ptr) { return report(weft::shm::mem_free(ptr)); }
+
+weftResult_t weftAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                           weftDataType_t datatype, weftRedOp_t op, weftComm_t comm,
+                           weftStream_t stream) {
+  weftResult_t rc;
+  weft::Communicator* c = lookup(comm, "weftAllReduce", &rc);
+  if (c == nullptr) return rc;
+  if (stream != nullptr)
+    return invalid("%s: streams are not supported yet (host memory only); pass NULL",
+                   "weftAllReduce");
+  weft::CollArgs a{weft::sched::Coll::AllReduce, sendbuff, recvbuff, count, datatype, op, 0};
+  weft::Status st = c->run(a);
+  if (!st.ok()) st.prefix("rank " + std::to_string(c->rank()) + ": ");
+  return report(st);
+}
+
+weftResult_t weftAllReduceAsync(const void* sendbuff, void* recvbuff, size_t count,
+                                weftDataType_t datatype, weftRedOp_t op, weftComm_t comm,
+                                weftRequest_t* request) {
+  weftResult_t rc;
+  weft::Communicator* c = lookup(comm, "weftAllReduceAsync", &rc);
+  if (c == nullptr) return rc;
+  if (request == nullptr) return invalid("%s: request is NULL", "weftAllReduceAsync");
+  weft::CollArgs a{weft::sched::Coll::AllReduce, sendbuff, recvbuff, count, datatype, op, 0};
+  weft::Status st = c->post(a, request);
+  if (!st.ok()) st.prefix("rank " + std::to_string(c->rank()) + ": ");
+  return report(st);
+}
+
+weftResult_t weftTest(weftRequest_t request, int* done) {
+  if (request == nullptr || done == nullptr) return invalid("%s: request or done is NULL", "weftTest");
+  if (!request->done.load(std::memory_order_acquire)) {
+    *done = 0;
+    return weftSuccess;
+  }
+  *done = 1;
+  weft::Status st = request->result;
+  delete request;
+  return report(st);
+}
+
+weftResult_t weftWait(weftRequest_t request) {
+  if (request == nullptr) return invalid("%s: request is NULL", "weftWait");
+  weft::SpinWait wait;
+  while (!request->done.load(std::memory_order_acquire)) wait.pause();
+  weft::Status st = request->result;
+  delete request;
+  return report(st);
+}
+
+}  // extern "C"

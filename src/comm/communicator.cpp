@@ -1,0 +1,315 @@
+#include "comm/communicator.h"
+
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "algorithms/registry.h"
+#include "weft_config.h"
+#include "base/log.h"
+#include "base/params.h"
+
+namespace weft {
+namespace {
+
+// What every rank tells the others at init.
+struct PeerInfo {
+  int32_t rank;
+  int32_t pid;
+  uint64_t host_hash;  // equal for ranks that share memory (same host and netns)
+  uint64_t nonce;      // random: the hash of all nonces names this communicator
+  uint64_t cma_probe;
+  char host[64];
+};
+
+uint64_t fnv1a(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+reduce::Op elementwise_op(weftRedOp_t op) {
+  switch (op) {
+    case weftProd: return reduce::Op::Prod;
+    case weftMax: return reduce::Op::Max;
+    case weftMin: return reduce::Op::Min;
+    default: return reduce::Op::Sum;  // sum, and avg (sum then divide)
+  }
+}
+
+}  // namespace
+
+Status Communicator::create(const boot::UniqueId& id, int nranks, int rank,
+                            const weftConfig_t* config, std::unique_ptr<Communicator>* out) {
+  if (nranks < 1)
+    return Error(weftInvalidArgument, "weftCommInitRank: nranks must be >= 1, got %d", nranks);
+  if (rank < 0 || rank >= nranks)
+    return Error(weftInvalidArgument, "weftCommInitRank: rank %d is out of range [0, %d)", rank,
+                 nranks);
+  std::unique_ptr<Communicator> c(new Communicator);
+  c->rank_ = rank;
+  c->nranks_ = nranks;
+  log::set_rank(rank);
+  WEFT_TRY(c->init(id, config));
+  *out = std::move(c);
+  return Status::Ok();
+}
+
+Status Communicator::init(const boot::UniqueId& id, const weftConfig_t* config) {
+  timeout_ms_ = params::TIMEOUT_MS();
+  if (config != nullptr) {
+    if (config->magic != WEFT_CONFIG_MAGIC || config->size != sizeof(weftConfig_t))
+      return Error(weftInvalidArgument,
+                   "weftCommInitRankConfig: config was not initialized with WEFT_CONFIG_INITIALIZER");
+    if (config->timeoutMs > 0) timeout_ms_ = config->timeoutMs;
+    if (config->commName != nullptr) name_ = config->commName;
+  }
+  if (rank_ == 0) {
+    WEFT_INFO(INIT, "weft %s, %d ranks, reduce kernels: %s", WEFT_VERSION_STRING,
+              nranks_, reduce::kernel_name());
+    params::log_all();
+  }
+  Status st = boot::Bootstrap::connect(id, rank_, nranks_, Deadline::after_ms(timeout_ms_), &boot_);
+  if (!st.ok()) return st.prefix("rank " + std::to_string(rank_) + ": bootstrap: ");
+  st = connect_transports(id);
+  if (!st.ok()) {
+    boot_->abort(st.message());
+    return st.prefix("rank " + std::to_string(rank_) + ": init: ");
+  }
+  std::vector<transport::Link*> by_rank(static_cast<size_t>(nranks_), nullptr);
+  for (auto& l : links_) by_rank[static_cast<size_t>(l->peer())] = l.get();
+  exec_ = std::make_unique<exec::Executor>(rank_, std::move(by_rank), this);
+  WEFT_INFO(INIT, "rank %d of %d ready%s%s", rank_, nranks_, name_.empty() ? "" : ", comm ",
+            name_.c_str());
+  return Status::Ok();
+}
+
+Status Communicator::connect_transports(const boot::UniqueId& id) {
+  PeerInfo mine{};
+  mine.rank = rank_;
+  mine.pid = getpid();
+  std::string ident = boot::host_identity();
+  mine.host_hash = fnv1a(ident.data(), ident.size());
+  if (getrandom(&mine.nonce, sizeof(mine.nonce), 0) != sizeof(mine.nonce))
+    return SysError(errno, "getrandom");
+  mine.cma_probe = shm::cma_probe_address();
+  gethostname(mine.host, sizeof(mine.host) - 1);
+
+  std::vector<PeerInfo> all(static_cast<size_t>(nranks_));
+  Deadline deadline = Deadline::after_ms(timeout_ms_);
+  WEFT_TRY(boot_->allgather(&mine, sizeof(mine), all.data(), deadline));
+
+  uint64_t comm_hash = 1469598103934665603ull;
+  std::vector<shm::LocalPeer> local;
+  for (const PeerInfo& p : all) {
+    comm_hash = fnv1a(&p.nonce, sizeof(p.nonce), comm_hash);
+    if (p.host_hash == mine.host_hash) local.push_back({p.rank, p.pid, p.cma_probe});
+  }
+  for (const PeerInfo& p : all)
+    if (p.host_hash != mine.host_hash)
+      return Error(weftSystemError,
+                   "no transport can reach rank %d on host %s: only shared memory (ranks on one "
+                   "host) is implemented so far",
+                   p.rank, p.host);
+  std::string forced = params::TRANSPORT();
+  if (!forced.empty() && forced != "shm")
+    return Error(weftInvalidArgument, "WEFT_TRANSPORT=%s: unknown transport (available: shm)",
+                 forced.c_str());
+
+  char prefix[96];
+  std::snprintf(prefix, sizeof(prefix), "/weft-%.16s-%016llx", boot::secret_hex(id.secret).c_str(),
+                static_cast<unsigned long long>(comm_hash));
+  WEFT_TRY(shm::ShmTransport::create(prefix, rank_, local, &shm_));
+  WEFT_TRY(boot_->barrier(deadline));
+  WEFT_TRY(shm_->connect(&links_));
+  WEFT_TRY(boot_->barrier(deadline));
+  shm_->unlink();
+  return Status::Ok();
+}
+
+Communicator::~Communicator() {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    stopping_ = true;
+  }
+  queue_cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+  exec_.reset();
+  links_.clear();
+  shm_.reset();
+  boot_.reset();
+}
+
+Status Communicator::check() {
+  if (aborted_.load(std::memory_order_relaxed))
+    return Error(weftRemoteError, "the communicator was aborted");
+  Status st = boot_->poll();
+  return st;
+}
+
+void Communicator::fail(const Status& st) {
+  {
+    std::lock_guard<std::mutex> lock(err_mu_);
+    if (error_.ok()) error_ = st;
+  }
+  // Tell the other ranks at once, so they fail now rather than at their deadline.
+  boot_->abort(st.message());
+}
+
+Status Communicator::async_error() {
+  std::lock_guard<std::mutex> lock(err_mu_);
+  return error_;
+}
+
+void Communicator::abort(const std::string& reason) {
+  aborted_.store(true);
+  fail(Error(weftRemoteError, "rank %d: %s", rank_, reason.c_str()));
+}
+
+Status Communicator::validate(const CollArgs& a) const {
+  const char* what = sched::coll_name(a.coll);
+  if (static_cast<int>(a.dtype) < 0 || a.dtype >= weftNumTypes)
+    return Error(weftInvalidArgument, "%s: invalid datatype %d", what, static_cast<int>(a.dtype));
+  if (static_cast<int>(a.op) < 0 || a.op >= weftNumOps)
+    return Error(weftInvalidArgument, "%s: invalid reduction op %d", what, static_cast<int>(a.op));
+  size_t esize = reduce::dtype_size(a.dtype);
+  sched::BuildArgs b{a.coll, nranks_, a.count, a.root, 0};
+  uint64_t biggest = std::max(sched::send_count(b), sched::recv_count(b));
+  if (a.count > (SIZE_MAX / esize) / static_cast<size_t>(nranks_) || biggest > SIZE_MAX / esize)
+    return Error(weftInvalidArgument, "%s: count %zu of %s overflows the address space", what,
+                 a.count, reduce::dtype_name(a.dtype));
+  if (a.count > 0 && (a.send == nullptr || a.recv == nullptr))
+    return Error(weftInvalidArgument, "%s: %s is NULL with count %zu", what,
+                 a.send == nullptr ? "sendbuff" : "recvbuff", a.count);
+  if (a.root < 0 || a.root >= nranks_)
+    return Error(weftInvalidArgument, "%s: root %d is out of range [0, %d)", what, a.root, nranks_);
+  return Status::Ok();
+}
+
+// WEFT_CHECK=1: every rank compares its call with everyone's before moving data.
+Status Communicator::check_consistent(const CollArgs& a) {
+  struct Sig {
+    uint64_t seq, count;
+    int32_t coll, dtype, op, root;
+  } mine{seq_, a.count, static_cast<int32_t>(a.coll), a.dtype, a.op, a.root};
+  std::vector<Sig> all(static_cast<size_t>(nranks_));
+  WEFT_TRY(boot_->allgather(&mine, sizeof(mine), all.data(), Deadline::after_ms(timeout_ms_)));
+  for (int r = 0; r < nranks_; ++r) {
+    const Sig& s = all[static_cast<size_t>(r)];
+    if (std::memcmp(&s, &mine, sizeof(Sig)) != 0)
+      return Error(weftInvalidUsage,
+                   "WEFT_CHECK: mismatched calls: rank %d called %s(count=%llu, %s, %s, root=%d) "
+                   "but rank %d called %s(count=%llu, %s, %s, root=%d)",
+                   rank_, sched::coll_name(a.coll), static_cast<unsigned long long>(a.count),
+                   reduce::dtype_name(a.dtype), reduce::op_name(a.op), a.root, r,
+                   sched::coll_name(static_cast<sched::Coll>(s.coll)),
+                   static_cast<unsigned long long>(s.count),
+                   reduce::dtype_name(static_cast<weftDataType_t>(s.dtype)),
+                   reduce::op_name(static_cast<weftRedOp_t>(s.op)), s.root);
+  }
+  return Status::Ok();
+}
+
+const sched::RankPlan* Communicator::plan_for(const CollArgs& a, Status* st) {
+  std::string algo = params::ALGO().empty() ? "ring" : params::ALGO();
+  uint64_t slice = static_cast<uint64_t>(params::CHUNK_BYTES()) / reduce::dtype_size(a.dtype);
+  auto key = std::make_tuple(static_cast<int>(a.coll), algo, static_cast<uint64_t>(a.count), a.root,
+                             slice);
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return &it->second;
+  const algo::Algorithm* alg = algo::find_algorithm(a.coll, algo);
+  sched::BuildArgs b{a.coll, nranks_, a.count, a.root, slice};
+  if (alg == nullptr || !algo::supports(*alg, b)) {
+    std::string names;
+    for (const algo::Algorithm* x : algo::algorithms_for(a.coll))
+      names += (names.empty() ? "" : ", ") + std::string(x->name);
+    *st = Error(weftInvalidArgument, "WEFT_ALGO=%s cannot run %s with %d ranks (available: %s)",
+                algo.c_str(), sched::coll_name(a.coll), nranks_, names.c_str());
+    return nullptr;
+  }
+  auto [pos, inserted] = plans_.emplace(key, alg->build(b, rank_));
+  WEFT_INFO(COLL, "%s count %llu: algorithm %s, %zu steps", sched::coll_name(a.coll),
+            static_cast<unsigned long long>(a.count), alg->name, pos->second.steps.size());
+  return &pos->second;
+}
+
+Status Communicator::execute(const CollArgs& a) {
+  WEFT_TRY(async_error());
+  if (params::CHECK() != 0) {
+    Status st = check_consistent(a);
+    if (!st.ok()) {
+      fail(st);
+      return st;
+    }
+  }
+  Status st;
+  const sched::RankPlan* plan = plan_for(a, &st);
+  if (plan == nullptr) return st;
+  ++seq_;
+  exec::Call call{plan, a.send, a.recv, a.dtype, elementwise_op(a.op), seq_,
+                  Deadline::after_ms(timeout_ms_)};
+  st = exec_->run(call);
+  if (!st.ok()) {
+    st.prefix(std::string(sched::coll_name(a.coll)) + " #" + std::to_string(seq_) + " (count " +
+              std::to_string(a.count) + ", " + reduce::dtype_name(a.dtype) + "): ");
+    fail(st);
+    return st;
+  }
+  if (a.op == weftAvg && a.count > 0)
+    reduce::divide(a.recv, a.recv, sched::recv_count({a.coll, nranks_, a.count, a.root, 0}), a.dtype,
+                   nranks_);
+  return Status::Ok();
+}
+
+Status Communicator::run(const CollArgs& a) {
+  WEFT_TRY(validate(a));
+  if (pending_.load(std::memory_order_acquire) == 0) {
+    std::lock_guard<std::mutex> lock(exec_mu_);
+    return execute(a);
+  }
+  // Earlier non-blocking operations are queued: run behind them.
+  weftRequestImpl* req = nullptr;
+  WEFT_TRY(post(a, &req));
+  SpinWait wait;
+  while (!req->done.load(std::memory_order_acquire)) wait.pause();
+  Status st = req->result;
+  delete req;
+  return st;
+}
+
+Status Communicator::post(const CollArgs& a, weftRequestImpl** out) {
+  WEFT_TRY(validate(a));
+  auto* req = new weftRequestImpl;
+  req->args = a;
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });
+    queue_.push_back(req);
+    pending_.fetch_add(1, std::memory_order_release);
+  }
+  queue_cv_.notify_one();
+  *out = req;
+  return Status::Ok();
+}
+
+void Communicator::worker_loop() {
+  for (;;) {
+    weftRequestImpl* req;
+    {
+      std::unique_lock<std::mutex> lock(queue_mu_);
+      queue_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      req = queue_.front();
+      queue_.pop_front();
+    }
+    {
+      std::lock_guard<std::mutex> lock(exec_mu_);
+      req->result = execute(req->args);
+    }
+    pending_.fetch_sub(1, std::memory_order_release);
+    req->done.store(true, std::memory_order_release);
+  }
+}
+
+}  // namespace weft

@@ -1,0 +1,108 @@
+// The communicator: lifecycle (init, destroy, abort), argument validation,
+// error state and the in-order queue of non-blocking operations. It owns the
+// bootstrap, the transports' links and the executor.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "base/status.h"
+#include "bootstrap/bootstrap.h"
+#include "exec/executor.h"
+#include "reduce/reduce.h"
+#include "sched/schedule.h"
+#include "transports/link.h"
+#include "transports/shm/shm_transport.h"
+#include "weft/weft.h"
+
+struct weftRequestImpl;
+
+namespace weft {
+
+// One collective call, as posted.
+struct CollArgs {
+  sched::Coll coll = sched::Coll::AllReduce;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t count = 0;
+  weftDataType_t dtype = weftFloat32;
+  weftRedOp_t op = weftSum;
+  int root = 0;
+};
+
+class Communicator final : public exec::Health {
+ public:
+  static Status create(const boot::UniqueId& id, int nranks, int rank, const weftConfig_t* config,
+                       std::unique_ptr<Communicator>* out);
+  ~Communicator();
+
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
+
+  // Blocking (returns when recv holds the result).
+  Status run(const CollArgs& args);
+  // Non-blocking: queued behind earlier posts; *req is owned by the caller
+  // until weftWait/weftTest frees it.
+  Status post(const CollArgs& args, weftRequestImpl** req);
+
+  // Unblocks every wait of this communicator; pending operations fail.
+  void abort(const std::string& reason);
+  // The error that broke the communicator, if any.
+  Status async_error();
+
+  Status check() override;  // exec::Health
+
+ private:
+  Communicator() = default;
+  Status init(const boot::UniqueId& id, const weftConfig_t* config);
+  Status connect_transports(const boot::UniqueId& id);
+  Status validate(const CollArgs& args) const;
+  Status check_consistent(const CollArgs& args);
+  Status execute(const CollArgs& args);
+  const sched::RankPlan* plan_for(const CollArgs& args, Status* st);
+  void fail(const Status& st);
+  void worker_loop();
+
+  int rank_ = -1;
+  int nranks_ = 0;
+  int64_t timeout_ms_ = 0;
+  std::string name_;
+  std::unique_ptr<boot::Bootstrap> boot_;
+  std::unique_ptr<shm::ShmTransport> shm_;
+  std::vector<std::unique_ptr<transport::Link>> links_;
+  std::unique_ptr<exec::Executor> exec_;
+  uint64_t seq_ = 0;
+
+  // (coll, algorithm, count, root, slice) -> this rank's plan.
+  std::map<std::tuple<int, std::string, uint64_t, int, uint64_t>, sched::RankPlan> plans_;
+
+  std::mutex exec_mu_;  // one operation at a time, in posting order
+  std::atomic<bool> aborted_{false};
+  std::mutex err_mu_;
+  Status error_;  // sticky: the communicator is unusable after it is set
+
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<weftRequestImpl*> queue_;
+  std::atomic<int> pending_{0};
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+}  // namespace weft
+
+// A non-blocking operation; shared by the caller and the worker thread.
+struct weftRequestImpl {
+  weft::CollArgs args;
+  weft::Status result;
+  std::atomic<bool> done{false};
+};

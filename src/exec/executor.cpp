@@ -1,0 +1,162 @@
+#include "exec/executor.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/log.h"
+
+namespace weft::exec {
+namespace {
+
+// Reduces arriving pieces into dst: dst = src op piece.
+class ReduceInto final : public transport::Consumer {
+ public:
+  ReduceInto(unsigned char* dst, const unsigned char* src, size_t elem, weftDataType_t dtype,
+             reduce::Op op)
+      : dst_(dst), src_(src), elem_(elem), dtype_(dtype), op_(op) {}
+  void consume(const void* piece, size_t offset, size_t bytes) override {
+    reduce::reduce2(dst_ + offset, src_ + offset, piece, bytes / elem_, dtype_, op_);
+  }
+
+ private:
+  unsigned char* dst_;
+  const unsigned char* src_;
+  size_t elem_;
+  weftDataType_t dtype_;
+  reduce::Op op_;
+};
+
+bool overlaps(const unsigned char* a, size_t an, const unsigned char* b, size_t bn) {
+  return a < b + bn && b < a + an;
+}
+
+}  // namespace
+
+unsigned char* Executor::resolve(const Call& call, const sched::Range& r) const {
+  unsigned char* base;
+  switch (r.buf) {
+    case sched::Buf::Send: base = static_cast<unsigned char*>(const_cast<void*>(call.send)); break;
+    case sched::Buf::Recv: base = static_cast<unsigned char*>(call.recv); break;
+    default: base = const_cast<unsigned char*>(scratch_.data()); break;
+  }
+  return base + r.offset * elem_size_;
+}
+
+transport::Link* Executor::link_to(int peer, size_t) const {
+  if (peer < 0 || static_cast<size_t>(peer) >= links_.size()) return nullptr;
+  return links_[static_cast<size_t>(peer)];
+}
+
+uint64_t Executor::tag(const Call& call, uint64_t& counter) {
+  return (call.seq << 24) | (counter++ & 0xffffff);
+}
+
+void Executor::progress_all() {
+  for (transport::Link* l : links_)
+    if (l != nullptr) l->progress();
+}
+
+Status Executor::check_waiting(const Call& call, transport::Link* link, const char* what) {
+  Status st = link->check_peer();
+  if (st.ok() && health_ != nullptr) st = health_->check();
+  if (st.ok() && call.deadline.expired())
+    st = Error(weftTimeout, "timed out after WEFT_TIMEOUT_MS=%lld ms waiting for rank %d (%s)",
+               static_cast<long long>(params::TIMEOUT_MS()), link->peer(), what);
+  return st;
+}
+
+Status Executor::recv(const Call& call, transport::Link* link, transport::RecvOp& op) {
+  SpinWait wait;
+  for (;;) {
+    bool complete = false;
+    WEFT_TRY(link->poll_recv(op, &complete));
+    if (complete) return Status::Ok();
+    progress_all();
+    wait.pause();
+    if (wait.should_check()) WEFT_TRY(check_waiting(call, link, "receiving"));
+  }
+}
+
+Status Executor::wait_send(const Call& call, const InFlight& s) {
+  SpinWait wait;
+  while (!s.link->send_done(s.ticket)) {
+    progress_all();
+    wait.pause();
+    if (wait.should_check()) WEFT_TRY(check_waiting(call, s.link, "its read of our buffer"));
+  }
+  return Status::Ok();
+}
+
+// A range about to be written may still be read by a peer (a rendezvous send
+// in flight): wait for those sends first.
+Status Executor::wait_sends_overlapping(const Call& call, const unsigned char* p, size_t bytes) {
+  for (size_t i = 0; i < in_flight_.size();) {
+    const InFlight& s = in_flight_[i];
+    if (overlaps(p, bytes, s.data, s.bytes)) {
+      WEFT_TRY(wait_send(call, s));
+      in_flight_.erase(in_flight_.begin() + static_cast<long>(i));
+    } else {
+      ++i;
+    }
+  }
+  return Status::Ok();
+}
+
+Status Executor::run(const Call& call) {
+  elem_size_ = reduce::dtype_size(call.dtype);
+  const sched::RankPlan& plan = *call.plan;
+  if (scratch_.size() < plan.scratch_count * elem_size_) scratch_.resize(plan.scratch_count * elem_size_);
+  std::fill(sent_.begin(), sent_.end(), 0);
+  std::fill(received_.begin(), received_.end(), 0);
+  in_flight_.clear();
+
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const sched::Step& step = plan.steps[i];
+    Status st;
+    if (step.kind == sched::Kind::Reduce) {
+      unsigned char* dst = resolve(call, step.dst);
+      st = wait_sends_overlapping(call, dst, step.dst.count * elem_size_);
+      if (st.ok())
+        reduce::reduce2(dst, dst, resolve(call, step.src), step.dst.count, call.dtype, call.op);
+    } else if (step.kind == sched::Kind::Copy) {
+      unsigned char* dst = resolve(call, step.dst);
+      const unsigned char* src = resolve(call, step.src);
+      size_t bytes = step.dst.count * elem_size_;
+      if (dst != src) {
+        st = wait_sends_overlapping(call, dst, bytes);
+        if (st.ok()) std::memmove(dst, src, bytes);
+      }
+    } else {
+      transport::Link* link = link_to(step.peer, i);
+      if (link == nullptr)
+        return Error(weftInternalError, "step %zu (%s) names rank %d, which has no link", i,
+                     sched::kind_name(step.kind), step.peer);
+      if (step.kind == sched::Kind::Send) {
+        const unsigned char* src = resolve(call, step.src);
+        size_t bytes = step.src.count * elem_size_;
+        uint64_t ticket = link->send(src, bytes, tag(call, sent_[static_cast<size_t>(step.peer)]));
+        if (!link->send_done(ticket)) in_flight_.push_back({src, bytes, link, ticket});
+      } else {
+        unsigned char* dst = resolve(call, step.dst);
+        size_t bytes = step.dst.count * elem_size_;
+        st = wait_sends_overlapping(call, dst, bytes);
+        transport::RecvOp op;
+        op.tag = tag(call, received_[static_cast<size_t>(step.peer)]);
+        op.bytes = bytes;
+        ReduceInto reducer(dst, resolve(call, step.src), elem_size_, call.dtype, call.op);
+        if (step.kind == sched::Kind::Recv) op.dst = dst;
+        else op.consumer = &reducer;
+        if (st.ok()) st = recv(call, link, op);
+      }
+    }
+    if (!st.ok())
+      return st.prefix("step " + std::to_string(i) + " (" + sched::kind_name(step.kind) +
+                       (step.peer >= 0 ? " rank " + std::to_string(step.peer) : std::string()) +
+                       "): ");
+  }
+  for (const InFlight& s : in_flight_) WEFT_TRY(wait_send(call, s));
+  in_flight_.clear();
+  return Status::Ok();
+}
+
+}  // namespace weft::exec

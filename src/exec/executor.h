@@ -1,0 +1,74 @@
+// Runs one rank's schedule over the links. Sends are queued and never block;
+// a receive waits (spin, then yield) while every link's queued sends keep
+// moving, so any schedule that completes with buffered sends completes here.
+// Reductions happen as pieces arrive, straight from where the link has them.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/status.h"
+#include "base/wait.h"
+#include "reduce/reduce.h"
+#include "sched/schedule.h"
+#include "transports/link.h"
+
+namespace weft::exec {
+
+// Communicator-wide checks run between polls while waiting: abort requested,
+// a rank lost according to the bootstrap, ...
+class Health {
+ public:
+  virtual Status check() = 0;
+
+ protected:
+  ~Health() = default;
+};
+
+struct Call {
+  const sched::RankPlan* plan;
+  const void* send;
+  void* recv;
+  weftDataType_t dtype;
+  reduce::Op op;
+  uint64_t seq;  // collective sequence number, part of every message tag
+  Deadline deadline;
+};
+
+class Executor {
+ public:
+  // links[r] is the link to rank r (nullptr for this rank and unreachable ones).
+  Executor(int rank, std::vector<transport::Link*> links, Health* health)
+      : rank_(rank), links_(std::move(links)), health_(health), sent_(links_.size(), 0), received_(links_.size(), 0) {}
+
+  Status run(const Call& call);
+
+ private:
+  struct InFlight {
+    const unsigned char* data;
+    size_t bytes;
+    transport::Link* link;
+    uint64_t ticket;
+  };
+
+  unsigned char* resolve(const Call& call, const sched::Range& r) const;
+  transport::Link* link_to(int peer, size_t step) const;
+  // Tags count messages per direction of each pair, so both ends agree.
+  static uint64_t tag(const Call& call, uint64_t& counter);
+  Status recv(const Call& call, transport::Link* link, transport::RecvOp& op);
+  Status wait_sends_overlapping(const Call& call, const unsigned char* p, size_t bytes);
+  Status wait_send(const Call& call, const InFlight& s);
+  void progress_all();
+  Status check_waiting(const Call& call, transport::Link* link, const char* what);
+
+  int rank_;
+  std::vector<transport::Link*> links_;
+  Health* health_;
+  std::vector<uint64_t> sent_;      // messages sent to each peer in this call
+  std::vector<uint64_t> received_;  // messages received from each peer in this call
+  std::vector<InFlight> in_flight_;
+  std::vector<unsigned char> scratch_;
+  size_t elem_size_ = 0;
+};
+
+}  // namespace weft::exec

@@ -1,0 +1,77 @@
+// Memory layout of one directed shared-memory channel (sender -> receiver), a
+// single-producer/single-consumer FIFO of slots. The receiver's counters sit on
+// their own cache lines so that neither side writes a line the other polls
+// except to hand it over.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace weft::shm {
+
+constexpr size_t kCacheLine = 64;
+
+enum SlotKind : uint32_t {
+  kEager = 1,  // payload in the slot (inline when it fits the header line)
+  kRndv = 2,   // payload is a RndvDescriptor: the receiver reads the data in place
+};
+
+// One cache line. For the smallest messages the flag (seq) and the payload
+// travel in this single line.
+struct alignas(kCacheLine) SlotHeader {
+  std::atomic<uint64_t> seq;  // slot number + 1 once the slot is full
+  uint64_t tag;
+  uint64_t msg_bytes;         // size of the whole message this slot belongs to
+  uint32_t bytes;             // payload bytes in this slot
+  uint32_t kind;              // SlotKind
+  unsigned char inline_data[32];
+};
+static_assert(sizeof(SlotHeader) == kCacheLine);
+constexpr size_t kInlineBytes = sizeof(SlotHeader::inline_data);
+
+// Where a large message lives in the sender's address space.
+struct RndvDescriptor {
+  uint64_t addr;         // sender's virtual address of the data
+  uint64_t region_base;  // weftMemAlloc region holding it, or 0
+  uint64_t region_size;
+  uint64_t region_ino;   // identifies the region's memfd across fd reuse
+  int32_t region_fd;     // the memfd in the sender, opened via /proc/<pid>/fd
+  int32_t pad;
+};
+
+struct alignas(kCacheLine) Counter {
+  std::atomic<uint64_t> value;
+};
+
+// Channel = [head][rndv_done][slots...]; each slot = header line + payload.
+struct ChannelLayout {
+  size_t slot_bytes;  // payload bytes per slot, a multiple of kCacheLine
+  size_t nslots;
+
+  size_t slot_stride() const { return kCacheLine + slot_bytes; }
+  size_t bytes() const { return 2 * kCacheLine + nslots * slot_stride(); }
+};
+
+struct ChannelView {
+  Counter* head;       // slots consumed, written by the receiver
+  Counter* rndv_done;  // rendezvous messages fully read, written by the receiver
+  unsigned char* slots;
+  ChannelLayout layout;
+
+  ChannelView() = default;
+  ChannelView(void* base, ChannelLayout l)
+      : head(static_cast<Counter*>(base)),
+        rndv_done(reinterpret_cast<Counter*>(static_cast<unsigned char*>(base) + kCacheLine)),
+        slots(static_cast<unsigned char*>(base) + 2 * kCacheLine),
+        layout(l) {}
+
+  SlotHeader* header(uint64_t n) const {
+    return reinterpret_cast<SlotHeader*>(slots + (n % layout.nslots) * layout.slot_stride());
+  }
+  unsigned char* payload(uint64_t n) const {
+    return reinterpret_cast<unsigned char*>(header(n)) + kCacheLine;
+  }
+};
+
+}  // namespace weft::shm
