@@ -206,17 +206,17 @@ Status Client::poll() {
   char buf[4096];
   int err = 0;
   ssize_t n = recv_some(fd_.get(), buf, sizeof buf, &err);
+  if (n > 0) in_.feed(buf, static_cast<size_t>(n));
+  // Parse even when nothing new came: a notice may have arrived together with the
+  // last reply and be waiting in the buffer. Outside a request only notices can
+  // arrive; each one ends the job.
+  Msg m;
+  bool bad = false;
+  while (in_.next(&m, &bad)) WEFT_TRY(handle_notice(m));
+  if (bad)
+    set_sticky(Error(weftInternalError, "rank %d: bootstrap poll: malformed message from the root %s",
+                     rank_, root_.str().c_str()));
   if (n == 0 || (n < 0 && err != 0)) return lost_root("bootstrap poll", err);
-  if (n > 0) {
-    in_.feed(buf, static_cast<size_t>(n));
-    Msg m;
-    bool bad = false;
-    // Outside a request only notices can arrive; each one ends the job.
-    while (in_.next(&m, &bad)) WEFT_TRY(handle_notice(m));
-    if (bad)
-      set_sticky(Error(weftInternalError, "rank %d: bootstrap poll: malformed message from the root %s",
-                       rank_, root_.str().c_str()));
-  }
   return sticky();
 }
 

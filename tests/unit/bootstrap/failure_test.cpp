@@ -1,0 +1,396 @@
+// Failures: strangers, mismatched arguments, lost ranks and roots, aborts and
+// deadlines. Ranks are threads, or forked processes where one has to die.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <memory>
+
+#include "bootstrap/socket.h"
+#include "tests/unit/bootstrap/helpers.h"
+
+namespace weft::boot::test {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Runs body in a child process that cannot outlive 30 s; returns its pid.
+pid_t fork_rank(const std::function<int()>& body) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    alarm(30);
+    int rc = body();
+    _exit(rc);
+  }
+  return pid;
+}
+
+// Waits for the child up to timeout_ms, then kills it; always reaps. Returns
+// the exit status (or -signal).
+int reap(pid_t pid, int timeout_ms = 10000) {
+  auto until = Clock::now() + milliseconds(timeout_ms);
+  int status = 0;
+  for (;;) {
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) return -1000;
+    if (Clock::now() > until) {
+      kill(pid, SIGKILL);
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      break;
+    }
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+}
+
+// Polls until poll() fails or limit_ms pass; returns the status and the time taken.
+Status poll_until_error(Bootstrap& b, int limit_ms, int64_t* took_ms) {
+  auto start = Clock::now();
+  Status st;
+  while (Clock::now() - start < milliseconds(limit_ms)) {
+    st = b.poll();
+    if (!st.ok()) break;
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  *took_ms = std::chrono::duration_cast<milliseconds>(Clock::now() - start).count();
+  return st;
+}
+
+bool contains(const Status& st, const std::string& s) { return st.message().find(s) != std::string::npos; }
+
+TEST(BootstrapFailure, WrongSecretIsDroppedAndLogged) {
+  UniqueId id = loopback_root();
+  UniqueId stranger = id;
+  stranger.secret.bytes[0] ^= 0xff;
+  ::testing::internal::CaptureStderr();
+  std::atomic<int> ok{0};
+  run_ranks(3, [&](int t) {
+    std::unique_ptr<Bootstrap> b;
+    if (t == 2) {
+      // Same rank number as a real one: were it accepted, it would break the job.
+      Status st = Bootstrap::connect(stranger, 0, 2, Deadline::after_ms(3000), &b);
+      EXPECT_FALSE(st.ok());
+      EXPECT_EQ(st.code(), weftRemoteError) << st.message();
+      EXPECT_TRUE(contains(st, "wrong job secret")) << st.message();
+      return;
+    }
+    if (t == 1) std::this_thread::sleep_for(milliseconds(200));  // let the stranger in first
+    Status st = Bootstrap::connect(id, t, 2, Deadline::after_ms(10000), &b);
+    ASSERT_TRUE(st.ok()) << st.message();
+    int v = t, all[2];
+    st = b->allgather(&v, sizeof v, all, Deadline::after_ms(10000));
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_EQ(all[1], 1);
+    ++ok;
+  });
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(ok.load(), 2);
+  EXPECT_NE(err.find("wrong job secret"), std::string::npos) << err;
+  EXPECT_NE(err.find("127.0.0.1:"), std::string::npos) << err;  // names the remote address
+}
+
+TEST(BootstrapFailure, GarbageConnectionIsDropped) {
+  UniqueId id = loopback_root();
+  SockAddr addr;
+  ASSERT_TRUE(parse_numeric(id.host, id.port, &addr));
+  Fd raw;
+  ASSERT_TRUE(connect_retry(addr, 50, Deadline::after_ms(3000), &raw).ok());
+  const char junk[] = "GET / HTTP/1.0\r\nHost: x\r\n\r\nand some more bytes to fill a header";
+  ASSERT_TRUE(send_all(raw.get(), junk, sizeof junk, Deadline::after_ms(1000), "junk").ok());
+  // The root closes it: we read EOF.
+  int err = 0;
+  ASSERT_TRUE(wait_readable(raw.get(), Deadline::after_ms(3000), &err));
+  char buf[16];
+  EXPECT_LE(recv_some(raw.get(), buf, sizeof buf, &err), 0);
+  run_ranks(2, [&](int rank) {
+    std::unique_ptr<Bootstrap> b;
+    Status st = Bootstrap::connect(id, rank, 2, Deadline::after_ms(10000), &b);
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_TRUE(b->barrier(Deadline::after_ms(10000)).ok());
+  });
+}
+
+TEST(BootstrapFailure, NranksMismatchFailsEveryRank) {
+  UniqueId id = loopback_root();
+  std::atomic<int> failed{0};
+  run_ranks(3, [&](int rank) {
+    int n = rank == 2 ? 4 : 3;
+    if (rank == 2) std::this_thread::sleep_for(milliseconds(100));
+    std::unique_ptr<Bootstrap> b;
+    Status st = Bootstrap::connect(id, rank, n, Deadline::after_ms(10000), &b);
+    EXPECT_EQ(st.code(), weftInvalidUsage) << st.message();
+    EXPECT_TRUE(contains(st, "nranks=3")) << st.message();
+    EXPECT_TRUE(contains(st, "nranks=4")) << st.message();
+    failed += !st.ok();
+  });
+  EXPECT_EQ(failed.load(), 3);
+  stop_root(id);
+}
+
+TEST(BootstrapFailure, DuplicateRankIsRejected) {
+  UniqueId id = loopback_root();
+  std::atomic<int> failed{0};
+  run_ranks(2, [&](int) {
+    std::unique_ptr<Bootstrap> b;
+    Status st = Bootstrap::connect(id, 0, 2, Deadline::after_ms(10000), &b);
+    EXPECT_EQ(st.code(), weftInvalidArgument) << st.message();
+    EXPECT_TRUE(contains(st, "rank 0 joined twice")) << st.message();
+    failed += !st.ok();
+  });
+  EXPECT_EQ(failed.load(), 2);
+  stop_root(id);
+}
+
+TEST(BootstrapFailure, RankOutOfRangeIsRejected) {
+  UniqueId id = loopback_root();
+  std::unique_ptr<Bootstrap> b;
+  Status st = Bootstrap::connect(id, 3, 3, Deadline::after_ms(1000), &b);
+  EXPECT_EQ(st.code(), weftInvalidArgument) << st.message();
+  st = Bootstrap::connect(id, -1, 3, Deadline::after_ms(1000), &b);
+  EXPECT_EQ(st.code(), weftInvalidArgument) << st.message();
+  stop_root(id);
+}
+
+TEST(BootstrapFailure, OperationMismatchNamesTheRanks) {
+  UniqueId id = loopback_root();
+  run_ranks(2, [&](int rank) {
+    std::unique_ptr<Bootstrap> b;
+    ASSERT_TRUE(Bootstrap::connect(id, rank, 2, Deadline::after_ms(10000), &b).ok());
+    char buf[16] = {0}, all[32];
+    Status st = rank == 0 ? b->allgather(buf, 8, all, Deadline::after_ms(10000))
+                          : b->barrier(Deadline::after_ms(10000));
+    EXPECT_EQ(st.code(), weftInvalidUsage) << st.message();
+    EXPECT_TRUE(contains(st, "rank 0")) << st.message();
+    EXPECT_TRUE(contains(st, "rank 1")) << st.message();
+    EXPECT_TRUE(contains(st, "barrier")) << st.message();
+    EXPECT_TRUE(contains(st, "allgather")) << st.message();
+    // The job is over: later calls and poll() repeat the error.
+    EXPECT_EQ(b->poll().code(), weftInvalidUsage);
+  });
+}
+
+TEST(BootstrapFailure, SizeMismatchNamesBothSizes) {
+  UniqueId id = loopback_root();
+  run_ranks(3, [&](int rank) {
+    std::unique_ptr<Bootstrap> b;
+    ASSERT_TRUE(Bootstrap::connect(id, rank, 3, Deadline::after_ms(10000), &b).ok());
+    char buf[16] = {0}, all[64];
+    Status st = b->allgather(buf, rank == 2 ? 16 : 8, all, Deadline::after_ms(10000));
+    EXPECT_EQ(st.code(), weftInvalidUsage) << st.message();
+    EXPECT_TRUE(contains(st, "16 bytes")) << st.message();
+    EXPECT_TRUE(contains(st, "8 bytes")) << st.message();
+  });
+}
+
+TEST(BootstrapFailure, JoinTimesOutWhenARankNeverArrives) {
+  UniqueId id = loopback_root();
+  auto start = Clock::now();
+  run_ranks(2, [&](int rank) {
+    std::unique_ptr<Bootstrap> b;
+    Status st = Bootstrap::connect(id, rank, 3, Deadline::after_ms(500), &b);
+    EXPECT_EQ(st.code(), weftTimeout) << st.message();
+    EXPECT_TRUE(contains(st, "join")) << st.message();
+    EXPECT_TRUE(contains(st, "all 3 ranks")) << st.message();
+  });
+  EXPECT_LT(Clock::now() - start, milliseconds(3000));
+  stop_root(id);
+}
+
+TEST(BootstrapFailure, ConnectTimesOutWithoutARoot) {
+  // A port nobody listens on: refused connections are retried until the deadline.
+  UniqueId id = loopback_root();
+  stop_root(id);
+  auto start = Clock::now();
+  std::unique_ptr<Bootstrap> b;
+  Status st = Bootstrap::connect(id, 0, 2, Deadline::after_ms(400), &b);
+  EXPECT_EQ(st.code(), weftTimeout) << st.message();
+  EXPECT_TRUE(contains(st, "connect")) << st.message();
+  EXPECT_LT(Clock::now() - start, milliseconds(3000));
+}
+
+TEST(BootstrapFailure, AllgatherTimesOutWhenARankStaysAway) {
+  UniqueId id = loopback_root();
+  std::atomic<bool> done{false};
+  run_ranks(2, [&](int rank) {
+    std::unique_ptr<Bootstrap> b;
+    ASSERT_TRUE(Bootstrap::connect(id, rank, 2, Deadline::after_ms(10000), &b).ok());
+    if (rank == 1) {
+      while (!done) std::this_thread::sleep_for(milliseconds(5));
+      return;
+    }
+    int v = 0, all[2];
+    auto start = Clock::now();
+    Status st = b->allgather(&v, sizeof v, all, Deadline::after_ms(300));
+    done = true;
+    EXPECT_EQ(st.code(), weftTimeout) << st.message();
+    EXPECT_TRUE(contains(st, "allgather")) << st.message();
+    EXPECT_TRUE(contains(st, "all 2 ranks")) << st.message();
+    EXPECT_LT(Clock::now() - start, milliseconds(2000));
+  });
+}
+
+TEST(BootstrapFailure, AbortReasonReachesEveryRank) {
+  UniqueId id = loopback_root();
+  run_ranks(3, [&](int rank) {
+    std::unique_ptr<Bootstrap> b;
+    ASSERT_TRUE(Bootstrap::connect(id, rank, 3, Deadline::after_ms(10000), &b).ok());
+    if (rank == 1) {
+      b->abort("out of memory on GPU 3");
+      EXPECT_EQ(b->poll().code(), weftRemoteError);
+      EXPECT_EQ(b->barrier(Deadline::after_ms(1000)).code(), weftRemoteError);
+      return;
+    }
+    int64_t took = 0;
+    Status st = poll_until_error(*b, 2000, &took);
+    EXPECT_EQ(st.code(), weftRemoteError) << st.message();
+    EXPECT_TRUE(contains(st, "out of memory on GPU 3")) << st.message();
+    EXPECT_TRUE(contains(st, "rank 1")) << st.message();
+    EXPECT_LT(took, 2000);
+  });
+}
+
+TEST(BootstrapFailure, AbortUnblocksRanksWaitingInAllgather) {
+  UniqueId id = loopback_root();
+  run_ranks(3, [&](int rank) {
+    std::unique_ptr<Bootstrap> b;
+    ASSERT_TRUE(Bootstrap::connect(id, rank, 3, Deadline::after_ms(10000), &b).ok());
+    if (rank == 2) {
+      std::this_thread::sleep_for(milliseconds(100));
+      b->abort("bad input shard");
+      return;
+    }
+    int v = rank, all[3];
+    auto start = Clock::now();
+    Status st = b->allgather(&v, sizeof v, all, Deadline::after_ms(10000));
+    EXPECT_EQ(st.code(), weftRemoteError) << st.message();
+    EXPECT_TRUE(contains(st, "bad input shard")) << st.message();
+    EXPECT_TRUE(contains(st, "rank 2")) << st.message();
+    EXPECT_LT(Clock::now() - start, milliseconds(2000));
+  });
+}
+
+// A rank process that joins, takes part in one all-gather and dies without a goodbye.
+int dying_rank(const UniqueId& id, int rank, int n) {
+  std::unique_ptr<Bootstrap> b;
+  if (!Bootstrap::connect(id, rank, n, Deadline::after_ms(10000), &b).ok()) return 2;
+  int v = rank, all[8];
+  if (!b->allgather(&v, sizeof v, all, Deadline::after_ms(10000)).ok()) return 3;
+  _exit(0);  // no destructor: the socket closes with the process
+}
+
+TEST(BootstrapFailure, DeadRankIsReportedByPoll) {
+  UniqueId id = loopback_root();
+  const int n = 3;
+  pid_t child = fork_rank([&] { return dying_rank(id, 2, n); });
+  ASSERT_GT(child, 0);
+  run_ranks(2, [&](int rank) {
+    std::unique_ptr<Bootstrap> b;
+    Status st = Bootstrap::connect(id, rank, n, Deadline::after_ms(10000), &b);
+    ASSERT_TRUE(st.ok()) << st.message();
+    int v = rank, all[3];
+    ASSERT_TRUE(b->allgather(&v, sizeof v, all, Deadline::after_ms(10000)).ok());
+    int64_t took = 0;
+    st = poll_until_error(*b, 2000, &took);
+    EXPECT_EQ(st.code(), weftRemoteError) << st.message();
+    EXPECT_TRUE(contains(st, "rank 2 (host ")) << st.message();
+    EXPECT_TRUE(contains(st, "pid " + std::to_string(child))) << st.message();
+    EXPECT_TRUE(contains(st, "disconnected from the bootstrap")) << st.message();
+    EXPECT_LT(took, 2000);
+  });
+  EXPECT_EQ(reap(child), 0);
+}
+
+TEST(BootstrapFailure, DeadRankUnblocksBarrier) {
+  UniqueId id = loopback_root();
+  const int n = 4;
+  pid_t child = fork_rank([&] { return dying_rank(id, 0, n); });
+  ASSERT_GT(child, 0);
+  run_ranks(3, [&](int t) {
+    int rank = t + 1;
+    std::unique_ptr<Bootstrap> b;
+    ASSERT_TRUE(Bootstrap::connect(id, rank, n, Deadline::after_ms(10000), &b).ok());
+    int v = rank, all[4];
+    ASSERT_TRUE(b->allgather(&v, sizeof v, all, Deadline::after_ms(10000)).ok());
+    auto start = Clock::now();
+    Status st = b->barrier(Deadline::after_ms(10000));
+    EXPECT_EQ(st.code(), weftRemoteError) << st.message();
+    EXPECT_TRUE(contains(st, "rank 0")) << st.message();
+    EXPECT_LT(Clock::now() - start, milliseconds(2000));
+  });
+  EXPECT_EQ(reap(child), 0);
+}
+
+TEST(BootstrapFailure, LostRootIsReportedByPoll) {
+  // The root and rank 0 live in a child that dies; rank 1 must hear of it.
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  pid_t child = fork_rank([&] {
+    close(p[0]);
+    UniqueId id{};
+    if (!create_root_at("127.0.0.1", 0, random_secret(), &id).ok()) return 2;
+    if (write(p[1], &id, sizeof id) != sizeof id) return 3;
+    std::unique_ptr<Bootstrap> b;
+    if (!Bootstrap::connect(id, 0, 2, Deadline::after_ms(10000), &b).ok()) return 4;
+    if (!b->barrier(Deadline::after_ms(10000)).ok()) return 5;
+    _exit(0);
+  });
+  ASSERT_GT(child, 0);
+  close(p[1]);
+  UniqueId id{};
+  ASSERT_EQ(read(p[0], &id, sizeof id), static_cast<ssize_t>(sizeof id));
+  close(p[0]);
+  std::unique_ptr<Bootstrap> b;
+  ASSERT_TRUE(Bootstrap::connect(id, 1, 2, Deadline::after_ms(10000), &b).ok());
+  ASSERT_TRUE(b->barrier(Deadline::after_ms(10000)).ok());
+  int64_t took = 0;
+  Status st = poll_until_error(*b, 2000, &took);
+  EXPECT_EQ(st.code(), weftRemoteError) << st.message();
+  EXPECT_TRUE(contains(st, "lost connection to the bootstrap root")) << st.message();
+  EXPECT_LT(took, 2000);
+  EXPECT_EQ(reap(child), 0);
+}
+
+TEST(BootstrapFailure, RootProcessWaitsForEveryRankToLeave) {
+  UniqueId id = loopback_root();
+  std::atomic<int64_t> rank0_dtor_ms{0};
+  run_ranks(2, [&](int rank) {
+    std::unique_ptr<Bootstrap> b;
+    ASSERT_TRUE(Bootstrap::connect(id, rank, 2, Deadline::after_ms(10000), &b).ok());
+    if (rank == 0) {
+      auto start = Clock::now();
+      b.reset();  // waits: rank 1 is still connected
+      rank0_dtor_ms = std::chrono::duration_cast<milliseconds>(Clock::now() - start).count();
+      return;
+    }
+    std::this_thread::sleep_for(milliseconds(300));
+    // Rank 0 left cleanly: no "lost" notice, and the root still answers.
+    EXPECT_TRUE(b->poll().ok()) << b->poll().message();
+  });
+  EXPECT_GE(rank0_dtor_ms.load(), 250);
+  EXPECT_EQ(find_root_service(id), nullptr);
+}
+
+TEST(BootstrapFailure, OperationAfterARankLeftFails) {
+  UniqueId id = loopback_root();
+  run_ranks(2, [&](int rank) {
+    std::unique_ptr<Bootstrap> b;
+    ASSERT_TRUE(Bootstrap::connect(id, rank, 2, Deadline::after_ms(10000), &b).ok());
+    if (rank == 1) return;  // goodbye at once
+    std::this_thread::sleep_for(milliseconds(200));
+    Status st = b->barrier(Deadline::after_ms(3000));
+    EXPECT_EQ(st.code(), weftInvalidUsage) << st.message();
+    EXPECT_TRUE(contains(st, "rank 1 has already left")) << st.message();
+  });
+}
+
+}  // namespace
+}  // namespace weft::boot::test
