@@ -341,6 +341,9 @@ TEST(BootstrapFailure, LostRootIsReportedByPoll) {
     std::unique_ptr<Bootstrap> b;
     if (!Bootstrap::connect(id, 0, 2, Deadline::after_ms(10000), &b).ok()) return 4;
     if (!b->barrier(Deadline::after_ms(10000)).ok()) return 5;
+    // Let the root thread finish sending the barrier's reply to rank 1, then die
+    // without any goodbye.
+    std::this_thread::sleep_for(milliseconds(200));
     _exit(0);
   });
   ASSERT_GT(child, 0);
