@@ -73,11 +73,13 @@ TEST(BootstrapFailure, WrongSecretIsDroppedAndLogged) {
   stranger.secret.bytes[0] ^= 0xff;
   ::testing::internal::CaptureStderr();
   std::atomic<int> ok{0};
+  std::atomic<bool> stranger_done{false};
   run_ranks(3, [&](int t) {
     std::unique_ptr<Bootstrap> b;
     if (t == 2) {
       // Same rank number as a real one: were it accepted, it would break the job.
       Status st = Bootstrap::connect(stranger, 0, 2, Deadline::after_ms(3000), &b);
+      stranger_done = true;
       EXPECT_FALSE(st.ok());
       EXPECT_EQ(st.code(), weftRemoteError) << st.message();
       EXPECT_TRUE(contains(st, "wrong job secret")) << st.message();
@@ -91,6 +93,8 @@ TEST(BootstrapFailure, WrongSecretIsDroppedAndLogged) {
     ASSERT_TRUE(st.ok()) << st.message();
     EXPECT_EQ(all[1], 1);
     ++ok;
+    // Keep the root up until the stranger has been turned away.
+    while (!stranger_done) std::this_thread::sleep_for(milliseconds(5));
   });
   std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(ok.load(), 2);
