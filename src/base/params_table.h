@@ -6,7 +6,7 @@ WEFT_PARAM_STR(DEBUG_SUBSYS, "ALL", "comma list of subsystems to log (INIT,BOOT,
 WEFT_PARAM_STR(DEBUG_FILE, "", "log to this file instead of stderr (%h host, %p pid)")
 WEFT_PARAM_INT(TIMEOUT_MS, 300000, "deadline of every blocking wait, in milliseconds")
 WEFT_PARAM_INT(CHECK, 0, "1: verify count, datatype and op agree across ranks on every call")
-WEFT_PARAM_INT(SPIN_COUNT, 200, "busy-poll iterations before a waiting thread yields the core")
+WEFT_PARAM_INT(SPIN_COUNT, -1, "busy-poll iterations before a waiting thread yields the core; -1: 1000 when every local rank has a core, else 20")
 WEFT_PARAM_STR(COMM_ID, "", "rendezvous address host:port of the bootstrap root")
 WEFT_PARAM_STR(ALGO, "", "force an algorithm (ring, ...)")
 WEFT_PARAM_STR(TRANSPORT, "", "force a transport for every peer (shm, ...)")

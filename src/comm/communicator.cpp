@@ -112,6 +112,7 @@ Status Communicator::connect_transports(const boot::UniqueId& id) {
                    "no transport can reach rank %d on host %s: only shared memory (ranks on one "
                    "host) is implemented so far",
                    p.rank, p.host);
+  set_local_ranks(static_cast<int>(local.size()));
   std::string forced = params::TRANSPORT();
   if (!forced.empty() && forced != "shm")
     return Error(weftInvalidArgument, "WEFT_TRANSPORT=%s: unknown transport (available: shm)",

@@ -19,7 +19,8 @@ named=$(grep -c "names the dead peer" "$out")
 [ "$named" -eq 3 ] || { echo "FAIL: $named of 3 survivors named rank 2"; fail=1; }
 [ $elapsed -lt 60 ] || { echo "FAIL: took ${elapsed}s"; fail=1; }
 sleep 0.5
-if pgrep -f "$exe" >/dev/null; then echo "FAIL: leftover processes"; pkill -9 -f "$exe"; fail=1; fi
+name=$(basename "$exe")
+if pgrep -x "$name" >/dev/null; then echo "FAIL: leftover processes"; pkill -9 -x "$name"; fail=1; fi
 after=$(ls /dev/shm | grep -c '^weft-' || true)
 [ "$after" -le "$before" ] || { echo "FAIL: leftover shm segments: $(ls /dev/shm | grep '^weft-')"; fail=1; }
 [ $fail -eq 0 ] && echo "PASS: 3 survivors named the dead rank in ${elapsed}s; weft-run rc=$rc"
