@@ -1,0 +1,110 @@
+#include "bench.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+#include "datatype.h"
+
+namespace weftperf {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void Barrier(const Job& job) {
+  int32_t token = 0;
+  weftResult_t rc = weftAllReduce(&token, &token, 1, weftInt32, weftSum, job.comm, nullptr);
+  if (rc != weftSuccess) DieOnApiError(job, "weftAllReduce (barrier)", rc);
+}
+
+double MaxOverRanks(const Job& job, double v) {
+  weftResult_t rc = weftAllReduce(&v, &v, 1, weftFloat64, weftMax, job.comm, nullptr);
+  if (rc != weftSuccess) DieOnApiError(job, "weftAllReduce (time max)", rc);
+  return v;
+}
+
+int64_t SumOverRanks(const Job& job, int64_t v) {
+  weftResult_t rc = weftAllReduce(&v, &v, 1, weftInt64, weftSum, job.comm, nullptr);
+  if (rc != weftSuccess) DieOnApiError(job, "weftAllReduce (#wrong sum)", rc);
+  return v;
+}
+
+Measurement Measure(const Job& job, const Collective& coll, const PerfOptions& opt,
+                    const Buffers& b, const RowSpec& row, bool in_place, size_t row_bytes) {
+  auto run = [&] {
+    weftResult_t rc = coll.Run(b, in_place, row, job.comm);
+    if (rc != weftSuccess) DieOnApiError(job, coll.Describe(row, in_place), rc);
+  };
+  // Timed on the check pattern too, so -c 1 and -c 0 time the same kind of data.
+  if (opt.check) coll.FillInputs(b, in_place, row, job.rank, job.nranks);
+  for (int i = 0; i < opt.warmup; ++i) run();
+  // Start together, so one rank's late arrival is not charged to the collective.
+  Barrier(job);
+  Clock::time_point t0 = Clock::now();
+  for (int i = 0; i < opt.iters; ++i) run();
+  double local_us =
+      std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / opt.iters;
+
+  Measurement m;
+  m.time_us = MaxOverRanks(job, local_us);
+  m.algbw = m.time_us > 0 ? static_cast<double>(row_bytes) / (m.time_us * 1e3) : 0;  // GB/s
+  m.busbw = m.algbw * coll.BusFactor(job.nranks);
+  if (opt.check) {
+    // A fresh, untimed call: in-place iterations above have overwritten the inputs.
+    coll.FillInputs(b, in_place, row, job.rank, job.nranks);
+    run();
+    m.wrong = SumOverRanks(job, coll.CountWrong(b, in_place, row, job.rank, job.nranks));
+  }
+  return m;
+}
+
+}  // namespace
+
+void DieOnApiError(const Job& job, const std::string& call, weftResult_t rc) {
+  std::fprintf(stderr, "weft-perf: rank %d: %s failed: %s: %s\n", job.rank, call.c_str(),
+               weftGetErrorString(rc), weftGetLastError(job.comm));
+  std::fflush(stderr);
+  if (job.comm != nullptr) weftCommAbort(job.comm);
+  std::exit(1);
+}
+
+SweepResult RunSweep(const Job& job, const Collective& coll, const PerfOptions& opt,
+                     const Buffers& buffers) {
+  SweepResult result;
+  double busbw_sum = 0;
+  int busbw_n = 0;
+  const std::vector<size_t> sizes = SizeSweep(opt);
+  // A collective without an op runs once per type, not once per op.
+  const std::vector<weftRedOp_t> ops = coll.HasOp() ? opt.ops : std::vector<weftRedOp_t>{weftSum};
+  for (weftDataType_t type : opt.types) {
+    const TypeInfo& info = Info(type);
+    for (weftRedOp_t op : ops) {
+      for (size_t bytes : sizes) {
+        RowSpec spec;
+        spec.type = type;
+        spec.op = op;
+        spec.count = coll.CountForBytes(bytes, info.size, job.nranks);
+        if (spec.count == 0) continue;  // smaller than one element
+        Row row;
+        row.bytes = coll.RowBytes(spec.count, info.size, job.nranks);
+        row.count = spec.count;
+        row.type = info.name;
+        row.redop = coll.HasOp() ? OpName(op) : "none";
+        row.root = spec.root;
+        row.out_of_place = Measure(job, coll, opt, buffers, spec, false, row.bytes);
+        row.in_place = Measure(job, coll, opt, buffers, spec, true, row.bytes);
+        for (const Measurement* m : {&row.out_of_place, &row.in_place}) {
+          busbw_sum += m->busbw;
+          ++busbw_n;
+          if (m->wrong > 0) result.wrong_total += m->wrong;
+        }
+        if (job.rank == 0) PrintRow(stdout, row);
+        result.rows.push_back(std::move(row));
+      }
+    }
+  }
+  result.avg_busbw = busbw_n > 0 ? busbw_sum / busbw_n : 0;
+  return result;
+}
+
+}  // namespace weftperf

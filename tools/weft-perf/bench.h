@@ -1,0 +1,36 @@
+// The measurement loop: for each datatype, op and size, out-of-place then in-place:
+// warm-up calls, a barrier, `iters` timed blocking calls, then (with -c 1) a checked
+// call. Times are the max over ranks, #wrong the sum, both reduced with weft itself.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "collective.h"
+#include "table.h"
+#include "weft/weft.h"
+
+namespace weftperf {
+
+struct Job {
+  weftComm_t comm = nullptr;
+  int rank = 0;
+  int nranks = 1;
+};
+
+// Prints the error with weftGetLastError, aborts the communicator (which makes the
+// other ranks fail fast instead of waiting out their deadline) and exits 1.
+[[noreturn]] void DieOnApiError(const Job& job, const std::string& call, weftResult_t rc);
+
+struct SweepResult {
+  std::vector<Row> rows;  // filled on every rank; rank 0 prints them
+  int64_t wrong_total = 0;
+  double avg_busbw = 0;
+};
+
+// Runs the whole sweep; rank 0 prints each row as it completes.
+SweepResult RunSweep(const Job& job, const Collective& coll, const PerfOptions& opt,
+                     const Buffers& buffers);
+
+}  // namespace weftperf

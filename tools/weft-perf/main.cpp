@@ -1,0 +1,172 @@
+// weft-perf: nccl-tests-style collective benchmark over weft's public C API.
+// Run one process per rank under a launcher:
+//   weft-run -n 4 weft-perf allreduce -b 8 -e 128M -f 2
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "bench.h"
+#include "collective.h"
+#include "datatype.h"
+#include "table.h"
+#include "weft/weft.h"
+
+namespace weftperf {
+namespace {
+
+// What each rank reports about itself for the header: pid and host name.
+struct ProcInfo {
+  int64_t pid;
+  char host[72];
+};
+
+// There is no all-gather in the API yet, so gather through an all-reduce: each rank
+// writes its slot of a zeroed array and MAX over bytes leaves every slot filled.
+std::vector<ProcInfo> GatherProcInfo(const Job& job) {
+  std::vector<ProcInfo> all(static_cast<size_t>(job.nranks));
+  std::memset(all.data(), 0, all.size() * sizeof(ProcInfo));
+  ProcInfo& mine = all[static_cast<size_t>(job.rank)];
+  mine.pid = ::getpid();
+  if (::gethostname(mine.host, sizeof(mine.host) - 1) != 0) std::strcpy(mine.host, "?");
+  weftResult_t rc = weftAllReduce(all.data(), all.data(), all.size() * sizeof(ProcInfo),
+                                  weftUint8, weftMax, job.comm, nullptr);
+  if (rc != weftSuccess) DieOnApiError(job, "weftAllReduce (gather pids)", rc);
+  return all;
+}
+
+void PrintHeader(const Job& job, const PerfOptions& opt, const std::vector<ProcInfo>& procs) {
+  // Canonical names (an alias like bf16 prints as bfloat16), or "all".
+  const char* type = opt.types.size() == 1 ? Info(opt.types[0]).name : "all";
+  const char* op = opt.ops.size() == 1 ? OpName(opt.ops[0]) : "all";
+  std::printf("# weft-perf %s: %d ranks, %s, %s, iters %d, warmup %d, check %d\n",
+              opt.collective.c_str(), job.nranks, type, op,
+              opt.iters, opt.warmup, opt.check ? 1 : 0);
+  if (opt.step_factor > 1)
+    std::printf("#  minBytes %zu maxBytes %zu step: %zu(factor)", opt.min_bytes, opt.max_bytes,
+                opt.step_factor);
+  else
+    std::printf("#  minBytes %zu maxBytes %zu step: %zu(bytes)", opt.min_bytes, opt.max_bytes,
+                opt.step_bytes);
+  std::printf(" buffers: %s algo: %s\n#\n", opt.memalloc ? "weftMemAlloc" : "malloc",
+              opt.algo.empty() ? "auto" : opt.algo.c_str());
+  for (size_t r = 0; r < procs.size(); ++r)
+    std::printf("#  Rank %2zu Pid %6lld on %10s\n", r, static_cast<long long>(procs[r].pid),
+                procs[r].host);
+  std::printf("#\n");
+  PrintColumnHeader(stdout);
+  std::fflush(stdout);
+}
+
+void* Allocate(const Job& job, size_t bytes, bool memalloc) {
+  // Round up so a zero-byte sweep still gets a valid, distinct buffer.
+  size_t size = (bytes + 4095) / 4096 * 4096;
+  if (size == 0) size = 4096;
+  void* p = nullptr;
+  if (memalloc) {
+    weftResult_t rc = weftMemAlloc(&p, size);
+    if (rc != weftSuccess) DieOnApiError(job, "weftMemAlloc(" + std::to_string(size) + ")", rc);
+  } else {
+    p = std::aligned_alloc(4096, size);
+    if (p == nullptr) {
+      std::fprintf(stderr, "weft-perf: rank %d: cannot allocate %zu bytes\n", job.rank, size);
+      weftCommAbort(job.comm);
+      std::exit(1);
+    }
+  }
+  // Touch every page now, so first-use page faults are not timed.
+  std::memset(p, 0, size);
+  return p;
+}
+
+void Release(void* p, bool memalloc) {
+  if (memalloc)
+    weftMemFree(p);
+  else
+    std::free(p);
+}
+
+int Main(int argc, char** argv) {
+  PerfOptions opt;
+  bool help = false;
+  std::string error;
+  if (!ParsePerfArgs(argc, argv, &opt, &help, &error)) {
+    std::fprintf(stderr, "weft-perf: %s\n", error.c_str());
+    PrintPerfUsage(stderr);
+    return 2;
+  }
+  if (help) {
+    PrintPerfUsage(stdout);
+    return 0;
+  }
+  std::unique_ptr<Collective> coll = MakeCollective(opt.collective);
+  if (coll == nullptr) {
+    std::fprintf(stderr, "weft-perf: unknown collective '%s' (known: %s)\n",
+                 opt.collective.c_str(), CollectiveNames());
+    return 2;
+  }
+  // -a only means something if it is in place before the communicator reads it.
+  if (!opt.algo.empty()) ::setenv("WEFT_ALGO", opt.algo.c_str(), 1);
+
+  Job job;
+  weftConfig_t config = WEFT_CONFIG_INITIALIZER;
+  config.commName = "weft-perf";
+  weftResult_t rc = weftCommInitFromEnv(&job.comm, &config);
+  if (rc != weftSuccess) {
+    std::fprintf(stderr, "weft-perf: weftCommInitFromEnv failed: %s: %s\n",
+                 weftGetErrorString(rc), weftGetLastError(nullptr));
+    return 1;
+  }
+  if ((rc = weftCommUserRank(job.comm, &job.rank)) != weftSuccess)
+    DieOnApiError(job, "weftCommUserRank", rc);
+  if ((rc = weftCommCount(job.comm, &job.nranks)) != weftSuccess)
+    DieOnApiError(job, "weftCommCount", rc);
+
+  std::vector<ProcInfo> procs = GatherProcInfo(job);
+  if (job.rank == 0) PrintHeader(job, opt, procs);
+
+  Buffers buffers;
+  buffers.capacity = opt.max_bytes;
+  buffers.send = Allocate(job, coll->SendCapacity(opt.max_bytes, job.nranks), opt.memalloc);
+  buffers.recv = Allocate(job, coll->RecvCapacity(opt.max_bytes, job.nranks), opt.memalloc);
+
+  SweepResult result = RunSweep(job, *coll, opt, buffers);
+
+  int status = result.wrong_total > 0 ? 1 : 0;
+  if (job.rank == 0) {
+    PrintFooter(stdout, result.wrong_total, result.avg_busbw);
+    if (!opt.json_path.empty()) {
+      JsonRun run;
+      run.collective = coll->Name();
+      run.nranks = job.nranks;
+      run.iters = opt.iters;
+      run.warmup = opt.warmup;
+      run.check = opt.check;
+      run.algo = opt.algo;
+      run.memalloc = opt.memalloc;
+      run.wrong_total = result.wrong_total;
+      run.avg_busbw = result.avg_busbw;
+      if (!WriteJson(opt.json_path, run, result.rows, &error)) {
+        std::fprintf(stderr, "weft-perf: %s\n", error.c_str());
+        status = 1;
+      }
+    }
+  }
+  Release(buffers.send, opt.memalloc);
+  Release(buffers.recv, opt.memalloc);
+  if ((rc = weftCommDestroy(job.comm)) != weftSuccess) {
+    std::fprintf(stderr, "weft-perf: rank %d: weftCommDestroy failed: %s: %s\n", job.rank,
+                 weftGetErrorString(rc), weftGetLastError(nullptr));
+    status = 1;
+  }
+  return status;
+}
+
+}  // namespace
+}  // namespace weftperf
+
+int main(int argc, char** argv) { return weftperf::Main(argc, argv); }
