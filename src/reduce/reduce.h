@@ -12,6 +12,19 @@ namespace weft::reduce {
 
 // Elementwise operations. Avg is Sum followed by divide(); PreMulSum is scale()
 // of the local input followed by Sum.
+//
+// Semantics, identical in every kernel set (scalar, avx2, avx512) and deterministic:
+// - Sources combine left to right: ((s0 op s1) op s2) ... in the accumulation type.
+// - Integers: Sum and Prod wrap modulo 2^bits (two's complement); Min/Max compare
+//   as the dtype's signedness says.
+// - fp16/bf16 accumulate in fp32 across all sources of one call, then round once to
+//   nearest even. fp32/fp64 accumulate in their own type. Denormals are kept (no
+//   flush to zero).
+// - NaN and Inf propagate as IEEE arithmetic says (Inf + -Inf = NaN, ...).
+// - Min/Max: NaN wins. If either operand is NaN the result is NaN (as
+//   PyTorch's and NCCL's min/max do), which NaN's payload is unspecified. -0.0 is
+//   smaller than +0.0 (IEEE 754-2019 minimum/maximum), so min/max are commutative
+//   and every rank gets the same bits whatever order it combined sources in.
 enum class Op : uint8_t { Sum, Prod, Max, Min };
 
 constexpr int kMaxSources = 8;
@@ -28,7 +41,8 @@ const char* op_name(weftRedOp_t op);
 void reduce(void* dst, const void* const* srcs, int nsrcs, size_t count,
             weftDataType_t dtype, Op op);
 
-// Fused reduce-and-copy: as reduce(), writing the result to dst and dst2.
+// Fused reduce-and-copy: as reduce(), writing the result to dst and dst2. Either
+// destination may alias a source exactly, not each other partially.
 void reduce_copy(void* dst, void* dst2, const void* const* srcs, int nsrcs, size_t count,
                  weftDataType_t dtype, Op op);
 
@@ -40,13 +54,21 @@ inline void reduce2(void* dst, const void* a, const void* b, size_t count,
 }
 
 // dst[i] = src[i] / divisor (integers truncate toward zero; floats divide in the
-// type's accumulation precision and round once). Used for weftAvg.
+// type's accumulation precision and round once). Used for weftAvg, so divisor is a
+// rank count >= 1; a zero divisor gives 0 for integers and IEEE results for floats.
+// dst may alias src exactly.
 void divide(void* dst, const void* src, size_t count, weftDataType_t dtype, int64_t divisor);
 
-// dst[i] = src[i] * scalar, where scalar points to one element of dtype.
+// dst[i] = src[i] * scalar, where scalar points to one element of dtype (integers
+// wrap; fp16/bf16 multiply in fp32 and round once). dst may alias src exactly.
 void scale(void* dst, const void* src, size_t count, weftDataType_t dtype, const void* scalar);
 
 // Name of the kernel set in use ("scalar", "avx2", "avx512").
 const char* kernel_name();
+
+// Switches the kernel set for the whole process ("scalar", "avx2", "avx512"), for
+// tests and benchmarks. Returns false, changing nothing, if the name is unknown or
+// this CPU lacks the instructions. Not meant to race with running reductions.
+bool use_kernel(const char* name);
 
 }  // namespace weft::reduce

@@ -1,0 +1,83 @@
+// The AVX2 kernel set: 256-bit registers, F16C for fp16, FMA-capable CPUs (Haswell,
+// Zen 1 and later). Compiled for that instruction set by the pragma below, after
+// every header, so only the functions of this file use it; reduce.cpp calls them only
+// once supported() has said yes.
+#include "reduce/kernel_set.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "reduce/dtype_visit.h"
+
+namespace weft::reduce {
+namespace {
+bool avx2_supported() {
+  __builtin_cpu_init();
+  // libgcc reports avx2 only when the OS saves the YMM state (XCR0).
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
+         __builtin_cpu_supports("fma");
+}
+}  // namespace
+}  // namespace weft::reduce
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+namespace weft::reduce {
+namespace {
+
+constexpr size_t kVecBytes = 32;
+#include "reduce/simd_types.inc"
+
+inline Vec<float> half_to_float(HalfBits h) { return (Vec<float>)_mm256_cvtph_ps((__m128i)h); }
+inline HalfBits float_to_half(Vec<float> f) {
+  return (HalfBits)_mm256_cvtps_ph((__m256)f, _MM_FROUND_TO_NEAREST_INT);
+}
+inline void stream_store(void* p, VecN<long long, 16>::type v) {
+  _mm_stream_si128(static_cast<__m128i*>(p), (__m128i)v);
+}
+inline void stream_store(void* p, VecN<long long, 32>::type v) {
+  _mm256_stream_si256(static_cast<__m256i*>(p), (__m256i)v);
+}
+
+#include "reduce/simd_kernels.inc"
+
+}  // namespace
+}  // namespace weft::reduce
+
+#pragma GCC pop_options
+
+namespace weft::reduce {
+const KernelSet& avx2_kernels() {
+  static const KernelSet set{.name = "avx2",
+                             .supported = avx2_supported,
+                             .reduce = reduce_simd,
+                             .divide = divide_simd,
+                             .scale = scale_simd};
+  return set;
+}
+}  // namespace weft::reduce
+
+#else  // not x86: the set exists but is never supported
+
+namespace weft::reduce {
+namespace {
+bool never() { return false; }
+}  // namespace
+const KernelSet& avx2_kernels() {
+  static const KernelSet set{.name = "avx2",
+                             .supported = never,
+                             .reduce = scalar_kernels().reduce,
+                             .divide = scalar_kernels().divide,
+                             .scale = scalar_kernels().scale};
+  return set;
+}
+}  // namespace weft::reduce
+
+#endif
