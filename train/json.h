@@ -1,0 +1,26 @@
+// A minimal JSON reader (objects, arrays, strings, numbers, true/false/null), enough
+// for HF config.json and safetensors headers. Throws std::runtime_error on bad input.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace weft::train::json {
+
+struct Value {
+  enum Kind { Null, Bool, Number, String, Array, Object } kind = Null;
+  bool b = false;
+  double num = 0;
+  std::string str;
+  std::vector<Value> arr;
+  std::vector<std::pair<std::string, Value>> obj;
+
+  const Value* find(std::string_view key) const;
+};
+
+Value parse(std::string_view text);
+std::string quote(std::string_view s);  // JSON string literal
+
+}  // namespace weft::train::json

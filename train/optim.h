@@ -1,0 +1,67 @@
+// AdamW with fp32 master weights, cosine learning-rate schedule with linear warmup,
+// global-norm gradient clipping, and fp16 dynamic loss scaling (GradScaler semantics).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "train/gpt2.h"
+
+namespace weft::train {
+
+struct LrSchedule {
+  double maxLr = 1e-3;
+  double minLr = 1e-4;
+  int warmupSteps = 0;
+  int totalSteps = 1;
+  // step is 0-based: warmup maxLr*(step+1)/warmup, then cosine down to minLr at totalSteps.
+  double at(int step) const;
+};
+
+// PyTorch torch.cuda.amp.GradScaler defaults: init 2^16, x2 after 2000 consecutive
+// finite steps, x0.5 and skip the step on Inf/NaN. Disabled: scale is 1, never skips.
+struct LossScaler {
+  bool enabled = false;
+  double scale = 65536.0;
+  double growthFactor = 2.0;
+  double backoffFactor = 0.5;
+  int growthInterval = 2000;
+  int goodSteps = 0;
+
+  double current() const { return enabled ? scale : 1.0; }
+  void update(bool foundInf);
+};
+
+struct AdamWConfig {
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weightDecay = 0.1;  // applied to 2-D weights only (ParamTensor::decay)
+  double gradClip = 1.0;     // global L2 norm; <= 0 disables
+};
+
+struct OptimStepResult {
+  double gradNorm = 0;  // of the unscaled gradient, before clipping
+  bool skipped = false; // Inf/NaN found: no update
+};
+
+class AdamW {
+ public:
+  AdamW(const Model& model, const AdamWConfig& cfg);
+
+  // Unscales the model's gradients by 1/gradScale, checks them for Inf/NaN, clips to
+  // cfg.gradClip, updates the fp32 master weights and writes them back (rounded) to
+  // the model. Does not zero the gradients.
+  OptimStepResult step(Model& model, double lr, double gradScale);
+
+  int64_t t = 0;                        // completed updates (bias correction)
+  std::vector<float> master, m, v;      // fp32
+  const AdamWConfig& config() const { return cfg_; }
+
+ private:
+  AdamWConfig cfg_;
+  std::vector<uint8_t> decay_;          // per element
+  std::vector<float> grad_;             // scratch
+};
+
+}  // namespace weft::train

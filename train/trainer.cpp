@@ -1,0 +1,192 @@
+#include "train/trainer.h"
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+namespace weft::train {
+
+namespace fs = std::filesystem;
+
+Trainer::Trainer(const TrainOptions& opt, const std::vector<uint16_t>* train,
+                 const std::vector<uint16_t>* val)
+    : opt_(opt), val_(val), sampler_(train, opt.seed * 0x9E3779B97F4A7C15ull + 1) {
+  if (opt.seq > opt.model.maxSeq) throw std::invalid_argument("--seq exceeds the model context");
+  model_ = makeGPT2(opt.model, opt.dtype);
+  auto init = gpt2InitParams(opt.model, opt.seed);
+  model_->setParams(init.data());
+  adam_ = std::make_unique<AdamW>(*model_, opt.adam);
+  scaler_.enabled = opt.dtype == DType::f16;
+  tokens_.resize(size_t(opt.batch) * opt.seq);
+  targets_.resize(tokens_.size());
+}
+
+LrSchedule Trainer::schedule() const {
+  LrSchedule s;
+  s.maxLr = opt_.lr;
+  s.minLr = opt_.minLr;
+  s.warmupSteps = opt_.warmup;
+  s.totalSteps = opt_.steps;
+  return s;
+}
+
+StepStats Trainer::trainStep() {
+  StepStats s;
+  s.lr = schedule().at(step_);
+  s.lossScale = scaler_.current();
+  model_->zeroGrad();
+  double lossSum = 0;
+  for (int k = 0; k < opt_.gradAccum; k++) {
+    sampler_.next(opt_.batch, opt_.seq, tokens_.data(), targets_.data());
+    lossSum += model_->forward(tokens_.data(), targets_.data(), opt_.batch, opt_.seq);
+    model_->backward(s.lossScale / opt_.gradAccum);
+  }
+  s.loss = lossSum / opt_.gradAccum;
+  OptimStepResult r = adam_->step(*model_, s.lr, s.lossScale);
+  scaler_.update(r.skipped);
+  s.gradNorm = r.gradNorm;
+  s.skipped = r.skipped;
+  s.step = ++step_;
+  return s;
+}
+
+double Trainer::evalLoss() {
+  BatchSampler vs(val_, opt_.seed ^ 0x5EED5EED5EEDull);
+  double sum = 0;
+  for (int i = 0; i < opt_.evalBatches; i++) {
+    vs.next(opt_.batch, opt_.seq, tokens_.data(), targets_.data());
+    sum += model_->forward(tokens_.data(), targets_.data(), opt_.batch, opt_.seq);
+  }
+  return sum / opt_.evalBatches;
+}
+
+std::string Trainer::generate(const std::string& prompt, int numTokens, double temperature,
+                              uint64_t seed) {
+  Rng rng(seed);
+  std::vector<int> ctx;
+  for (uint16_t t : ByteTokenizer::encode(prompt)) ctx.push_back(t);
+  if (ctx.empty()) ctx.push_back('\n');
+  const int V = opt_.model.vocabSize, maxT = opt_.model.maxSeq;
+  std::vector<float> logits(V);
+  std::vector<int> out;
+  for (int i = 0; i < numTokens; i++) {
+    const int T = std::min<int>(int(ctx.size()), maxT);
+    const int* window = ctx.data() + ctx.size() - T;
+    model_->forward(window, nullptr, 1, T);
+    model_->logitsRow(0, T - 1, logits.data());
+    double mx = -INFINITY;
+    for (float l : logits) mx = std::max(mx, double(l));
+    std::vector<double> p(V);
+    double sum = 0;
+    for (int v = 0; v < V; v++) sum += p[v] = std::exp((logits[v] - mx) / std::max(temperature, 1e-6));
+    double u = rng.uniform() * sum;
+    int pick = V - 1;
+    for (int v = 0; v < V; v++) {
+      if ((u -= p[v]) <= 0) { pick = v; break; }
+    }
+    ctx.push_back(pick);
+    out.push_back(pick);
+  }
+  return ByteTokenizer::decode(out);
+}
+
+// ---- checkpoints ----------------------------------------------------------------
+
+namespace {
+
+constexpr char kCkptMagic[8] = {'W', 'E', 'F', 'T', 'C', 'K', 'P', 'T'};
+constexpr uint32_t kCkptVersion = 1;
+
+struct Writer {
+  std::string buf;
+  void raw(const void* p, size_t n) { buf.append(static_cast<const char*>(p), n); }
+  template <class U> void put(U v) { raw(&v, sizeof v); }  // host order (x86-64: LE)
+};
+
+struct Reader {
+  const std::string& buf;
+  size_t pos = 0;
+  std::string path;
+  void raw(void* p, size_t n) {
+    if (pos + n > buf.size()) throw std::runtime_error(path + ": truncated checkpoint");
+    std::memcpy(p, buf.data() + pos, n);
+    pos += n;
+  }
+  template <class U> U get() {
+    U v;
+    raw(&v, sizeof v);
+    return v;
+  }
+};
+
+}  // namespace
+
+void Trainer::save(const std::string& dir) const {
+  Writer w;
+  w.raw(kCkptMagic, 8);
+  w.put<uint32_t>(kCkptVersion);
+  const GPT2Config& c = opt_.model;
+  for (int v : {c.vocabSize, c.maxSeq, c.numLayers, c.numHeads, c.channels}) w.put<int32_t>(v);
+  w.put<uint32_t>(uint32_t(opt_.dtype));
+  w.put<int64_t>(step_);
+  w.put<int64_t>(adam_->t);
+  w.put<uint8_t>(scaler_.enabled);
+  w.put<double>(scaler_.scale);
+  w.put<int32_t>(scaler_.goodSteps);
+  BatchSampler& smp = const_cast<BatchSampler&>(sampler_);
+  for (uint64_t s : smp.rng().s) w.put<uint64_t>(s);
+  w.put<uint64_t>(smp.batchesDrawn);
+  const size_t n = model_->numParams();
+  w.put<uint64_t>(n);
+  w.raw(model_->paramData(), n * dtypeSize(opt_.dtype));
+  w.raw(adam_->master.data(), n * 4);
+  w.raw(adam_->m.data(), n * 4);
+  w.raw(adam_->v.data(), n * 4);
+
+  fs::create_directories(dir);
+  const fs::path path = fs::path(dir) / "checkpoint.bin";
+  const fs::path tmp = fs::path(dir) / "checkpoint.bin.tmp";
+  {
+    std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
+    o.write(w.buf.data(), std::streamsize(w.buf.size()));
+    if (!o) throw std::runtime_error("cannot write " + tmp.string());
+  }
+  fs::rename(tmp, path);
+}
+
+void Trainer::load(const std::string& dir) {
+  const fs::path path = fs::path(dir) / "checkpoint.bin";
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + path.string());
+  std::string buf((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Reader r{buf, 0, path.string()};
+  char magic[8];
+  r.raw(magic, 8);
+  if (std::memcmp(magic, kCkptMagic, 8) != 0) throw std::runtime_error(r.path + ": not a weft checkpoint");
+  if (r.get<uint32_t>() != kCkptVersion) throw std::runtime_error(r.path + ": unsupported version");
+  const GPT2Config& c = opt_.model;
+  for (int v : {c.vocabSize, c.maxSeq, c.numLayers, c.numHeads, c.channels})
+    if (r.get<int32_t>() != v) throw std::runtime_error(r.path + ": model config differs from this run's");
+  const auto dt = DType(r.get<uint32_t>());
+  if (dt != opt_.dtype)
+    throw std::runtime_error(r.path + ": checkpoint dtype " + dtypeName(dt) + " differs from --dtype " +
+                             dtypeName(opt_.dtype));
+  step_ = int(r.get<int64_t>());
+  adam_->t = r.get<int64_t>();
+  scaler_.enabled = r.get<uint8_t>() != 0;
+  scaler_.scale = r.get<double>();
+  scaler_.goodSteps = r.get<int32_t>();
+  for (uint64_t& s : sampler_.rng().s) s = r.get<uint64_t>();
+  sampler_.batchesDrawn = r.get<uint64_t>();
+  const size_t n = model_->numParams();
+  if (r.get<uint64_t>() != n) throw std::runtime_error(r.path + ": parameter count differs");
+  r.raw(model_->paramData(), n * dtypeSize(opt_.dtype));
+  r.raw(adam_->master.data(), n * 4);
+  r.raw(adam_->m.data(), n * 4);
+  r.raw(adam_->v.data(), n * 4);
+  if (r.pos != buf.size()) throw std::runtime_error(r.path + ": trailing bytes");
+}
+
+}  // namespace weft::train

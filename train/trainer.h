@@ -1,0 +1,76 @@
+// One training run: model + AdamW + loss scaler + data sampler, with checkpoint
+// save/resume that continues bit-identically.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "train/data.h"
+#include "train/gpt2.h"
+#include "train/optim.h"
+
+namespace weft::train {
+
+struct TrainOptions {
+  GPT2Config model;
+  DType dtype = DType::f32;
+  int batch = 12;
+  int seq = 64;
+  int gradAccum = 1;
+  int steps = 300;
+  double lr = 1e-3;
+  double minLr = 1e-4;
+  int warmup = 30;
+  AdamWConfig adam;
+  uint64_t seed = 1337;   // init, data sampling and generation derive from it
+  int evalBatches = 8;
+};
+
+struct StepStats {
+  int step = 0;           // 1-based index of the step just taken
+  double loss = 0;        // mean over micro-batches
+  double lr = 0;
+  double gradNorm = 0;
+  double lossScale = 1;   // the scale used for this step
+  bool skipped = false;
+};
+
+class Trainer {
+ public:
+  Trainer(const TrainOptions& opt, const std::vector<uint16_t>* train,
+          const std::vector<uint16_t>* val);
+
+  StepStats trainStep();
+  // Mean loss over opt.evalBatches fixed validation windows (same windows every call).
+  double evalLoss();
+
+  // dir/checkpoint.bin: model parameters, fp32 master weights, AdamW moments and
+  // step, loss scaler, sampler RNG and position, the step counter.
+  void save(const std::string& dir) const;
+  // Restores a checkpoint written by save(); the model config and dtype must match.
+  void load(const std::string& dir);
+
+  std::string generate(const std::string& prompt, int numTokens, double temperature,
+                       uint64_t seed);
+
+  int step() const { return step_; }
+  const TrainOptions& options() const { return opt_; }
+  Model& model() { return *model_; }
+  AdamW& optimizer() { return *adam_; }
+  LossScaler& scaler() { return scaler_; }
+  LrSchedule schedule() const;
+
+ private:
+  TrainOptions opt_;
+  const std::vector<uint16_t>* val_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<AdamW> adam_;
+  LossScaler scaler_;
+  BatchSampler sampler_;
+  int step_ = 0;
+  std::vector<int> tokens_, targets_;
+};
+
+}  // namespace weft::train
