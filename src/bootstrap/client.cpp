@@ -110,10 +110,19 @@ Status Client::wait_msg(MsgType want, uint64_t seq, Deadline deadline, const std
                         const std::string& waiting_for, Msg* out) {
   auto start = Clock::now();
   char buf[65536];
+  // At the deadline, ask the root once which ranks are missing and give it a
+  // moment to answer, so the timeout can name them.
+  bool asked = false;
+  int64_t waited_ms = 0;
+  std::string missing;
   for (;;) {
     bool bad = false;
     while (in_.next(out, &bad)) {
       if (out->type() == want && out->hdr.seq == seq) return Status::Ok();
+      if (out->type() == MsgType::Waiting) {
+        if (asked) missing = out->payload;
+        continue;
+      }
       return handle_notice(*out);
     }
     if (bad) {
@@ -130,12 +139,23 @@ Status Client::wait_msg(MsgType want, uint64_t seq, Deadline deadline, const std
       continue;
     }
     if (n == 0 || err != 0) return lost_root(what, err);
-    // Nothing yet: wait in short slices so that a local abort() is noticed.
-    if (deadline.expired()) {
-      auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
-      return Error(weftTimeout, "rank %d: %s: timed out after %lld ms waiting for %s", rank_,
-                   what.c_str(), static_cast<long long>(waited), waiting_for.c_str());
+    if (deadline.expired() && !asked) {
+      waited_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+      asked = true;
+      deadline = Deadline::after_ms(300);
+      if (!send_msg(MsgType::Query, seq, 0, nullptr, 0, deadline, what.c_str()).ok()) missing = "";
+      continue;
     }
+    if (deadline.expired() || (asked && !missing.empty())) {
+      // The reply may still come; a late one must not be taken for a later
+      // request's, so the job is over for this rank.
+      Status st = Error(weftTimeout, "rank %d: %s: timed out after %lld ms waiting for %s%s%s", rank_,
+                        what.c_str(), static_cast<long long>(waited_ms), waiting_for.c_str(),
+                        missing.empty() ? "" : "; ", missing.c_str());
+      set_sticky(st);
+      return st;
+    }
+    // Nothing yet: wait in short slices so that a local abort() is noticed.
     Deadline slice = Deadline::after_ms(std::min<int64_t>(deadline.remaining_ms(), 100));
     int perr = 0;
     if (!wait_readable(fd_.get(), slice, &perr) && perr != 0)
@@ -212,7 +232,8 @@ Status Client::poll() {
   // arrive; each one ends the job.
   Msg m;
   bool bad = false;
-  while (in_.next(&m, &bad)) WEFT_TRY(handle_notice(m));
+  while (in_.next(&m, &bad))
+    if (m.type() != MsgType::Waiting) WEFT_TRY(handle_notice(m));
   if (bad)
     set_sticky(Error(weftInternalError, "rank %d: bootstrap poll: malformed message from the root %s",
                      rank_, root_.str().c_str()));

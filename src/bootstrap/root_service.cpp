@@ -79,6 +79,7 @@ class RootService : public std::enable_shared_from_this<RootService> {
   void flush(Conn* c);
   void drop(Conn* c, const char* why);
   bool finished() const;
+  std::string waiting_text() const;
   int joined() const;
 
   Fd listen_;
@@ -375,9 +376,46 @@ void RootService::on_op(Conn* c, const Msg& m) {
   op_data_.clear();
 }
 
+namespace {
+// "1,4,7" for up to 16 ranks, then "and N more": enough to act on, bounded for 10k ranks.
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string out;
+  size_t shown = std::min<size_t>(ranks.size(), 16);
+  for (size_t i = 0; i < shown; ++i) {
+    if (i > 0) out += ',';
+    out += std::to_string(ranks[i]);
+  }
+  if (ranks.size() > shown) out += " and " + std::to_string(ranks.size() - shown) + " more";
+  return out;
+}
+}  // namespace
+
+// What a rank that timed out is waiting for, in the root's view.
+std::string RootService::waiting_text() const {
+  std::vector<int> missing;
+  if (failed_) return "the job has already failed: " + fail_msg_;
+  if (!welcomed_) {
+    for (int i = 0; i < nranks_; ++i)
+      if (ranks_[i].conn == nullptr) missing.push_back(i);
+    return "the root has not heard from rank" + std::string(missing.size() == 1 ? " " : "s ") +
+           rank_list(missing);
+  }
+  if (!op_active_) return "";
+  for (int i = 0; i < nranks_; ++i)
+    if (!op_arrived_[i]) missing.push_back(i);
+  return "rank" + std::string(missing.size() == 1 ? " " : "s ") + rank_list(missing) + " ha" +
+         (missing.size() == 1 ? "s" : "ve") + " not called " + op_name(op_kind_) + " #" +
+         std::to_string(op_seq_) + " yet";
+}
+
 void RootService::on_message(Conn* c, Msg& m) {
   if (!c->hello_ok) {
     on_hello(c, m);
+    return;
+  }
+  if (m.type() == MsgType::Query) {
+    std::string text = waiting_text();
+    send(c, MsgType::Waiting, m.hdr.seq, 0, text.data(), text.size());
     return;
   }
   if (failed_ || !welcomed_) {

@@ -27,6 +27,8 @@ enum class MsgType : uint32_t {
   Lost = 6,     // root -> rank: arg = lost rank, payload = "rank R (host H, pid P)"
   Abort = 7,    // rank -> root: payload = reason; root -> rank: arg = aborting rank
   Goodbye = 8,  // rank -> root: clean exit, do not report this rank as lost
+  Query = 9,    // rank -> root: I timed out; who is the job waiting for?
+  Waiting = 10, // root -> rank: payload = which ranks have not arrived
 };
 
 enum class OpKind : int64_t { Allgather = 1, Barrier = 2 };

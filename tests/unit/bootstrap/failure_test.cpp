@@ -204,6 +204,7 @@ TEST(BootstrapFailure, JoinTimesOutWhenARankNeverArrives) {
     EXPECT_EQ(st.code(), weftTimeout) << st.message();
     EXPECT_TRUE(contains(st, "join")) << st.message();
     EXPECT_TRUE(contains(st, "all 3 ranks")) << st.message();
+    EXPECT_TRUE(contains(st, "has not heard from rank 2")) << st.message();
   });
   EXPECT_LT(Clock::now() - start, milliseconds(3000));
   stop_root(id);
@@ -238,6 +239,9 @@ TEST(BootstrapFailure, AllgatherTimesOutWhenARankStaysAway) {
     EXPECT_EQ(st.code(), weftTimeout) << st.message();
     EXPECT_TRUE(contains(st, "allgather")) << st.message();
     EXPECT_TRUE(contains(st, "all 2 ranks")) << st.message();
+    EXPECT_TRUE(contains(st, "rank 1 has not called allgather #0 yet")) << st.message();
+    // A reply that comes late must not be taken for a later call's: the job is over.
+    EXPECT_EQ(b->poll().code(), weftTimeout);
     EXPECT_LT(Clock::now() - start, milliseconds(2000));
   });
 }
