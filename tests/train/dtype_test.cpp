@@ -1,0 +1,37 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "train/dtype.h"
+
+namespace weft::train {
+namespace {
+
+TEST(DType, Bf16RoundsToNearestEven) {
+  EXPECT_EQ(toBf16(1.0f).bits, 0x3f80);
+  EXPECT_EQ(toFloat(toBf16(1.0f + 1.0f / 256)), 1.0f);            // tie -> even (down)
+  EXPECT_EQ(toFloat(toBf16(1.0f + 3.0f / 256)), 1.0f + 4.0f / 256);  // tie -> even (up)
+  EXPECT_TRUE(std::isnan(toFloat(toBf16(std::numeric_limits<float>::quiet_NaN()))));
+  EXPECT_TRUE(std::isinf(toFloat(toBf16(std::numeric_limits<float>::infinity()))));
+}
+
+TEST(DType, Fp16ExhaustiveRoundTrip) {
+  // Every finite half converts to float and back unchanged.
+  for (uint32_t b = 0; b < 0x10000; b++) {
+    f16 h{uint16_t(b)};
+    float f = toFloat(h);
+    if (std::isnan(f)) continue;
+    EXPECT_EQ(toF16(f).bits, h.bits) << std::hex << b;
+  }
+  EXPECT_EQ(toFloat(toF16(65504.0f)), 65504.0f);
+  EXPECT_TRUE(std::isinf(toFloat(toF16(65520.0f))));              // rounds to inf
+  EXPECT_EQ(toFloat(toF16(65519.0f)), 65504.0f);
+  EXPECT_EQ(toFloat(toF16(5.9604645e-8f)), 5.9604645e-8f);         // smallest subnormal
+  EXPECT_EQ(toFloat(toF16(2.9802322e-8f)), 0.0f);                  // half of it: tie -> 0
+  EXPECT_EQ(toFloat(toF16(1.0f + 1.0f / 2048)), 1.0f);            // tie -> even
+  EXPECT_EQ(toFloat(toF16(1.0f + 3.0f / 2048)), 1.0f + 2.0f / 1024);
+}
+
+}  // namespace
+}  // namespace weft::train
