@@ -41,6 +41,10 @@ Status unpack(const weftUniqueId& in, UniqueId* out);
 // weftGetUniqueId: starts a root service in this process, listening on the
 // interface chosen by WEFT_SOCKET_IFNAME (default: first non-loopback,
 // non-docker interface that is up; loopback if nothing else), on an ephemeral port.
+// (In detail: interfaces.h. The default skips docker*, veth*, br-*, virbr* unless
+// nothing else but loopback is up.) The service runs on its own thread until
+// every rank has said goodbye or disconnected; after a failed join it lingers up
+// to WEFT_TIMEOUT_MS so that late ranks still learn why.
 Status create_root(UniqueId* id);
 // Starts a root service listening on a given numeric address (IPv4 or IPv6, no
 // brackets) and port (0: ephemeral), with the given secret.
@@ -88,18 +92,31 @@ class Bootstrap {
   // root rejects a mismatch with an error naming both values.
   static Status connect(const UniqueId& id, int rank, int nranks, Deadline deadline,
                         std::unique_ptr<Bootstrap>* out);
+  // Says goodbye to the root (so nobody hears "rank lost"). In the process that
+  // hosts the root service, then waits up to WEFT_TIMEOUT_MS for every other rank
+  // to leave, so the service outlives its users.
   virtual ~Bootstrap() = default;
 
   virtual int rank() const = 0;
   virtual int nranks() const = 0;
 
   // Every rank contributes `size` bytes; `all` receives nranks * size bytes in
-  // rank order. All ranks must call with the same size.
+  // rank order. All ranks must call with the same size (else weftInvalidUsage
+  // naming the ranks and sizes, on every rank). Operations are numbered; a call
+  // that passes its deadline returns weftTimeout naming the ranks the root is
+  // still waiting for, and ends the bootstrap for this rank: later calls and
+  // poll() return the same error. Thread-safe; one operation at a time.
   virtual Status allgather(const void* mine, size_t size, void* all, Deadline deadline) = 0;
   virtual Status barrier(Deadline deadline) = 0;
 
   // Non-blocking: an error if the root reported a lost rank or an abort, or the
-  // connection to the root is gone. Cheap enough to call every few milliseconds.
+  // connection to the root is gone. Cheap enough to call every few milliseconds
+  // (one recv with MSG_DONTWAIT). Errors, all weftRemoteError:
+  //   "rank R (host H, pid P) disconnected from the bootstrap"
+  //   "rank R (host H, pid P) aborted: <reason>"
+  //   "... lost connection to the bootstrap root at A"
+  // Once failed, every later call returns the same error. While another thread
+  // is inside allgather/barrier, returns the error seen so far without reading.
   virtual Status poll() = 0;
 
   // Best effort: tells the root (and through it every rank) that this rank is

@@ -63,6 +63,18 @@ bool pick_interface(const std::vector<Interface>& all, const std::string& spec, 
     return true;
   }
   if (!spec.empty()) return false;
+  // No physical-looking interface: a veth or bridge still reaches other network
+  // namespaces (containers, the multi-host tests), which loopback never does.
+  for (const auto& itf : all)
+    if (!itf.loopback && itf.name.compare(0, 6, "docker") != 0) {
+      *out = itf;
+      for (const auto& same : all)
+        if (same.name == itf.name && same.addr.family() == AF_INET) {
+          *out = same;
+          break;
+        }
+      return true;
+    }
   for (const auto& itf : all)
     if (itf.loopback && itf.addr.family() == AF_INET) {
       *out = itf;

@@ -29,7 +29,9 @@ bool is_default_candidate(const Interface& itf);
 
 // Picks an interface from `all` (in getifaddrs order): the first that matches
 // spec (spec non-empty) or the default policy, preferring IPv4 over IPv6 on the
-// same interface; with no spec and no candidate, the first loopback. false if none.
+// same interface. With no spec and no default candidate: the first veth/bridge
+// (not docker*), since it may still reach other network namespaces; then
+// loopback. false if none.
 bool pick_interface(const std::vector<Interface>& all, const std::string& spec, Interface* out);
 
 // Every up interface with an IPv4 or (non link-local) IPv6 address.

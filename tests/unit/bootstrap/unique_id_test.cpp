@@ -128,7 +128,11 @@ TEST(Interfaces, PickPolicy) {
   ASSERT_TRUE(pick_interface(all, "^lo,docker,veth,eth", &got));
   EXPECT_EQ(got.name, "ib0");
   EXPECT_FALSE(pick_interface(all, "=wlan0", &got));
-  // Nothing but loopback and bridges: loopback.
+  // Only a veth besides loopback (a network namespace): the veth.
+  std::vector<Interface> ns = {itf("lo", "127.0.0.1", true), itf("veth-ns1", "10.9.0.2")};
+  ASSERT_TRUE(pick_interface(ns, "", &got));
+  EXPECT_EQ(got.name, "veth-ns1");
+  // Nothing but loopback and docker: loopback, IPv4 first.
   std::vector<Interface> bare = {itf("docker0", "172.17.0.1"), itf("lo", "::1", true),
                                  itf("lo", "127.0.0.1", true)};
   ASSERT_TRUE(pick_interface(bare, "", &got));
