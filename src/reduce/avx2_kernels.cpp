@@ -39,6 +39,12 @@ inline Vec<float> half_to_float(HalfBits h) { return (Vec<float>)_mm256_cvtph_ps
 inline HalfBits float_to_half(Vec<float> f) {
   return (HalfBits)_mm256_cvtps_ph((__m256)f, _MM_FROUND_TO_NEAREST_INT);
 }
+inline Vec<uint32_t> widen_u16(HalfBits h) { return (Vec<uint32_t>)_mm256_cvtepu16_epi32((__m128i)h); }
+// Packs 8 lanes to 16 bits: packus works within 128-bit halves, the permute joins them.
+inline HalfBits narrow_u32(Vec<uint32_t> r) {
+  const __m256i p = _mm256_packus_epi32((__m256i)r, (__m256i)r);
+  return (HalfBits)_mm256_castsi256_si128(_mm256_permute4x64_epi64(p, 0xd8));
+}
 inline void stream_store(void* p, VecN<long long, 16>::type v) {
   _mm_stream_si128(static_cast<__m128i*>(p), (__m128i)v);
 }
