@@ -57,6 +57,7 @@ void PrintPerfUsage(FILE* out) {
       "  -a, --algo NAME      force an algorithm (sets WEFT_ALGO)\n"
       "      --memalloc       buffers from weftMemAlloc instead of malloc\n"
       "      --json FILE      also write rank 0's rows as JSON\n"
+      "      --csv FILE       also write rank 0's rows as CSV\n"
       "  -h, --help           this text\n",
       CollectiveNames());
 }
@@ -132,6 +133,8 @@ bool ParsePerfArgs(int argc, char** argv, PerfOptions* opt, bool* help, std::str
       opt->algo = value;
     } else if (name == "--json") {
       opt->json_path = value;
+    } else if (name == "--csv") {
+      opt->csv_path = value;
     } else {
       *error = "unknown option '" + a + "'";
       return false;

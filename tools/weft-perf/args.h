@@ -1,7 +1,7 @@
 // weft-perf's command line, nccl-tests' flags with nccl-tests' meanings:
 //   weft-perf <collective> [-b minbytes] [-e maxbytes] [-f stepfactor] [-i stepbytes]
 //             [-n iters] [-w warmup_iters] [-c 0/1] [-d dtype] [-o op] [-a algo]
-//             [--memalloc] [--json FILE]
+//             [--memalloc] [--json FILE] [--csv FILE]
 #pragma once
 
 #include <cstdio>
@@ -26,6 +26,7 @@ struct PerfOptions {
   std::string algo;  // -a: exported as WEFT_ALGO before init
   bool memalloc = false;
   std::string json_path;
+  std::string csv_path;
 };
 
 // "8", "64K", "1M", "2G" (binary multiples, either case).

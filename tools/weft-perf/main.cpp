@@ -155,6 +155,10 @@ int Main(int argc, char** argv) {
         status = 1;
       }
     }
+    if (!opt.csv_path.empty() && !WriteCsv(opt.csv_path, result.rows, &error)) {
+      std::fprintf(stderr, "weft-perf: %s\n", error.c_str());
+      status = 1;
+    }
   }
   Release(buffers.send, opt.memalloc);
   Release(buffers.recv, opt.memalloc);

@@ -145,4 +145,28 @@ bool WriteJson(const std::string& path, const JsonRun& run, const std::vector<Ro
   return ok;
 }
 
+bool WriteCsv(const std::string& path, const std::vector<Row>& rows, std::string* error) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) {
+    *error = "cannot write " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  std::fprintf(f,
+               "size,count,type,redop,root,oop_time_us,oop_algbw_gbs,oop_busbw_gbs,oop_wrong,"
+               "ip_time_us,ip_algbw_gbs,ip_busbw_gbs,ip_wrong\n");
+  for (const Row& r : rows) {
+    std::fprintf(f, "%zu,%zu,%s,%s,%d", r.bytes, r.count, r.type.c_str(), r.redop.c_str(),
+                 r.root);
+    for (const Measurement* m : {&r.out_of_place, &r.in_place}) {
+      std::string wrong = m->wrong < 0 ? "" : std::to_string(m->wrong);
+      std::fprintf(f, ",%.6g,%.6g,%.6g,%s", m->time_us, m->algbw, m->busbw, wrong.c_str());
+    }
+    std::fputc('\n', f);
+  }
+  bool ok = std::ferror(f) == 0;
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok) *error = "writing " + path + " failed";
+  return ok;
+}
+
 }  // namespace weftperf

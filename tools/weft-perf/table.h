@@ -44,5 +44,7 @@ struct JsonRun {
 };
 bool WriteJson(const std::string& path, const JsonRun& run, const std::vector<Row>& rows,
                std::string* error);
+// One header line, then one line per row: the table's columns, flat.
+bool WriteCsv(const std::string& path, const std::vector<Row>& rows, std::string* error);
 
 }  // namespace weftperf
