@@ -12,12 +12,19 @@ namespace weft::reduce {
 namespace {
 
 // Streaming (non-temporal) stores skip the read-for-ownership of the destination
-// lines, so a reduction with big outputs moves a third less memory traffic; below a
-// few times the last-level cache they only lose, because the result then would have
-// been read back from cache (the executor sends what it just reduced). Measured with
-// bench/reduce (BM_ReduceStoreKind) on an AMD EPYC with 32 MiB L3: see the commit
-// message and the table in bench/reduce/bench_reduce.cpp.
-constexpr size_t kDefaultNontemporalThreshold = size_t{16} << 20;
+// lines, so a reduction with a big output moves a quarter less memory traffic (3 x
+// bytes instead of 4 x for two sources); but its result then lands in DRAM, not in
+// the cache, and the executor usually sends what it just reduced. So stream only where
+// the output could not have stayed cached anyway. bench/reduce's BM_ReduceStore on an
+// AMD EPYC (Zen 5, 32 MiB L3, 1 MiB L2/core), avx512 set, two sources, median of 3,
+// GiB/s of bytes read + written (regular -> streaming):
+//   per-buffer bytes   256 KiB    1 MiB    4 MiB    8 MiB   16 MiB   64 MiB   256 MiB
+//   fp16 sum           123->105   94->105  99->102  56->93   43->58   34->48   35->46
+//   fp32 sum           188->106   94->108  95->97   61->80   45->50   37->43   35->37
+// In cache streaming loses outright; 1-4 MiB is a wash in isolation and a loss once
+// the consumer's re-read from DRAM is counted; from 8 MiB (a working set of 24 MiB and
+// more, near the L3 size) it wins clearly.
+constexpr size_t kDefaultNontemporalThreshold = size_t{8} << 20;
 
 std::atomic<size_t> g_nontemporal_threshold{kDefaultNontemporalThreshold};
 std::atomic<const KernelSet*> g_kernels{nullptr};
