@@ -1,0 +1,300 @@
+#include "transports/tcp/tcp_link.h"
+
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "base/log.h"
+
+namespace weft::tcp {
+namespace {
+
+// Reduction pieces are handed on in multiples of this (elements never straddle
+// a piece) and, before a slice is complete, only once this many bytes are
+// ready: tiny pieces would cost more in calls than they save in latency.
+constexpr size_t kAlign = 64;
+constexpr size_t kMinPiece = 32768;
+
+size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+}  // namespace
+
+TcpLink::TcpLink(int peer, std::string peer_addr, std::vector<boot::Fd> socks, LinkOptions opts)
+    : Link(peer), peer_addr_(std::move(peer_addr)), socks_(std::move(socks)), opts_(opts),
+      out_(socks_.size()), in_(socks_.size()) {
+  opts_.min_slice = round_up(std::max<size_t>(opts_.min_slice, kAlign), kAlign);
+  opts_.max_slice = std::max(opts_.max_slice, opts_.min_slice);
+}
+
+Status TcpLink::fail(Status st) {
+  if (error_.ok()) error_ = st;
+  return error_;
+}
+
+// ---- sending -------------------------------------------------------------
+
+uint64_t TcpLink::send(const void* data, size_t bytes, uint64_t tag) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  size_t n = socks_.size();
+  // One slice per socket, but none smaller than min_slice nor larger than
+  // max_slice; a zero-byte message is one empty frame.
+  size_t slice = round_up((bytes + n - 1) / n, kAlign);
+  slice = std::clamp(slice, opts_.min_slice, opts_.max_slice);
+  size_t nslices = bytes == 0 ? 1 : (bytes + slice - 1) / slice;
+  uint64_t ticket = next_ticket_++;
+  uint64_t seq = send_seq_++;
+  for (size_t k = 0; k < nslices; ++k) {
+    size_t off = k * slice;
+    size_t len = std::min(slice, bytes - off);
+    OutFrame f{};
+    f.h = FrameHeader{kFrameMagic, static_cast<uint32_t>(len), seq, tag, bytes, off};
+    f.payload = p + off;
+    f.ticket = ticket;
+    out_[next_sock_].push_back(f);
+    next_sock_ = (next_sock_ + 1) % n;
+  }
+  pending_.push_back({ticket, nslices});
+  progress();
+  return ticket;
+}
+
+void TcpLink::frame_sent(uint64_t ticket) {
+  for (Pending& p : pending_)
+    if (p.ticket == ticket) {
+      --p.frames_left;
+      break;
+    }
+  while (!pending_.empty() && pending_.front().frames_left == 0) pending_.pop_front();
+}
+
+void TcpLink::write_socket(size_t i) {
+  std::deque<OutFrame>& q = out_[i];
+  while (!q.empty() && error_.ok()) {
+    OutFrame& f = q.front();
+    size_t total = sizeof(FrameHeader) + f.h.slice_bytes;
+    iovec iov[2];
+    int iovcnt = 0;
+    if (f.sent < sizeof(FrameHeader)) {
+      iov[iovcnt++] = {reinterpret_cast<unsigned char*>(&f.h) + f.sent, sizeof(FrameHeader) - f.sent};
+      if (f.h.slice_bytes > 0)
+        iov[iovcnt++] = {const_cast<unsigned char*>(f.payload), f.h.slice_bytes};
+    } else {
+      size_t off = f.sent - sizeof(FrameHeader);
+      iov[iovcnt++] = {const_cast<unsigned char*>(f.payload) + off, f.h.slice_bytes - off};
+    }
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = static_cast<size_t>(iovcnt);
+    ssize_t rc = ::sendmsg(socks_[i].get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (rc < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      (void)fail(SysError(errno, "sending to peer rank %d at %s (socket %zu)", peer(),
+                          peer_addr_.c_str(), i));
+      return;
+    }
+    f.sent += static_cast<size_t>(rc);
+    if (f.sent < total) continue;  // the kernel took part of it; try again for the rest
+    uint64_t ticket = f.ticket;
+    q.pop_front();
+    frame_sent(ticket);
+  }
+}
+
+void TcpLink::progress() {
+  for (size_t i = 0; i < socks_.size(); ++i)
+    if (!out_[i].empty()) write_socket(i);
+}
+
+bool TcpLink::send_done(uint64_t ticket) {
+  progress();
+  if (pending_.empty() || ticket < pending_.front().ticket) return true;
+  for (const Pending& p : pending_)
+    if (p.ticket == ticket) return p.frames_left == 0;
+  return true;
+}
+
+// ---- receiving -----------------------------------------------------------
+
+// Reads up to n bytes; *got = 0 when nothing is available. Closing is an error
+// here unless it falls on a frame boundary (then the socket is marked eof).
+Status TcpLink::read_some(size_t i, void* buf, size_t n, size_t* got) {
+  *got = 0;
+  InSock& s = in_[i];
+  for (;;) {
+    ssize_t rc = ::recv(socks_[i].get(), buf, n, MSG_DONTWAIT);
+    if (rc > 0) {
+      *got = static_cast<size_t>(rc);
+      return Status::Ok();
+    }
+    if (rc == 0) {
+      if (s.state == In::Header && s.hdr_got == 0) {
+        s.eof = true;
+        return Status::Ok();
+      }
+      return fail(Error(weftRemoteError,
+                        "peer rank %d at %s closed the connection in the middle of a message "
+                        "(socket %zu)",
+                        peer(), peer_addr_.c_str(), i));
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return Status::Ok();
+    int err = errno;
+    return fail(Error(err == ECONNRESET || err == ETIMEDOUT || err == EPIPE ? weftRemoteError
+                                                                             : weftSystemError,
+                      "lost the connection to peer rank %d at %s (socket %zu): %s", peer(),
+                      peer_addr_.c_str(), i, std::strerror(err)));
+  }
+}
+
+// Moves socket i forward as far as its data and the current receive allow.
+Status TcpLink::pump(size_t i, transport::RecvOp& op) {
+  InSock& s = in_[i];
+  for (;;) {
+    if (s.eof) return Status::Ok();
+    if (s.state == In::Header) {
+      size_t got = 0;
+      WEFT_TRY(read_some(i, reinterpret_cast<unsigned char*>(&s.h) + s.hdr_got,
+                         sizeof(FrameHeader) - s.hdr_got, &got));
+      if (got == 0) return Status::Ok();
+      s.hdr_got += got;
+      if (s.hdr_got < sizeof(FrameHeader)) continue;
+      std::string why = check_frame(s.h, opts_.max_slice);
+      if (!why.empty())
+        return fail(Error(weftRemoteError, "from peer rank %d at %s (socket %zu): %s", peer(),
+                          peer_addr_.c_str(), i, why.c_str()));
+      s.state = In::Ready;
+    }
+    if (s.state == In::Ready) {
+      if (s.h.seq > recv_seq_) return Status::Ok();  // a later message; wait for its receive
+      if (s.h.seq < recv_seq_)
+        return fail(Error(weftRemoteError,
+                          "from peer rank %d at %s (socket %zu): frame of message %llu while "
+                          "expecting message %llu (a stale or repeated frame)",
+                          peer(), peer_addr_.c_str(), i, static_cast<unsigned long long>(s.h.seq),
+                          static_cast<unsigned long long>(recv_seq_)));
+      if (s.h.tag != op.tag || s.h.msg_bytes != op.bytes)
+        return fail(Error(weftInvalidUsage,
+                          "mismatched calls: expected a %zu-byte message (tag %#llx) from rank "
+                          "%d, received %llu bytes (tag %#llx); do all ranks call the same "
+                          "collectives with the same count and datatype?",
+                          op.bytes, static_cast<unsigned long long>(op.tag), peer(),
+                          static_cast<unsigned long long>(s.h.msg_bytes),
+                          static_cast<unsigned long long>(s.h.tag)));
+      op.started = true;
+      s.state = In::Body;
+      s.body_got = 0;
+      s.delivered = 0;
+      if (op.consumer != nullptr && s.bounce.size() < s.h.slice_bytes) s.bounce.resize(s.h.slice_bytes);
+    }
+    if (s.state == In::Body) {
+      size_t left = s.h.slice_bytes - s.body_got;
+      if (left > 0) {
+        unsigned char* dst = op.consumer != nullptr
+                                 ? s.bounce.data() + s.body_got
+                                 : static_cast<unsigned char*>(op.dst) + s.h.offset + s.body_got;
+        size_t got = 0;
+        WEFT_TRY(read_some(i, dst, left, &got));
+        if (got == 0) return Status::Ok();
+        s.body_got += got;
+        if (op.consumer == nullptr) op.done += got;
+        if (s.body_got < s.h.slice_bytes) continue;
+      }
+      if (op.consumer == nullptr || s.h.slice_bytes == 0) {
+        s.state = In::Header;
+        s.hdr_got = 0;
+        if (op.done == op.bytes) return Status::Ok();  // the rest belongs to later messages
+        continue;
+      }
+      s.state = In::Held;
+    }
+    if (s.state == In::Held) return Status::Ok();  // waits for deliver_in_order
+  }
+}
+
+// Hands the consumer every byte that is next in offset order; true if any moved.
+bool TcpLink::deliver_in_order(transport::RecvOp& op) {
+  bool moved = false;
+  for (bool again = true; again;) {
+    again = false;
+    for (InSock& s : in_) {
+      if ((s.state != In::Body && s.state != In::Held) || s.h.offset + s.delivered != op.done)
+        continue;
+      bool whole = s.body_got == s.h.slice_bytes;
+      size_t ready = whole ? s.body_got : s.body_got / kAlign * kAlign;
+      if (ready <= s.delivered || (!whole && ready - s.delivered < kMinPiece)) continue;
+      op.consumer->consume(s.bounce.data() + s.delivered, op.done, ready - s.delivered);
+      op.done += ready - s.delivered;
+      s.delivered = ready;
+      moved = true;
+      if (whole) {
+        s.state = In::Header;
+        s.hdr_got = 0;
+        again = true;
+      }
+    }
+  }
+  return moved;
+}
+
+Status TcpLink::poll_recv(transport::RecvOp& op, bool* complete) {
+  *complete = false;
+  WEFT_TRY(error_);
+  for (bool progressed = true; progressed;) {
+    progressed = false;
+    for (size_t i = 0; i < in_.size(); ++i) {
+      WEFT_TRY(pump(i, op));
+      if (op.started && op.done == op.bytes) break;
+    }
+    if (op.consumer != nullptr) progressed = deliver_in_order(op);
+    if (op.started && op.done == op.bytes) {
+      ++recv_seq_;
+      *complete = true;
+      return Status::Ok();
+    }
+  }
+  // Nothing more can arrive for this message if every socket is closed or
+  // already holds a later message, and one of them is closed.
+  bool any_eof = false, all_stuck = true;
+  for (const InSock& s : in_) {
+    any_eof |= s.eof;
+    if (!s.eof && !(s.state == In::Ready && s.h.seq > recv_seq_)) all_stuck = false;
+  }
+  if (any_eof && all_stuck)
+    return fail(Error(weftRemoteError, "peer rank %d at %s closed the connection", peer(),
+                      peer_addr_.c_str()));
+  return Status::Ok();
+}
+
+Status TcpLink::check_peer() {
+  WEFT_TRY(error_);
+  size_t closed = 0;
+  for (size_t i = 0; i < socks_.size(); ++i) {
+    pollfd p{socks_[i].get(), POLLRDHUP, 0};
+    if (::poll(&p, 1, 0) <= 0) continue;
+    if (p.revents & POLLERR) {
+      int err = 0;
+      socklen_t len = sizeof err;
+      (void)getsockopt(socks_[i].get(), SOL_SOCKET, SO_ERROR, &err, &len);
+      return fail(Error(weftRemoteError, "lost the connection to peer rank %d at %s (socket %zu): %s",
+                        peer(), peer_addr_.c_str(), i, std::strerror(err != 0 ? err : EPIPE)));
+    }
+    // Closed with nothing left to read: data queued before the close is
+    // still read (and judged) by poll_recv.
+    int unread = 0;
+    if ((p.revents & (POLLRDHUP | POLLHUP)) && ioctl(socks_[i].get(), FIONREAD, &unread) == 0 &&
+        unread == 0)
+      ++closed;
+  }
+  if (closed == socks_.size())
+    return fail(Error(weftRemoteError, "peer rank %d at %s closed the connection", peer(),
+                      peer_addr_.c_str()));
+  return Status::Ok();
+}
+
+}  // namespace weft::tcp

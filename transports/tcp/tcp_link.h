@@ -1,0 +1,96 @@
+// A Link to a peer on another host over several TCP connections.
+//
+// Each message is cut into slices (one per socket for mid-size messages, at
+// least min_slice bytes, 64-byte aligned) and the slices are dealt round-robin
+// over the sockets; every slice travels as a FrameHeader plus payload. Each
+// socket is an ordered stream, so the receiver reassembles by offset: a plain
+// receive reads every slice straight into its place in the destination, a
+// consumer (reduction) gets the bytes strictly in offset order through one
+// bounce buffer per socket, and the lowest undelivered slice is always at the
+// head of its socket, so in-order delivery never waits on itself.
+//
+// Sockets are non-blocking and driven by the caller: progress() writes queued
+// frames, poll_recv() reads. Nothing here waits; errors are sticky and name
+// the peer's rank and address.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "bootstrap/socket.h"
+#include "transports/link.h"
+#include "transports/tcp/wire.h"
+
+namespace weft::tcp {
+
+struct LinkOptions {
+  size_t min_slice = 65536;     // messages below 2 x this go on one socket
+  size_t max_slice = 4 << 20;   // largest slice sent; larger ones received are malformed
+};
+
+class TcpLink final : public transport::Link {
+ public:
+  // socks[i] is the connected non-blocking socket of index i (same index on both
+  // ends); peer_addr ("10.0.0.2:4000") is shown in errors.
+  TcpLink(int peer, std::string peer_addr, std::vector<boot::Fd> socks, LinkOptions opts);
+
+  const char* name() const override { return "tcp"; }
+  uint64_t send(const void* data, size_t bytes, uint64_t tag) override;
+  bool send_done(uint64_t ticket) override;
+  void progress() override;
+  Status poll_recv(transport::RecvOp& op, bool* complete) override;
+  Status check_peer() override;
+
+  size_t nsocks() const { return socks_.size(); }
+  const std::string& peer_addr() const { return peer_addr_; }
+
+ private:
+  struct OutFrame {
+    FrameHeader h;
+    const unsigned char* payload;
+    size_t sent = 0;  // header + payload bytes already written
+    uint64_t ticket;
+  };
+  struct Pending {
+    uint64_t ticket;
+    size_t frames_left;
+  };
+  enum class In { Header, Ready, Body, Held };
+  struct InSock {
+    In state = In::Header;
+    FrameHeader h{};
+    size_t hdr_got = 0;
+    size_t body_got = 0;   // payload bytes read of the current frame
+    size_t delivered = 0;  // consumer: payload bytes handed on, in order
+    bool eof = false;      // orderly close seen at a frame boundary
+    std::vector<unsigned char> bounce;
+  };
+
+  void write_socket(size_t i);
+  void frame_sent(uint64_t ticket);
+  Status pump(size_t i, transport::RecvOp& op);
+  Status read_some(size_t i, void* buf, size_t n, size_t* got);
+  bool deliver_in_order(transport::RecvOp& op);
+  Status fail(Status st);
+
+  std::string peer_addr_;
+  std::vector<boot::Fd> socks_;
+  LinkOptions opts_;
+  Status error_;  // sticky: the first transport error
+
+  // Sending.
+  std::vector<std::deque<OutFrame>> out_;
+  std::deque<Pending> pending_;
+  uint64_t next_ticket_ = 0;
+  uint64_t send_seq_ = 0;
+  size_t next_sock_ = 0;
+
+  // Receiving.
+  std::vector<InSock> in_;
+  uint64_t recv_seq_ = 0;
+};
+
+}  // namespace weft::tcp
