@@ -146,7 +146,7 @@ Status Client::wait_msg(MsgType want, uint64_t seq, Deadline deadline, const std
       if (!send_msg(MsgType::Query, seq, 0, nullptr, 0, deadline, what.c_str()).ok()) missing = "";
       continue;
     }
-    if (deadline.expired() || (asked && !missing.empty())) {
+    if (asked && (deadline.expired() || !missing.empty())) {
       // The reply may still come; a late one must not be taken for a later
       // request's, so the job is over for this rank.
       Status st = Error(weftTimeout, "rank %d: %s: timed out after %lld ms waiting for %s%s%s", rank_,

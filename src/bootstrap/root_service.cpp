@@ -130,6 +130,13 @@ std::map<std::pair<uint16_t, std::string>, std::shared_ptr<RootService>>& regist
 std::pair<uint16_t, std::string> key_of(uint16_t port, const Secret& s) {
   return {port, std::string(reinterpret_cast<const char*>(s.bytes), sizeof s.bytes)};
 }
+// The process whose threads run the registered services. A child forked after a
+// root was created inherits the registry but not the threads: it must not wait
+// for services that do not run in it.
+pid_t& registry_pid() {
+  static pid_t pid = 0;
+  return pid;
+}
 }  // namespace
 
 Status RootService::start() {
@@ -541,6 +548,11 @@ Status start_root_service(const SockAddr& addr, const Secret& secret, SockAddr* 
   auto svc = std::make_shared<RootService>(std::move(fd), *bound, secret);
   {
     std::lock_guard<std::mutex> lk(registry_mu());
+    if (registry_pid() != getpid()) {
+      // First service of this process, or first since a fork: forget the parent's.
+      registry().clear();
+      registry_pid() = getpid();
+    }
     registry()[key_of(bound->port(), secret)] = svc;
   }
   Status st = svc->start();
@@ -553,6 +565,7 @@ Status start_root_service(const SockAddr& addr, const Secret& secret, SockAddr* 
 
 std::shared_ptr<RootService> find_root_service(const UniqueId& id) {
   std::lock_guard<std::mutex> lk(registry_mu());
+  if (registry_pid() != getpid()) return nullptr;
   auto it = registry().find(key_of(id.port, id.secret));
   return it == registry().end() ? nullptr : it->second;
 }
