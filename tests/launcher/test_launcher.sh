@@ -7,8 +7,10 @@ set -u
 WR=${1:?usage: test_launcher.sh path/to/weft-run}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/weft-launcher-test.XXXXXX")
 # A sleep under a name no other process has, so pgrep can tell whether any rank
-# (or anything a rank started) survived.
-MARK="weftlt_sleep_$$_$RANDOM"
+# (or anything a rank started) survived. Matched exactly against the process name
+# (pgrep -x), which the kernel keeps to 15 characters; -f would also match the
+# weft-run and sh command lines that mention the path.
+MARK="wl$(printf %05d "$RANDOM")$(($$ % 100000))"
 ln -s "$(command -v sleep)" "$TMP/$MARK"
 SLEEP="$TMP/$MARK"
 FAILS=0
@@ -17,7 +19,7 @@ trap 'rm -rf "$TMP"' EXIT
 
 fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 pass() { echo "ok:   $*"; }
-survivors() { pgrep -f "$MARK" | wc -l; }
+survivors() { pgrep -x "$MARK" | wc -l; }
 # Seconds since the epoch with fractions, for "it ended promptly" checks.
 now() { date +%s.%N; }
 elapsed_below() { awk -v a="$1" -v b="$(now)" -v lim="$2" 'BEGIN { exit !((b - a) < lim) }'; }

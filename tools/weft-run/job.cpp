@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
@@ -84,6 +85,7 @@ class Job {
   void BeginTermination(int sig);
   void KillRunning();
   int PollTimeoutMs() const;
+  void ReapOrphans();
   void DrainOutput();
 
   const Options& o_;
@@ -127,6 +129,10 @@ bool Job::SetUp() {
   if (old_hup.sa_handler != SIG_IGN) ::sigaction(SIGHUP, &dfl, nullptr);
   // Output to a closed pipe (weft-run | head) must not kill the supervisor.
   ::signal(SIGPIPE, SIG_IGN);
+  // Descendants orphaned when a rank dies are re-parented to weft-run instead of
+  // init, so weft-run can reap them: in a container whose pid 1 does not reap,
+  // they would otherwise stay as zombies after the job.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
 
   sigset_t mask;
   sigemptyset(&mask);
@@ -332,6 +338,18 @@ void Job::Supervise() {
   }
 }
 
+void Job::ReapOrphans() {
+  // After the SIGKILLs above, orphans in the ranks' groups die promptly; wait a
+  // moment for them. Anything that left its group (a daemon) is not waited for.
+  Clock::time_point stop = Clock::now() + std::chrono::milliseconds(terminating_ ? 1000 : 0);
+  for (;;) {
+    pid_t pid = ::waitpid(-1, nullptr, WNOHANG);
+    if (pid > 0) continue;
+    if (pid < 0 || Clock::now() >= stop) return;  // ECHILD: nothing left
+    ::usleep(10000);
+  }
+}
+
 void Job::DrainOutput() {
   // Every rank has exited, so what it wrote is already in the pipes. A grandchild
   // that kept a pipe open could write forever; stop reading after a second.
@@ -357,6 +375,7 @@ void Job::Finish() {
   if (terminating_)
     for (const Rank& rk : ranks_)
       if (rk.pid > 0) ::kill(-rk.pid, SIGKILL);
+  ReapOrphans();
   DrainOutput();
   // Segments of ranks that crashed (or were killed before unlinking) would
   // otherwise stay in /dev/shm until reboot.
