@@ -8,15 +8,56 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <mutex>
 #include <cstring>
 #include <thread>
 
 namespace weft::boot {
 
+namespace {
+// Bootstrap sockets, as a bitmap by fd number, so that a forked child can let go
+// of them (see track_socket). Lock-free: the fork handler may not take locks.
+constexpr int kMaxTracked = 1 << 16;
+std::atomic<uint64_t> g_tracked[kMaxTracked / 64];
+
+// In a child forked from a process with bootstrap connections (a DataLoader
+// worker, a helper process): point each such fd at /dev/null. Otherwise the
+// child's copies keep the TCP connections open after the parent dies, and
+// nobody hears that the rank (or the root) is gone. The fd numbers stay taken,
+// so objects that still hold them never close someone else's file.
+void release_in_child() {
+  int nul = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (nul < 0) return;
+  for (int w = 0; w < kMaxTracked / 64; ++w) {
+    uint64_t bits = g_tracked[w].load(std::memory_order_relaxed);
+    while (bits != 0) {
+      int fd = w * 64 + __builtin_ctzll(bits);
+      bits &= bits - 1;
+      if (fd != nul) ::dup3(nul, fd, O_CLOEXEC);
+    }
+  }
+  ::close(nul);
+}
+}  // namespace
+
+void track_socket(int fd) {
+  static std::once_flag once;
+  std::call_once(once, [] { pthread_atfork(nullptr, nullptr, release_in_child); });
+  if (fd >= 0 && fd < kMaxTracked)
+    g_tracked[fd / 64].fetch_or(uint64_t{1} << (fd % 64), std::memory_order_relaxed);
+}
+
 void Fd::reset(int fd) {
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0) {
+    if (fd_ < kMaxTracked)
+      g_tracked[fd_ / 64].fetch_and(~(uint64_t{1} << (fd_ % 64)), std::memory_order_relaxed);
+    ::close(fd_);
+  }
   fd_ = fd;
 }
 
@@ -141,6 +182,7 @@ void set_nodelay(int fd) {
 Status listen_on(const SockAddr& addr, Fd* out) {
   Fd fd(::socket(addr.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return SysError(errno, "bootstrap: socket() for %s", addr.str().c_str());
+  track_socket(fd.get());
   int one = 1;
   if (setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0)
     return SysError(errno, "bootstrap: SO_REUSEADDR on %s", addr.str().c_str());
@@ -168,6 +210,7 @@ Status accept_one(int listen_fd, Fd* out, SockAddr* peer) {
     int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&peer->ss), &peer->len,
                        SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd >= 0) {
+      track_socket(fd);
       set_nodelay(fd);
       out->reset(fd);
       return Status::Ok();
@@ -207,6 +250,7 @@ Status connect_retry(const SockAddr& addr, int64_t retry_ms, Deadline deadline, 
   for (int attempt = 0;; ++attempt) {
     Fd fd(::socket(addr.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!fd.valid()) return SysError(errno, "bootstrap: socket() for %s", addr.str().c_str());
+    track_socket(fd.get());
     int rc = ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr.ss), addr.len);
     int err = rc == 0 ? 0 : errno;
     if (err == EINPROGRESS || err == EINTR) {

@@ -40,6 +40,11 @@ class Fd {
   int fd_ = -1;
 };
 
+// Marks fd as a bootstrap socket: in a child forked from this process it is
+// replaced by /dev/null, so only this process keeps the connection alive. Fd
+// forgets the mark when it closes the fd.
+void track_socket(int fd);
+
 // A socket address with its length; family AF_INET or AF_INET6.
 struct SockAddr {
   sockaddr_storage ss{};

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -317,6 +318,44 @@ TEST(BootstrapFailure, DeadRankIsReportedByPoll) {
     EXPECT_LT(took, 2000);
   });
   EXPECT_EQ(reap(child), 0);
+}
+
+TEST(BootstrapFailure, DeadRankIsReportedEvenIfItsForkedChildLivesOn) {
+  // A rank process that forked a helper (a data loader worker, say) and then
+  // died: the helper's copy of the socket must not keep the rank "alive".
+  prctl(PR_SET_CHILD_SUBREAPER, 1);  // so that we can reap the orphaned helper
+  UniqueId id = loopback_root();
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  pid_t child = fork_rank([&] {
+    close(p[0]);
+    std::unique_ptr<Bootstrap> b;
+    if (!Bootstrap::connect(id, 1, 2, Deadline::after_ms(10000), &b).ok()) return 2;
+    if (!b->barrier(Deadline::after_ms(10000)).ok()) return 3;
+    pid_t helper = fork();
+    if (helper == 0) {
+      sleep(5);
+      _exit(0);
+    }
+    if (write(p[1], &helper, sizeof helper) != sizeof helper) return 4;
+    _exit(0);
+  });
+  ASSERT_GT(child, 0);
+  close(p[1]);
+  std::unique_ptr<Bootstrap> b;
+  ASSERT_TRUE(Bootstrap::connect(id, 0, 2, Deadline::after_ms(10000), &b).ok());
+  ASSERT_TRUE(b->barrier(Deadline::after_ms(10000)).ok());
+  pid_t helper = -1;
+  ASSERT_EQ(read(p[0], &helper, sizeof helper), static_cast<ssize_t>(sizeof helper));
+  close(p[0]);
+  int64_t took = 0;
+  Status st = poll_until_error(*b, 2000, &took);
+  EXPECT_EQ(st.code(), weftRemoteError) << st.message();
+  EXPECT_TRUE(contains(st, "rank 1 (host ")) << st.message();
+  EXPECT_LT(took, 2000);
+  EXPECT_EQ(reap(child), 0);
+  kill(helper, SIGKILL);
+  reap(helper);
 }
 
 TEST(BootstrapFailure, DeadRankUnblocksBarrier) {
