@@ -1,19 +1,49 @@
+// Per (batch, head), as small GEMMs on one thread each (OpenMP across heads):
+//   S = Q K^T / sqrt(hs), P = causal softmax(S), O = P V
+// and backward
+//   dV = P^T dO, dP = dO V^T, dS = P * (dP - rowsum(P * dP)) / sqrt(hs),
+//   dQ = dS K, dK = dS^T Q.
+// The full T x T products are computed and the upper triangle masked: twice the
+// causal flops, but BLAS speed beats triangular scalar loops by far.
 #include "train/attention.h"
 
+#include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
+
+#include "train/fastmath.h"
+#include "train/matmul.h"
 
 namespace weft::train {
 
 namespace {
 
-// Widen one head's [T, hs] slice at column offset `col` of a [T, stride] matrix.
+// A head's [T, hs] slice of a [T, stride] matrix, as a pointer + leading dimension:
+// a view for fp32/fp64 storage, a widened copy for bf16/fp16.
 template <class T>
-void loadHead(Acc<T>* dst, const T* src, int Tn, int stride, int col, int hs) {
-  for (int t = 0; t < Tn; t++) {
-    const T* s = src + size_t(t) * stride + col;
-    for (int d = 0; d < hs; d++) dst[size_t(t) * hs + d] = ld(s[d]);
+struct HeadView {
+  using A = Acc<T>;
+  std::vector<A> buf;
+  const A* ptr = nullptr;
+  int ld = 0;
+  HeadView(const T* src, int Tn, int stride, int col, int hs) {
+    if constexpr (std::is_same_v<T, A>) {
+      ptr = src + col;
+      ld = stride;
+    } else {
+      buf.resize(size_t(Tn) * hs);
+      for (int t = 0; t < Tn; t++) toAccSerial(src + size_t(t) * stride + col, buf.data() + size_t(t) * hs, size_t(hs));
+      ptr = buf.data();
+      ld = hs;
+    }
   }
+};
+
+// Store a [T, hs] result (leading dimension hs) into a [T, stride] matrix at column col.
+template <class T>
+void storeHead(T* dst, const Acc<T>* src, int Tn, int stride, int col, int hs) {
+  for (int t = 0; t < Tn; t++) fromAccSerial(src + size_t(t) * hs, dst + size_t(t) * stride + col, size_t(hs));
 }
 
 }  // namespace
@@ -27,39 +57,36 @@ void attentionForward(T* out, T* att, const T* qkv, int B, int Tn, int C, int NH
   for (int bh = 0; bh < B * NH; bh++) {
     const int b = bh / NH, h = bh % NH;
     const T* base = qkv + size_t(b) * Tn * 3 * C;
-    std::vector<A> q(size_t(Tn) * hs), k(size_t(Tn) * hs), v(size_t(Tn) * hs), p(Tn), o(hs);
-    loadHead(q.data(), base, Tn, 3 * C, h * hs, hs);
-    loadHead(k.data(), base, Tn, 3 * C, C + h * hs, hs);
-    loadHead(v.data(), base, Tn, 3 * C, 2 * C + h * hs, hs);
+    HeadView<T> q(base, Tn, 3 * C, h * hs, hs), k(base, Tn, 3 * C, C + h * hs, hs),
+        v(base, Tn, 3 * C, 2 * C + h * hs, hs);
+    std::vector<A> p(size_t(Tn) * Tn), o(size_t(Tn) * hs);
+    gemmSerial(false, true, Tn, Tn, hs, scale, q.ptr, q.ld, k.ptr, k.ld, A(0), p.data(), Tn);
     T* attRows = att + size_t(bh) * Tn * Tn;
     for (int t = 0; t < Tn; t++) {
-      const A* qt = &q[size_t(t) * hs];
-      A mx = -INFINITY;
-      for (int t2 = 0; t2 <= t; t2++) {
-        const A* kt = &k[size_t(t2) * hs];
-        A s = 0;
-        for (int d = 0; d < hs; d++) s += qt[d] * kt[d];
-        s *= scale;
-        p[t2] = s;
-        if (s > mx) mx = s;
-      }
+      A* row = p.data() + size_t(t) * Tn;
+      A mx = row[0];
+      for (int t2 = 1; t2 <= t; t2++) mx = row[t2] > mx ? row[t2] : mx;
       A sum = 0;
+#pragma omp simd reduction(+ : sum)
       for (int t2 = 0; t2 <= t; t2++) {
-        p[t2] = std::exp(p[t2] - mx);
-        sum += p[t2];
+        row[t2] = expFast(row[t2] - mx);
+        sum += row[t2];
       }
       const A inv = A(1) / sum;
-      for (int d = 0; d < hs; d++) o[d] = 0;
-      T* arow = attRows + size_t(t) * Tn;
-      for (int t2 = 0; t2 <= t; t2++) {
-        p[t2] *= inv;
-        arow[t2] = st<T>(p[t2]);
-        const A* vt = &v[size_t(t2) * hs];
-        for (int d = 0; d < hs; d++) o[d] += p[t2] * vt[d];
+      for (int t2 = 0; t2 <= t; t2++) row[t2] *= inv;
+      for (int t2 = t + 1; t2 < Tn; t2++) row[t2] = A(0);
+      if constexpr (std::is_same_v<T, A>) {
+        std::copy(row, row + Tn, attRows + size_t(t) * Tn);
+      } else {
+        fromAccSerial(row, attRows + size_t(t) * Tn, size_t(Tn));
       }
-      for (int t2 = t + 1; t2 < Tn; t2++) arow[t2] = st<T>(A(0));
-      T* orow = out + (size_t(b) * Tn + t) * C + h * hs;
-      for (int d = 0; d < hs; d++) orow[d] = st<T>(o[d]);
+    }
+    T* obase = out + size_t(b) * Tn * C;
+    if constexpr (std::is_same_v<T, A>) {
+      gemmSerial(false, false, Tn, hs, Tn, A(1), p.data(), Tn, v.ptr, v.ld, A(0), obase + h * hs, C);
+    } else {
+      gemmSerial(false, false, Tn, hs, Tn, A(1), p.data(), Tn, v.ptr, v.ld, A(0), o.data(), hs);
+      storeHead(obase, o.data(), Tn, C, h * hs, hs);
     }
   }
 }
@@ -74,51 +101,37 @@ void attentionBackward(T* dqkv, const T* dout, const T* qkv, const T* att, int B
   for (int bh = 0; bh < B * NH; bh++) {
     const int b = bh / NH, h = bh % NH;
     const T* base = qkv + size_t(b) * Tn * 3 * C;
-    const size_t n = size_t(Tn) * hs;
-    std::vector<A> q(n), k(n), v(n), dO(n), dq(n, A(0)), dk(n, A(0)), dv(n, A(0)), p(Tn), dp(Tn);
-    loadHead(q.data(), base, Tn, 3 * C, h * hs, hs);
-    loadHead(k.data(), base, Tn, 3 * C, C + h * hs, hs);
-    loadHead(v.data(), base, Tn, 3 * C, 2 * C + h * hs, hs);
-    loadHead(dO.data(), dout + size_t(b) * Tn * C, Tn, C, h * hs, hs);
-    const T* attRows = att + size_t(bh) * Tn * Tn;
-    for (int t = 0; t < Tn; t++) {
-      const A* dot = &dO[size_t(t) * hs];
-      const T* arow = attRows + size_t(t) * Tn;
-      // out_t = sum_t2 p[t2] v[t2]  ->  dv[t2] += p dO_t,  dp[t2] = dO_t . v[t2]
-      A pdp = 0;
-      for (int t2 = 0; t2 <= t; t2++) {
-        p[t2] = ld(arow[t2]);
-        const A* vt = &v[size_t(t2) * hs];
-        A* dvt = &dv[size_t(t2) * hs];
-        A s = 0;
-        for (int d = 0; d < hs; d++) {
-          s += dot[d] * vt[d];
-          dvt[d] += p[t2] * dot[d];
-        }
-        dp[t2] = s;
-        pdp += p[t2] * s;
-      }
-      // softmax backward: ds = p (dp - sum p dp); s = scale q.k
-      const A* qt = &q[size_t(t) * hs];
-      A* dqt = &dq[size_t(t) * hs];
-      for (int t2 = 0; t2 <= t; t2++) {
-        const A ds = p[t2] * (dp[t2] - pdp) * scale;
-        const A* kt = &k[size_t(t2) * hs];
-        A* dkt = &dk[size_t(t2) * hs];
-        for (int d = 0; d < hs; d++) {
-          dqt[d] += ds * kt[d];
-          dkt[d] += ds * qt[d];
-        }
-      }
-    }
+    HeadView<T> q(base, Tn, 3 * C, h * hs, hs), k(base, Tn, 3 * C, C + h * hs, hs),
+        v(base, Tn, 3 * C, 2 * C + h * hs, hs), dO(dout + size_t(b) * Tn * C, Tn, C, h * hs, hs),
+        P(att + size_t(bh) * Tn * Tn, Tn, Tn, 0, Tn);
+    std::vector<A> ds(size_t(Tn) * Tn);
     T* dbase = dqkv + size_t(b) * Tn * 3 * C;
+    // dP = dO V^T, then dS in place
+    gemmSerial(false, true, Tn, Tn, hs, A(1), dO.ptr, dO.ld, v.ptr, v.ld, A(0), ds.data(), Tn);
     for (int t = 0; t < Tn; t++) {
-      T* r = dbase + size_t(t) * 3 * C;
-      for (int d = 0; d < hs; d++) {
-        r[h * hs + d] = st<T>(dq[size_t(t) * hs + d]);
-        r[C + h * hs + d] = st<T>(dk[size_t(t) * hs + d]);
-        r[2 * C + h * hs + d] = st<T>(dv[size_t(t) * hs + d]);
-      }
+      const A* prow = P.ptr + size_t(t) * P.ld;
+      A* drow = ds.data() + size_t(t) * Tn;
+      A s = 0;
+#pragma omp simd reduction(+ : s)
+      for (int t2 = 0; t2 <= t; t2++) s += prow[t2] * drow[t2];
+      for (int t2 = 0; t2 <= t; t2++) drow[t2] = prow[t2] * (drow[t2] - s) * scale;
+      for (int t2 = t + 1; t2 < Tn; t2++) drow[t2] = A(0);
+    }
+    if constexpr (std::is_same_v<T, A>) {
+      T* dq = dbase + h * hs;
+      T* dk = dbase + C + h * hs;
+      T* dv = dbase + 2 * C + h * hs;
+      gemmSerial(true, false, Tn, hs, Tn, A(1), P.ptr, P.ld, dO.ptr, dO.ld, A(0), dv, 3 * C);
+      gemmSerial(false, false, Tn, hs, Tn, A(1), ds.data(), Tn, k.ptr, k.ld, A(0), dq, 3 * C);
+      gemmSerial(true, false, Tn, hs, Tn, A(1), ds.data(), Tn, q.ptr, q.ld, A(0), dk, 3 * C);
+    } else {
+      std::vector<A> r(size_t(Tn) * hs);
+      gemmSerial(true, false, Tn, hs, Tn, A(1), P.ptr, P.ld, dO.ptr, dO.ld, A(0), r.data(), hs);
+      storeHead(dbase, r.data(), Tn, 3 * C, 2 * C + h * hs, hs);
+      gemmSerial(false, false, Tn, hs, Tn, A(1), ds.data(), Tn, k.ptr, k.ld, A(0), r.data(), hs);
+      storeHead(dbase, r.data(), Tn, 3 * C, h * hs, hs);
+      gemmSerial(true, false, Tn, hs, Tn, A(1), ds.data(), Tn, q.ptr, q.ld, A(0), r.data(), hs);
+      storeHead(dbase, r.data(), Tn, 3 * C, C + h * hs, hs);
     }
   }
 }

@@ -28,10 +28,11 @@ inline uint32_t floatToBits(float f) { uint32_t u; std::memcpy(&u, &f, 4); retur
 inline float toFloat(bf16 h) { return bitsToFloat(uint32_t(h.bits) << 16); }
 
 inline bf16 toBf16(float f) {
-  uint32_t u = floatToBits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return bf16{uint16_t((u >> 16) | 0x40u)};  // quiet NaN
-  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
-  return bf16{uint16_t(u >> 16)};
+  // Branch-free so that bulk conversions vectorize: round to nearest even, NaN kept quiet.
+  const uint32_t u = floatToBits(f);
+  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const uint32_t nan = (u >> 16) | 0x40u;
+  return bf16{uint16_t((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded)};
 }
 
 inline float toFloat(f16 h) {
@@ -84,8 +85,23 @@ template <> constexpr DType dtypeOf<double>() { return DType::f64; }
 template <> constexpr DType dtypeOf<bf16>() { return DType::bf16; }
 template <> constexpr DType dtypeOf<f16>() { return DType::f16; }
 
+// Serial bulk conversions (for use inside parallel regions); fp16 uses F16C when the
+// CPU has it, with results identical to the scalar functions.
+void f16ToFloatSerial(const f16* src, float* dst, size_t n);
+void floatToF16Serial(const float* src, f16* dst, size_t n);
+inline void toAccSerial(const float* s, float* d, size_t n) { std::memcpy(d, s, n * 4); }
+inline void toAccSerial(const double* s, double* d, size_t n) { std::memcpy(d, s, n * 8); }
+inline void toAccSerial(const bf16* s, float* d, size_t n) { for (size_t i = 0; i < n; i++) d[i] = toFloat(s[i]); }
+inline void toAccSerial(const f16* s, float* d, size_t n) { f16ToFloatSerial(s, d, n); }
+inline void fromAccSerial(const float* s, float* d, size_t n) { std::memcpy(d, s, n * 4); }
+inline void fromAccSerial(const double* s, double* d, size_t n) { std::memcpy(d, s, n * 8); }
+inline void fromAccSerial(const float* s, bf16* d, size_t n) { for (size_t i = 0; i < n; i++) d[i] = toBf16(s[i]); }
+inline void fromAccSerial(const float* s, f16* d, size_t n) { floatToF16Serial(s, d, n); }
+
 // Bulk conversions (OpenMP-parallel for large n).
 template <class T> void toAcc(const T* src, Acc<T>* dst, size_t n);
 template <class T> void fromAcc(const Acc<T>* src, T* dst, size_t n);
+template <> void toAcc<f16>(const f16* src, float* dst, size_t n);     // F16C when present
+template <> void fromAcc<f16>(const float* src, f16* dst, size_t n);
 
 }  // namespace weft::train

@@ -13,9 +13,11 @@ void layernormForward(T* out, Acc<T>* mean, Acc<T>* rstd, const T* x, const T* w
   for (int n = 0; n < N; n++) {
     const T* xr = x + size_t(n) * C;
     A m = 0;
+#pragma omp simd reduction(+ : m)
     for (int i = 0; i < C; i++) m += ld(xr[i]);
     m /= A(C);
     A v = 0;
+#pragma omp simd reduction(+ : v)
     for (int i = 0; i < C; i++) {
       A d = ld(xr[i]) - m;
       v += d * d;
@@ -41,6 +43,7 @@ void layernormBackward(T* dx, T* dw, T* db, const T* dout, const T* x, const T* 
     const T* dr = dout + size_t(n) * C;
     A m = mean[n], s = rstd[n];
     A gMean = 0, gxMean = 0;
+#pragma omp simd reduction(+ : gMean, gxMean)
     for (int i = 0; i < C; i++) {
       A g = ld(dr[i]) * ld(w[i]);
       gMean += g;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "train/fastmath.h"
+
 namespace weft::train {
 
 template <class T>
@@ -15,7 +17,8 @@ double crossEntropyForward(Acc<T>* losses, const T* logits, const int* targets, 
     A mx = -INFINITY;
     for (int v = 0; v < V; v++) mx = std::max(mx, ld(l[v]));
     A sum = 0;
-    for (int v = 0; v < V; v++) sum += std::exp(ld(l[v]) - mx);
+#pragma omp simd reduction(+ : sum)
+    for (int v = 0; v < V; v++) sum += expFast(ld(l[v]) - mx);
     losses[n] = std::log(sum) + mx - ld(l[targets[n]]);
   }
   double total = 0;
@@ -34,10 +37,12 @@ void crossEntropyBackward(T* dlogits, const T* logits, const int* targets, int N
     A mx = -INFINITY;
     for (int v = 0; v < V; v++) mx = std::max(mx, ld(l[v]));
     A sum = 0;
-    for (int v = 0; v < V; v++) sum += std::exp(ld(l[v]) - mx);
+#pragma omp simd reduction(+ : sum)
+    for (int v = 0; v < V; v++) sum += expFast(ld(l[v]) - mx);
     const A inv = A(1) / sum;
+#pragma omp simd
     for (int v = 0; v < V; v++) {
-      A p = std::exp(ld(l[v]) - mx) * inv;
+      A p = expFast(ld(l[v]) - mx) * inv;
       d[v] = st<T>((p - (v == targets[n] ? A(1) : A(0))) * dloss);
     }
   }

@@ -78,6 +78,22 @@ Scratch& scratch() {
 
 }  // namespace
 
+void gemmSerial(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
+                const float* B, int ldb, float beta, float* C, int ldc) {
+  static const bool single = (openblas_set_num_threads(1), true);
+  (void)single;
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M,
+              N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void gemmSerial(bool ta, bool tb, int M, int N, int K, double alpha, const double* A, int lda,
+                const double* B, int ldb, double beta, double* C, int ldc) {
+  static const bool single = (openblas_set_num_threads(1), true);
+  (void)single;
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M,
+              N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
 template <class T>
 void gemm(bool transA, bool transB, int M, int N, int K, const T* A, const T* B, T* C,
           bool accumulate) {
@@ -120,16 +136,16 @@ void matmulForward(T* out, const T* inp, const T* w, const T* bias, int N, int I
     toAcc(w, s.b.data(), nb);
     float* c = s.c.data();
     blasGemm(false, false, N, OC, IC, s.a.data(), s.b.data(), c, false);
+    if (bias) {
+      std::vector<float> bf(OC);
+      toAcc(bias, bf.data(), size_t(OC));
 #pragma omp parallel for schedule(static)
-    for (int n = 0; n < N; n++) {
-      const float* cr = c + size_t(n) * OC;
-      T* o = out + size_t(n) * OC;
-      if (bias) {
-        for (int j = 0; j < OC; j++) o[j] = st<T>(cr[j] + ld(bias[j]));
-      } else {
-        for (int j = 0; j < OC; j++) o[j] = st<T>(cr[j]);
+      for (int n = 0; n < N; n++) {
+        float* cr = c + size_t(n) * OC;
+        for (int j = 0; j < OC; j++) cr[j] += bf[j];
       }
     }
+    fromAcc(c, out, nc);
   }
 }
 

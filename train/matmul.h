@@ -14,6 +14,13 @@ template <class T>
 void gemm(bool transA, bool transB, int M, int N, int K, const T* A, const T* B, T* C,
           bool accumulate);
 
+// Single-threaded BLAS call with explicit leading dimensions, for use inside parallel
+// regions: C = alpha op(A) op(B) + beta C.
+void gemmSerial(bool transA, bool transB, int M, int N, int K, float alpha, const float* A,
+                int lda, const float* B, int ldb, float beta, float* C, int ldc);
+void gemmSerial(bool transA, bool transB, int M, int N, int K, double alpha, const double* A,
+                int lda, const double* B, int ldb, double beta, double* C, int ldc);
+
 // out[N,OC] = inp[N,IC] @ w[IC,OC] + bias[OC]   (HF Conv1D layout: w is [in, out]).
 template <class T>
 void matmulForward(T* out, const T* inp, const T* w, const T* bias, int N, int IC, int OC);

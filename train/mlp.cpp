@@ -1,6 +1,9 @@
 #include "train/mlp.h"
 
+#include <algorithm>
 #include <cmath>
+
+#include "train/fastmath.h"
 
 namespace weft::train {
 
@@ -9,28 +12,47 @@ constexpr double kSqrt2OverPi = 0.7978845608028654;
 constexpr double kCubic = 0.044715;
 }  // namespace
 
+// Element kernels, written on widened values so that the fp32 loop vectorizes.
+template <class A> inline A geluValue(A v) {
+  const A u = A(kSqrt2OverPi) * (v + A(kCubic) * v * v * v);
+  return A(0.5) * v * (A(1) + tanhFast(u));
+}
+
+template <class A> inline A geluGrad(A v) {
+  const A u = A(kSqrt2OverPi) * (v + A(kCubic) * v * v * v);
+  const A th = tanhFast(u);
+  const A du = A(kSqrt2OverPi) * (A(1) + A(3 * kCubic) * v * v);
+  return A(0.5) * (A(1) + th) + A(0.5) * v * (A(1) - th * th) * du;
+}
+
+constexpr long long kChunk = 2048;
+
 template <class T> void geluForward(T* out, const T* x, size_t n) {
   using A = Acc<T>;
-  long long nn = (long long)n;
-#pragma omp parallel for schedule(static) if (nn > 16384)
-  for (long long i = 0; i < nn; i++) {
-    A v = ld(x[i]);
-    A u = A(kSqrt2OverPi) * (v + A(kCubic) * v * v * v);
-    out[i] = st<T>(A(0.5) * v * (A(1) + std::tanh(u)));
+  const long long nn = (long long)n, chunks = (nn + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (chunks > 8)
+  for (long long c = 0; c < chunks; c++) {
+    const long long i0 = c * kChunk, len = std::min(kChunk, nn - i0);
+    A buf[kChunk];
+    toAccSerial(x + i0, buf, size_t(len));
+#pragma omp simd
+    for (long long i = 0; i < len; i++) buf[i] = geluValue(buf[i]);
+    fromAccSerial(buf, out + i0, size_t(len));
   }
 }
 
 template <class T> void geluBackward(T* dx, const T* x, const T* dout, size_t n) {
   using A = Acc<T>;
-  long long nn = (long long)n;
-#pragma omp parallel for schedule(static) if (nn > 16384)
-  for (long long i = 0; i < nn; i++) {
-    A v = ld(x[i]);
-    A u = A(kSqrt2OverPi) * (v + A(kCubic) * v * v * v);
-    A th = std::tanh(u);
-    A du = A(kSqrt2OverPi) * (A(1) + A(3 * kCubic) * v * v);
-    A g = A(0.5) * (A(1) + th) + A(0.5) * v * (A(1) - th * th) * du;
-    dx[i] = st<T>(g * ld(dout[i]));
+  const long long nn = (long long)n, chunks = (nn + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (chunks > 8)
+  for (long long c = 0; c < chunks; c++) {
+    const long long i0 = c * kChunk, len = std::min(kChunk, nn - i0);
+    A buf[kChunk], d[kChunk];
+    toAccSerial(x + i0, buf, size_t(len));
+    toAccSerial(dout + i0, d, size_t(len));
+#pragma omp simd
+    for (long long i = 0; i < len; i++) buf[i] = geluGrad(buf[i]) * d[i];
+    fromAccSerial(buf, dx + i0, size_t(len));
   }
 }
 
