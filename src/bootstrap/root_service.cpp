@@ -272,6 +272,7 @@ void RootService::on_hello(Conn* c, const Msg& m) {
   h.host[sizeof h.host - 1] = '\0';
   ++hellos_;
   c->hello_ok = true;
+  c->in.set_limit(kMaxPayload);
   max_nranks_seen_ = std::max(max_nranks_seen_, h.nranks);
   c->rank = h.rank;
   if (h.version != kWireVersion) {
@@ -523,6 +524,7 @@ void RootService::run() {
           break;
         }
         if (!c->fd.valid()) break;
+        c->in.set_limit(sizeof(HelloBody));
         conns_.push_back(std::move(c));
       }
     }

@@ -88,7 +88,7 @@ class MsgReader {
     if (buf_.size() - pos_ < sizeof(MsgHeader)) return false;
     MsgHeader h;
     std::memcpy(&h, buf_.data() + pos_, sizeof h);
-    if (h.magic != kWireMagic || h.len > kMaxPayload) {
+    if (h.magic != kWireMagic || h.len > limit_) {
       *bad = true;
       return false;
     }
@@ -106,8 +106,12 @@ class MsgReader {
     return true;
   }
   size_t buffered() const { return buf_.size() - pos_; }
+  // Largest payload accepted; the root keeps it small until a peer has proved
+  // the secret, so a stranger cannot make it buffer a gigabyte.
+  void set_limit(uint32_t limit) { limit_ = limit; }
 
  private:
+  uint32_t limit_ = kMaxPayload;
   std::string buf_;
   size_t pos_ = 0;
 };

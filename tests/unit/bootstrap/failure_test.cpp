@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "bootstrap/socket.h"
+#include "bootstrap/wire.h"
 #include "tests/unit/bootstrap/helpers.h"
 
 namespace weft::boot::test {
@@ -116,6 +117,13 @@ TEST(BootstrapFailure, GarbageConnectionIsDropped) {
   ASSERT_TRUE(wait_readable(raw.get(), Deadline::after_ms(3000), &err));
   char buf[16];
   EXPECT_LE(recv_some(raw.get(), buf, sizeof buf, &err), 0);
+  // A well-formed header announcing a huge hello: dropped before it is buffered.
+  Fd big;
+  ASSERT_TRUE(connect_retry(addr, 50, Deadline::after_ms(3000), &big).ok());
+  MsgHeader h{kWireMagic, static_cast<uint32_t>(MsgType::Hello), 1u << 29, 0, 0, 0};
+  ASSERT_TRUE(send_all(big.get(), &h, sizeof h, Deadline::after_ms(1000), "big").ok());
+  ASSERT_TRUE(wait_readable(big.get(), Deadline::after_ms(3000), &err));
+  EXPECT_LE(recv_some(big.get(), buf, sizeof buf, &err), 0);
   run_ranks(2, [&](int rank) {
     std::unique_ptr<Bootstrap> b;
     Status st = Bootstrap::connect(id, rank, 2, Deadline::after_ms(10000), &b);
