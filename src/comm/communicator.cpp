@@ -21,6 +21,7 @@ struct PeerInfo {
   uint64_t nonce;      // random: the hash of all nonces names this communicator
   uint64_t cma_probe;
   char host[64];
+  tcp::PeerInfoTcp tcp;  // where this rank's TCP transport listens (family 0: nowhere)
 };
 
 uint64_t fnv1a(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {
@@ -86,6 +87,12 @@ Status Communicator::init(const boot::UniqueId& id, const weftConfig_t* config) 
 }
 
 Status Communicator::connect_transports(const boot::UniqueId& id) {
+  // Ranks on this host talk over shared memory, ranks on other hosts over TCP;
+  // WEFT_TRANSPORT=tcp sends everything over TCP, =shm refuses remote peers.
+  std::string forced = params::TRANSPORT();
+  if (!forced.empty() && forced != "shm" && forced != "tcp")
+    return Error(weftInvalidArgument, "WEFT_TRANSPORT=%s: unknown transport (available: shm, tcp)",
+                 forced.c_str());
   PeerInfo mine{};
   mine.rank = rank_;
   mine.pid = getpid();
@@ -95,6 +102,15 @@ Status Communicator::connect_transports(const boot::UniqueId& id) {
     return SysError(errno, "getrandom");
   mine.cma_probe = shm::cma_probe_address();
   gethostname(mine.host, sizeof(mine.host) - 1);
+  // Listen before the all-gather so that every rank learns every address. A
+  // rank without a usable interface still joins; it fails only if a peer
+  // actually needs TCP to reach it.
+  Status tcp_st;
+  if (forced != "shm") {
+    tcp_st = tcp::TcpTransport::listen(rank_, nranks_, tcp::Options::from_params(), &tcp_);
+    if (tcp_st.ok()) mine.tcp = tcp_->info();
+    else WEFT_INFO(TRANSPORT, "no TCP listener: %s", tcp_st.message().c_str());
+  }
 
   std::vector<PeerInfo> all(static_cast<size_t>(nranks_));
   Deadline deadline = Deadline::after_ms(timeout_ms_);
@@ -102,21 +118,27 @@ Status Communicator::connect_transports(const boot::UniqueId& id) {
 
   uint64_t comm_hash = 1469598103934665603ull;
   std::vector<shm::LocalPeer> local;
+  std::vector<tcp::RemotePeer> remote;
+  int same_host = 0;
   for (const PeerInfo& p : all) {
     comm_hash = fnv1a(&p.nonce, sizeof(p.nonce), comm_hash);
-    if (p.host_hash == mine.host_hash) local.push_back({p.rank, p.pid, p.cma_probe});
-  }
-  for (const PeerInfo& p : all)
-    if (p.host_hash != mine.host_hash)
-      return Error(weftSystemError,
-                   "no transport can reach rank %d on host %s: only shared memory (ranks on one "
-                   "host) is implemented so far",
+    bool here = p.host_hash == mine.host_hash;
+    same_host += here ? 1 : 0;
+    if (p.rank == rank_ || (here && forced != "tcp")) {
+      local.push_back({p.rank, p.pid, p.cma_probe});
+      continue;
+    }
+    if (forced == "shm")
+      return Error(weftInvalidArgument,
+                   "WEFT_TRANSPORT=shm, but rank %d is on another host (%s): shared memory "
+                   "reaches only ranks of this host",
                    p.rank, p.host);
-  set_local_ranks(static_cast<int>(local.size()));
-  std::string forced = params::TRANSPORT();
-  if (!forced.empty() && forced != "shm")
-    return Error(weftInvalidArgument, "WEFT_TRANSPORT=%s: unknown transport (available: shm)",
-                 forced.c_str());
+    if (!tcp_)
+      return Error(tcp_st.code(), "rank %d on host %s can only be reached over TCP: %s", p.rank,
+                   p.host, tcp_st.message().c_str());
+    remote.push_back({p.rank, p.tcp});
+  }
+  set_local_ranks(same_host);
 
   char prefix[96];
   std::snprintf(prefix, sizeof(prefix), "/weft-%.16s-%016llx", boot::secret_hex(id.secret).c_str(),
@@ -124,8 +146,10 @@ Status Communicator::connect_transports(const boot::UniqueId& id) {
   WEFT_TRY(shm::ShmTransport::create(prefix, rank_, local, &shm_));
   WEFT_TRY(boot_->barrier(deadline));
   WEFT_TRY(shm_->connect(&links_));
+  if (!remote.empty()) WEFT_TRY(tcp_->connect(id.secret.bytes, comm_hash, remote, deadline, &links_));
   WEFT_TRY(boot_->barrier(deadline));
   shm_->unlink();
+  if (remote.empty()) tcp_.reset();  // nobody will connect: stop listening
   return Status::Ok();
 }
 
@@ -139,6 +163,7 @@ Communicator::~Communicator() {
   exec_.reset();
   links_.clear();
   shm_.reset();
+  tcp_.reset();
   boot_.reset();
 }
 

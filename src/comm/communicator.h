@@ -22,6 +22,7 @@
 #include "sched/schedule.h"
 #include "transports/link.h"
 #include "transports/shm/shm_transport.h"
+#include "transports/tcp/tcp_transport.h"
 #include "weft/weft.h"
 
 struct weftRequestImpl;
@@ -78,6 +79,7 @@ class Communicator final : public exec::Health {
   std::string name_;
   std::unique_ptr<boot::Bootstrap> boot_;
   std::unique_ptr<shm::ShmTransport> shm_;
+  std::unique_ptr<tcp::TcpTransport> tcp_;  // ranks on other hosts (or all, WEFT_TRANSPORT=tcp)
   std::vector<std::unique_ptr<transport::Link>> links_;
   std::unique_ptr<exec::Executor> exec_;
   uint64_t seq_ = 0;
