@@ -143,7 +143,7 @@ class GPT2 final : public Model {
   double forward(const int* tokens, const int* targets, int B, int Tn) override {
     if (Tn > cfg_.maxSeq || Tn <= 0 || B <= 0) throw std::invalid_argument("bad forward shape");
     ensureActs(B, Tn);
-    const int C = cfg_.channels, NH = cfg_.numHeads, V = cfg_.vocabSize, L = cfg_.numLayers;
+    const int C = cfg_.channels, V = cfg_.vocabSize, L = cfg_.numLayers;
     const int N = B * Tn;
     tokens_.assign(tokens, tokens + N);
     for (int i = 0; i < N; i++)
@@ -152,24 +152,8 @@ class GPT2 final : public Model {
     if (targets) targets_.assign(targets, targets + N);
 
     encoderForward(encoded_.data(), tokens_.data(), P(kWte), P(kWpe), B, Tn, C);
-    for (int l = 0; l < L; l++) {
-      Layer& a = layers_[l];
-      const T* x = l == 0 ? encoded_.data() : layers_[l - 1].res2.data();
-      layernormForward(a.ln1.data(), a.ln1Mean.data(), a.ln1Rstd.data(), x, P(l, kLn1W),
-                       P(l, kLn1B), N, C);
-      matmulForward(a.qkv.data(), a.ln1.data(), P(l, kAttnW), P(l, kAttnB), N, C, 3 * C);
-      attentionForward(a.atty.data(), a.att.data(), a.qkv.data(), B, Tn, C, NH);
-      matmulForward(a.attproj.data(), a.atty.data(), P(l, kAprojW), P(l, kAprojB), N, C, C);
-      residualForward(a.res1.data(), x, a.attproj.data(), size_t(N) * C);
-      layernormForward(a.ln2.data(), a.ln2Mean.data(), a.ln2Rstd.data(), a.res1.data(),
-                       P(l, kLn2W), P(l, kLn2B), N, C);
-      matmulForward(a.fch.data(), a.ln2.data(), P(l, kFcW), P(l, kFcB), N, C, 4 * C);
-      geluForward(a.fchGelu.data(), a.fch.data(), size_t(N) * 4 * C);
-      matmulForward(a.fcproj.data(), a.fchGelu.data(), P(l, kMprojW), P(l, kMprojB), N, 4 * C,
-                    C);
-      residualForward(a.res2.data(), a.res1.data(), a.fcproj.data(), size_t(N) * C);
-    }
-    const T* last = L > 0 ? layers_[L - 1].res2.data() : encoded_.data();
+    for (int l = 0; l < L; l++) blockForward(l, B, Tn, blockIn(l), blockOut(l), acts(l));
+    const T* last = blockIn(L);
     layernormForward(lnf_.data(), lnfMean_.data(), lnfRstd_.data(), last, P(lnfW()), P(lnfW() + 1),
                      N, C);
     // LM head tied to wte [V,C]: logits = lnf @ wte^T
@@ -189,14 +173,18 @@ class GPT2 final : public Model {
     // LM head: dlnf = dlogits @ wte; dwte += dlogits^T @ lnf
     gemm(false, false, N, C, V, dlogits_.data(), P(kWte), dbuf_.data(), false);
     gemm(true, false, V, C, N, dlogits_.data(), lnf_.data(), G(kWte), true);
-    const T* last = L > 0 ? layers_[L - 1].res2.data() : encoded_.data();
+    const T* last = blockIn(L);
     fillZero(dresid_.data(), dresid_.size());
     layernormBackward(dresid_.data(), G(lnfW()), G(lnfW() + 1), dbuf_.data(), last, P(lnfW()),
                       lnfMean_.data(), lnfRstd_.data(), N, C);
     // dresid_ holds d(loss)/d(residual stream) on the way down.
     for (int l = L - 1; l >= 0; l--) {
-      Layer& a = layers_[l];
-      const T* x = l == 0 ? encoded_.data() : layers_[l - 1].res2.data();
+      Layer& a = acts(l);
+      const T* x = blockIn(l);
+      // Activation checkpointing: recompute this block's activations from its input
+      // (bit-identical to the forward pass) into the shared work buffers.
+      // The last block's are still there from the forward pass.
+      if (checkpoint_ && l != L - 1) blockForward(l, B, Tn, x, a.res2.data(), a);
       // res2 = res1 + mlp(ln2(res1))
       matmulBackward(dfchGelu_.data(), G(l, kMprojW), G(l, kMprojB), dresid_.data(),
                      a.fchGelu.data(), P(l, kMprojW), N, 4 * C, C);
@@ -222,10 +210,20 @@ class GPT2 final : public Model {
     for (int v = 0; v < cfg_.vocabSize; v++) out[v] = float(ld(r[v]));
   }
 
+  void setActivationCheckpointing(bool on) override {
+    if (on != checkpoint_) {
+      checkpoint_ = on;
+      layers_.clear();  // re-laid out on the next forward
+      outs_.clear();
+    }
+  }
+  bool activationCheckpointing() const override { return checkpoint_; }
+
   size_t activationBytes() const override {
     size_t n = encoded_.size() + lnf_.size() + logits_.size() + dresid_.size() + dbuf_.size() +
                dqkv_.size() + dfch_.size() + dfchGelu_.size() + dlogits_.size();
     size_t na = lnfMean_.size() * 2 + losses_.size();
+    for (const auto& o : outs_) n += o.size();
     for (const Layer& a : layers_) {
       n += a.ln1.size() + a.qkv.size() + a.atty.size() + a.att.size() + a.attproj.size() +
            a.res1.size() + a.ln2.size() + a.fch.size() + a.fchGelu.size() + a.fcproj.size() +
@@ -241,6 +239,29 @@ class GPT2 final : public Model {
     std::vector<A> ln1Mean, ln1Rstd, ln2Mean, ln2Rstd;
   };
 
+  // One transformer block: x -> out, keeping its activations in `a`.
+  void blockForward(int l, int B, int Tn, const T* x, T* out, Layer& a) {
+    const int C = cfg_.channels, NH = cfg_.numHeads, N = B * Tn;
+    layernormForward(a.ln1.data(), a.ln1Mean.data(), a.ln1Rstd.data(), x, P(l, kLn1W), P(l, kLn1B), N,
+                     C);
+    matmulForward(a.qkv.data(), a.ln1.data(), P(l, kAttnW), P(l, kAttnB), N, C, 3 * C);
+    attentionForward(a.atty.data(), a.att.data(), a.qkv.data(), B, Tn, C, NH);
+    matmulForward(a.attproj.data(), a.atty.data(), P(l, kAprojW), P(l, kAprojB), N, C, C);
+    residualForward(a.res1.data(), x, a.attproj.data(), size_t(N) * C);
+    layernormForward(a.ln2.data(), a.ln2Mean.data(), a.ln2Rstd.data(), a.res1.data(), P(l, kLn2W),
+                     P(l, kLn2B), N, C);
+    matmulForward(a.fch.data(), a.ln2.data(), P(l, kFcW), P(l, kFcB), N, C, 4 * C);
+    geluForward(a.fchGelu.data(), a.fch.data(), size_t(N) * 4 * C);
+    matmulForward(a.fcproj.data(), a.fchGelu.data(), P(l, kMprojW), P(l, kMprojB), N, 4 * C, C);
+    residualForward(out, a.res1.data(), a.fcproj.data(), size_t(N) * C);
+  }
+
+  // Without checkpointing every block keeps its own activations; with it, blocks
+  // share one set and only the block outputs (the residual stream) are kept.
+  Layer& acts(int l) { return layers_[checkpoint_ ? 0 : l]; }
+  const T* blockIn(int l) { return l == 0 ? encoded_.data() : blockOut(l - 1); }
+  T* blockOut(int l) { return checkpoint_ ? outs_[l].data() : layers_[l].res2.data(); }
+
   int lnfW() const { return kFirstLayer + kSlots * cfg_.numLayers; }
   T* P(int idx) { return params_.data() + tensors_[idx].offset; }
   T* P(int l, int slot) { return P(kFirstLayer + kSlots * l + slot); }
@@ -255,7 +276,11 @@ class GPT2 final : public Model {
     auto grow = [](auto& v, size_t n) {
       if (v.size() < n) v.resize(n);
     };
-    layers_.resize(cfg_.numLayers);
+    layers_.resize(checkpoint_ ? 1 : cfg_.numLayers);
+    if (checkpoint_) {
+      outs_.resize(cfg_.numLayers);
+      for (auto& o : outs_) grow(o, N * C);
+    }
     for (Layer& a : layers_) {
       grow(a.ln1, N * C); grow(a.qkv, N * 3 * C); grow(a.atty, N * C); grow(a.att, att);
       grow(a.attproj, N * C); grow(a.res1, N * C); grow(a.ln2, N * C); grow(a.fch, N * 4 * C);
@@ -272,7 +297,9 @@ class GPT2 final : public Model {
   int B_ = 0, T_ = 0;
   bool hasTargets_ = false;
   std::vector<int> tokens_, targets_;
+  bool checkpoint_ = false;
   std::vector<Layer> layers_;
+  std::vector<std::vector<T>> outs_;  // block outputs when checkpointing
   std::vector<T> encoded_, lnf_, logits_;
   std::vector<A> lnfMean_, lnfRstd_, losses_;
   std::vector<T> dresid_, dbuf_, dqkv_, dfch_, dfchGelu_, dlogits_;

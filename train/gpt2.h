@@ -69,6 +69,10 @@ class Model {
 
   // Logits row of (b, t) from the last forward, widened to float.
   virtual void logitsRow(int b, int t, float* out) const = 0;
+  // Activation checkpointing per block: keep only each block's output and recompute
+  // the block's internals in backward (one block's worth of activation memory).
+  virtual void setActivationCheckpointing(bool on) = 0;
+  virtual bool activationCheckpointing() const = 0;
   // Bytes held by activations (and their gradients) for the last shape.
   virtual size_t activationBytes() const = 0;
 

@@ -1,6 +1,7 @@
 // Finite-difference gradient check of the hand-written GPT-2 backward pass, for every
 // parameter tensor, in fp64; plus fp32/bf16/fp16 agreement with fp64.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <vector>
@@ -48,7 +49,15 @@ Batch randomBatch(int V, uint64_t seed) {
   return b;
 }
 
+// Thousands of tiny forwards: one thread avoids parallel-region overhead on busy CI.
+struct SingleThread {
+  int saved = omp_get_max_threads();
+  SingleThread() { omp_set_num_threads(1); }
+  ~SingleThread() { omp_set_num_threads(saved); }
+};
+
 TEST(GradCheck, EveryTensorFp64) {
+  SingleThread one;
   auto m = makeGPT2(tinyConfig(), DType::f64);
   double* p = static_cast<double*>(m->paramData());
   const double* g = static_cast<const double*>(m->gradData());

@@ -39,6 +39,7 @@ const char* kUsage =
     "  --steps N               optimizer steps (tiny 300, small 2000)\n"
     "  --batch B --seq T       micro-batch size and sequence length (T <= context)\n"
     "  --grad-accum K          micro-batches per optimizer step (1)\n"
+    "  --checkpoint-activations  recompute each block's activations in backward (less memory)\n"
     "  --lr X --min-lr X       peak and final learning rate (1e-3, 1e-4)\n"
     "  --warmup N              linear warmup steps (10% of --steps)\n"
     "  --weight-decay X        AdamW decoupled weight decay on 2-D weights (0.1)\n"
@@ -98,7 +99,7 @@ int main(int argc, char** argv) {
       saveEvery = 0, logEvery = 10, sampleLen = 200;
   double lr = 1e-3, minLr = 1e-4, wd = 0.1, clip = 1.0;
   uint64_t seed = 1337;
-  bool prepareOnly = false;
+  bool prepareOnly = false, ckptActs = false;
 
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
@@ -137,6 +138,7 @@ int main(int argc, char** argv) {
     else if (a == "--data") dataDir = val();
     else if (a == "--src") srcDir = val();
     else if (a == "--prepare-data") prepareOnly = true;
+    else if (a == "--checkpoint-activations") ckptActs = true;
     else die("unknown option " + a + " (see --help)");
   }
 
@@ -187,6 +189,7 @@ int main(int argc, char** argv) {
     if (int(trainData.vocabSize) > opt.model.vocabSize) die("token file vocabulary exceeds the model's");
 
     Trainer tr(opt, &trainData.tokens, &valData.tokens);
+    tr.model().setActivationCheckpointing(ckptActs);
     if (!resume.empty()) {
       tr.load(resume);
       std::printf("resumed from %s at step %d (loss scale %g)\n", resume.c_str(), tr.step(),
@@ -215,6 +218,8 @@ int main(int argc, char** argv) {
     const int startStep = tr.step();
     if (startStep == 0) {
       lastVal = tr.evalLoss();
+      std::printf("activations: %.1f MiB (%s)\n", double(tr.model().activationBytes()) / (1 << 20),
+                  ckptActs ? "checkpointed per block" : "all kept");
       std::printf("step %d: val loss %.4f\n", 0, lastVal);
       csv << 0 << ",," << lastVal << ",,,,,,0\n";
     }
