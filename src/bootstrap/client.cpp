@@ -189,24 +189,29 @@ Status Client::run_op(OpKind kind, const void* mine, size_t size, void* all, Dea
   std::lock_guard<std::mutex> lk(op_mu_);
   WEFT_TRY(sticky());
   const char* name = op_name(static_cast<int64_t>(kind));
-  uint64_t seq = seq_++;
-  std::string what = std::string("bootstrap ") + name + " #" + std::to_string(seq);
+  std::string what = std::string("bootstrap ") + name + " #" + std::to_string(seq_);
   if (kind == OpKind::Allgather) what += " (" + std::to_string(size) + " bytes)";
+  // Checked before taking a sequence number: a call refused here never reached the root.
   if (size > kMaxPayload / static_cast<size_t>(nranks_))
     return Error(weftInvalidArgument, "rank %d: %s: too large for the bootstrap (limit %u bytes in all)",
                  rank_, what.c_str(), kMaxPayload);
+  uint64_t seq = seq_++;
   Status st = send_msg(MsgType::Op, seq, static_cast<int64_t>(kind), mine, size, deadline, what.c_str());
   if (!st.ok()) {
     if (st.code() == weftRemoteError) return lost_root(what, 0);
+    // A message cut off midway leaves the stream unusable: the job is over here.
+    set_sticky(st);
     return st;
   }
   Msg m;
   std::string waiting = "all " + std::to_string(nranks_) + " ranks to arrive (reply from the root at " +
                         root_.str() + ")";
   WEFT_TRY(wait_msg(MsgType::Reply, seq, deadline, what, waiting, &m));
-  if (m.payload.size() != size * static_cast<size_t>(nranks_))
-    return Error(weftInternalError, "rank %d: %s: the root replied with %zu bytes, expected %zu", rank_,
-                 what.c_str(), m.payload.size(), size * static_cast<size_t>(nranks_));
+  if (m.payload.size() != size * static_cast<size_t>(nranks_)) {
+    set_sticky(Error(weftInternalError, "rank %d: %s: the root replied with %zu bytes, expected %zu",
+                     rank_, what.c_str(), m.payload.size(), size * static_cast<size_t>(nranks_)));
+    return sticky();
+  }
   if (size > 0) std::memcpy(all, m.payload.data(), m.payload.size());
   return Status::Ok();
 }
