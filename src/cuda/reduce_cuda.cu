@@ -304,6 +304,9 @@ weftResult_t divide(void* dst, const void* src, size_t count, weftDataType_t dty
   if (dst == nullptr || src == nullptr) return weftInvalidArgument;
   if (count == 0) return weftSuccess;
   const unsigned blocks = blocks_for(count);
+  // Unsigned dtypes divide by the divisor's magnitude, as the CPU kernels do.
+  const uint64_t magnitude =
+      divisor < 0 ? 0 - static_cast<uint64_t>(divisor) : static_cast<uint64_t>(divisor);
   auto ints = [&]<class T>() {
     // int64 arithmetic: the promoted quotient truncates toward zero like reduce::divide.
     divide_elements<Plain<T>, int64_t><<<blocks, kThreads, 0, stream>>>(
@@ -315,15 +318,15 @@ weftResult_t divide(void* dst, const void* src, size_t count, weftDataType_t dty
     case weftInt64: ints.template operator()<int64_t>(); break;
     case weftUint8:
       divide_elements<Plain<uint8_t>, uint64_t><<<blocks, kThreads, 0, stream>>>(
-          static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), count, static_cast<uint64_t>(divisor));
+          static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), count, magnitude);
       break;
     case weftUint32:
       divide_elements<Plain<uint32_t>, uint64_t><<<blocks, kThreads, 0, stream>>>(
-          static_cast<uint32_t*>(dst), static_cast<const uint32_t*>(src), count, static_cast<uint64_t>(divisor));
+          static_cast<uint32_t*>(dst), static_cast<const uint32_t*>(src), count, magnitude);
       break;
     case weftUint64:
       divide_elements<Plain<uint64_t>, uint64_t><<<blocks, kThreads, 0, stream>>>(
-          static_cast<uint64_t*>(dst), static_cast<const uint64_t*>(src), count, static_cast<uint64_t>(divisor));
+          static_cast<uint64_t*>(dst), static_cast<const uint64_t*>(src), count, magnitude);
       break;
     case weftFloat16:
       divide_elements<Half, float><<<blocks, kThreads, 0, stream>>>(
