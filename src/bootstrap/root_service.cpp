@@ -275,11 +275,12 @@ void RootService::on_hello(Conn* c, const Msg& m) {
   c->in.set_limit(kMaxPayload);
   max_nranks_seen_ = std::max(max_nranks_seen_, h.nranks);
   c->rank = h.rank;
-  if (h.version != kWireVersion) {
+  if (h.version != kWireVersion && !failed_) {
     std::string msg = "bootstrap protocol version mismatch: rank " + std::to_string(h.rank) +
                       " speaks " + std::to_string(h.version) + ", the root " +
                       std::to_string(kWireVersion);
-    fail_all(weftInvalidUsage, msg);
+    fail_all(weftInvalidUsage, msg);  // tells this connection too
+    return;
   }
   if (failed_) {
     c->close_after_flush = true;
