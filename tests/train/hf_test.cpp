@@ -67,3 +67,24 @@ TEST(Json, ParsesWhatHFWrites) {
 
 }  // namespace
 }  // namespace weft::train
+
+#include "train/plot.h"
+
+namespace weft::train {
+namespace {
+
+TEST(Plot, WritesAValidPng) {
+  const fs::path p = fs::temp_directory_path() / ("weft-train-plot-" + std::to_string(::getpid()) + ".png");
+  Curve tr{{1, 5.5}, {2, 4.0}, {3, 3.1}}, va{{0, 5.6}, {3, 3.2}};
+  writeLossPlot(p.string(), tr, va, 200, 120);
+  std::ifstream f(p, std::ios::binary);
+  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  ASSERT_GT(s.size(), 200u * 120u);
+  EXPECT_EQ(s.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  EXPECT_EQ(s.substr(12, 4), "IHDR");
+  EXPECT_EQ(s.substr(s.size() - 8, 4), "IEND");
+  fs::remove(p);
+}
+
+}  // namespace
+}  // namespace weft::train

@@ -17,6 +17,7 @@
 
 #include "train/data.h"
 #include "train/hf.h"
+#include "train/plot.h"
 #include "train/trainer.h"
 
 #ifndef WEFT_TRAIN_DATA_DIR
@@ -40,7 +41,7 @@ const char* kUsage =
     "  --batch B --seq T       micro-batch size and sequence length (T <= context)\n"
     "  --grad-accum K          micro-batches per optimizer step (1)\n"
     "  --checkpoint-activations  recompute each block's activations in backward (less memory)\n"
-    "  --lr X --min-lr X       peak and final learning rate (1e-3, 1e-4)\n"
+    "  --lr X --min-lr X       peak and final learning rate (tiny 2e-3, small 1e-3; 1e-4)\n"
     "  --warmup N              linear warmup steps (10% of --steps)\n"
     "  --weight-decay X        AdamW decoupled weight decay on 2-D weights (0.1)\n"
     "  --grad-clip X           global-norm clip, 0 = off (1.0)\n"
@@ -97,7 +98,7 @@ int main(int argc, char** argv) {
                       srcDir = kFortuneDir;
   int steps = -1, batch = -1, seq = -1, accum = 1, warmup = -1, evalEvery = -1, evalBatches = 8,
       saveEvery = 0, logEvery = 10, sampleLen = 200;
-  double lr = 1e-3, minLr = 1e-4, wd = 0.1, clip = 1.0;
+  double lr = -1, minLr = 1e-4, wd = 0.1, clip = 1.0;
   uint64_t seed = 1337;
   bool prepareOnly = false, ckptActs = false;
 
@@ -158,11 +159,13 @@ int main(int argc, char** argv) {
       opt.model = {256, 64, 4, 4, 128};
       opt.batch = 12;
       opt.steps = 300;
+      opt.lr = 2e-3;
       if (evalEvery < 0) evalEvery = 50;
     } else if (preset == "small") {
       opt.model = {256, 256, 6, 6, 384};
       opt.batch = 8;
       opt.steps = 2000;
+      opt.lr = 1e-3;
       if (evalEvery < 0) evalEvery = 200;
     } else {
       die("--preset tiny|small is required (see --help)");
@@ -175,7 +178,7 @@ int main(int argc, char** argv) {
     if (opt.seq > opt.model.maxSeq) die("--seq exceeds the preset's context " + std::to_string(opt.model.maxSeq));
     if (accum < 1) die("--grad-accum must be >= 1");
     opt.gradAccum = accum;
-    opt.lr = lr;
+    if (lr > 0) opt.lr = lr;
     opt.minLr = minLr;
     opt.warmup = warmup >= 0 ? warmup : std::max(1, opt.steps / 10);
     opt.adam.weightDecay = wd;
@@ -277,7 +280,14 @@ int main(int argc, char** argv) {
     std::printf("done: %d steps in %.1f s (%.1f s training, %s tok/s); train loss %.4f -> %.4f; val loss %.4f\n",
                 ran, total, trainSeconds, fmtRate(ran > 0 ? ran * tokPerStep / trainSeconds : 0).c_str(),
                 firstLoss, lastLoss, lastVal);
-    std::printf("checkpoint: %s/checkpoint.bin, metrics: %s\n", out.c_str(), csvPath.string().c_str());
+    {
+      csv.close();
+      Curve trainCurve, valCurve;
+      readMetricsCsv(csvPath.string(), &trainCurve, &valCurve);
+      writeLossPlot((fs::path(out) / "loss.png").string(), trainCurve, valCurve);
+    }
+    std::printf("checkpoint: %s/checkpoint.bin, metrics: %s, plot: %s/loss.png\n", out.c_str(),
+                csvPath.string().c_str(), out.c_str());
     if (!exportDir.empty()) {
       exportHF(exportDir, tr.model());
       std::printf("exported HF GPT2LMHeadModel to %s (config.json, model.safetensors)\n", exportDir.c_str());
