@@ -6,9 +6,10 @@ the same tokens. Error measure for logits: max |ours - ref| / max |ref| over all
 B*T*V logits (a max relative error that does not blow up at logits near 0).
 Tolerances:
   fp32: logits 1e-4, loss 1e-5 (relative)
-  bf16: logits 5e-2, loss 2e-2  (bf16 has an 8-bit mantissa: ~4e-3 per rounding,
-        and weights, activations and gradients are all rounded)
-  fp16: logits 1e-2, loss 5e-3  (11-bit mantissa)
+  bf16: logits 2e-2, loss 2e-3  (8-bit mantissa: ~4e-3 per rounding; weights and
+        activations are all stored rounded. Measured: 4.0e-3 and 1.2e-4)
+  fp16: logits 5e-3, loss 5e-4  (11-bit mantissa. Measured: 4.8e-4 and 1.4e-5)
+  fp32 measured: 3.7e-7 and 1.4e-8 (torch 2.15.0, transformers from PyPI).
 """
 import json
 import sys
@@ -18,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from transformers import GPT2LMHeadModel
 
-TOL = {"fp32": (1e-4, 1e-5), "bf16": (5e-2, 2e-2), "fp16": (1e-2, 5e-3)}
+TOL = {"fp32": (1e-4, 1e-5), "bf16": (2e-2, 2e-3), "fp16": (5e-3, 5e-4)}
 
 
 def main(d):

@@ -45,6 +45,7 @@ const char* kUsage =
     "  --warmup N              linear warmup steps (10% of --steps)\n"
     "  --weight-decay X        AdamW decoupled weight decay on 2-D weights (0.1)\n"
     "  --grad-clip X           global-norm clip, 0 = off (1.0)\n"
+    "  --loss-scale X          fp16 initial loss scale (65536, GradScaler's default)\n"
     "  --seed S                init, sampling and generation seed (1337)\n"
     "output:\n"
     "  --out DIR               checkpoint, metrics.csv, sample.txt (weft-train-<preset>-<dtype>)\n"
@@ -100,6 +101,7 @@ int main(int argc, char** argv) {
       saveEvery = 0, logEvery = 10, sampleLen = 200;
   double lr = -1, minLr = 1e-4, wd = 0.1, clip = 1.0;
   uint64_t seed = 1337;
+  double lossScale = 65536.0;
   bool prepareOnly = false, ckptActs = false;
 
   for (int i = 1; i < argc; i++) {
@@ -128,6 +130,7 @@ int main(int argc, char** argv) {
     else if (a == "--weight-decay") wd = num();
     else if (a == "--grad-clip") clip = num();
     else if (a == "--seed") seed = uint64_t(num());
+    else if (a == "--loss-scale") lossScale = num();
     else if (a == "--out") out = val();
     else if (a == "--resume") resume = val();
     else if (a == "--export-hf") exportDir = val();
@@ -193,6 +196,7 @@ int main(int argc, char** argv) {
 
     Trainer tr(opt, &trainData.tokens, &valData.tokens);
     tr.model().setActivationCheckpointing(ckptActs);
+    tr.scaler().scale = lossScale;
     if (!resume.empty()) {
       tr.load(resume);
       std::printf("resumed from %s at step %d (loss scale %g)\n", resume.c_str(), tr.step(),
