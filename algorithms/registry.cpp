@@ -1,15 +1,49 @@
 #include "algorithms/registry.h"
 
+#include "algorithms/bruck.h"
+#include "algorithms/butterfly.h"
+#include "algorithms/direct.h"
+#include "algorithms/naive.h"
+#include "algorithms/oneshot.h"
+#include "algorithms/pairwise.h"
 #include "algorithms/ring.h"
+#include "algorithms/tree.h"
 
 namespace weft::algo {
 
 using sched::Coll;
 
 namespace {
+constexpr bool kSliced = true, kWhole = false;
+
 // Order matters only for listing; the tuner chooses by cost, not position.
 const Algorithm kAlgorithms[] = {
-    {"ring", Coll::AllReduce, ring::allreduce, nullptr, ring::cost},
+    {"ring", Coll::AllReduce, ring::allreduce, nullptr, ring::cost, kSliced},
+    {"tree", Coll::AllReduce, tree::allreduce, nullptr, tree::cost, kSliced},
+    {"butterfly", Coll::AllReduce, butterfly::allreduce, nullptr, butterfly::cost, kSliced},
+    {"recdoubling", Coll::AllReduce, butterfly::allreduce_recdoubling, nullptr, butterfly::recdoubling_cost, kSliced},
+    {"rabenseifner", Coll::AllReduce, butterfly::allreduce_rabenseifner, nullptr, butterfly::rabenseifner_cost, kWhole},
+    {"direct", Coll::AllReduce, direct::allreduce, nullptr, direct::cost, kWhole},
+    {"naive", Coll::AllReduce, naive::allreduce, nullptr, naive::cost, kWhole},
+    {"oneshot", Coll::AllReduce, oneshot::allreduce, nullptr, oneshot::cost, kWhole},
+
+    {"ring", Coll::Broadcast, ring::broadcast, nullptr, ring::cost, kSliced},
+    {"tree", Coll::Broadcast, tree::broadcast, nullptr, tree::cost, kSliced},
+    {"naive", Coll::Broadcast, naive::broadcast, nullptr, naive::cost, kWhole},
+
+    {"ring", Coll::Reduce, ring::reduce, nullptr, ring::cost, kSliced},
+    {"tree", Coll::Reduce, tree::reduce, nullptr, tree::cost, kSliced},
+    {"naive", Coll::Reduce, naive::reduce, nullptr, naive::cost, kWhole},
+
+    {"ring", Coll::AllGather, ring::allgather, nullptr, ring::cost, kSliced},
+    {"bruck", Coll::AllGather, bruck::allgather, nullptr, bruck::cost, kWhole},
+    {"naive", Coll::AllGather, naive::allgather, nullptr, naive::cost, kWhole},
+
+    {"ring", Coll::ReduceScatter, ring::reducescatter, nullptr, ring::cost, kSliced},
+    {"butterfly", Coll::ReduceScatter, butterfly::reducescatter, nullptr, butterfly::cost, kWhole},
+    {"naive", Coll::ReduceScatter, naive::reducescatter, nullptr, naive::cost, kWhole},
+
+    {"pairwise", Coll::AllToAll, pairwise::alltoall, nullptr, pairwise::cost, kWhole},
 };
 }  // namespace
 

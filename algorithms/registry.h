@@ -28,6 +28,7 @@ struct Algorithm {
   sched::BuildFn build;
   SupportsFn supports = nullptr;  // nullptr: any BuildArgs
   CostFn cost = nullptr;          // nullptr: no model
+  bool sliced = false;            // pipelines by BuildArgs::slice_elems (else ignores it)
 };
 
 // All registered (collective, algorithm) pairs, in a fixed order.

@@ -52,15 +52,22 @@ std::string elem_str(Buf buf, uint64_t offset) {
   return std::string(buf_name(buf)) + "[" + std::to_string(offset) + "]";
 }
 
-struct Msg {
-  std::vector<Val> data;
-  size_t step;  // sender's step index, for error messages
-};
-
+// Messages from one rank to another, in send order. Payloads share one arena per
+// pair so a run does not allocate per message.
 struct Fifo {
-  std::vector<Msg> q;
+  struct Hdr {
+    size_t begin, count;
+    size_t step;  // sender's step index, for error messages
+  };
+  std::vector<Val> data;
+  std::vector<Hdr> msgs;
   size_t head = 0;
-  bool empty() const { return head == q.size(); }
+  bool empty() const { return head == msgs.size(); }
+  void clear() {
+    data.clear();
+    msgs.clear();
+    head = 0;
+  }
 };
 
 // Where a Range lives: user memory (Send and Recv, aliased in place) or scratch.
@@ -130,10 +137,12 @@ class Sim {
     const uint64_t S = send_count(a_), R = recv_count(a_), c = a_.count, n = static_cast<uint64_t>(n_);
     S_ = S;
     R_ = R;
-    fifos_.assign(static_cast<size_t>(n_ * n_), {});
-    mem_.assign(static_cast<size_t>(n_), {});
+    fifos_.resize(static_cast<size_t>(n_ * n_));
+    for (Fifo& f : fifos_) f.clear();
+    mem_.resize(static_cast<size_t>(n_));
     for (int r = 0; r < n_; ++r) {
       Mem& m = mem_[static_cast<size_t>(r)];
+      m.send_base = m.recv_base = 0;
       const uint64_t ur = static_cast<uint64_t>(r);
       if (!in_place_) {
         m.user.assign(S + R, Val{});
@@ -224,28 +233,39 @@ class Sim {
     return (l.array == 0 ? m.user.data() : m.scratch.data()) + l.begin;
   }
 
-  Status read(int r, size_t i, const Step& st, const Range& rg, const Loc& l, std::vector<Val>* out) {
+  Status check_defined(int r, size_t i, const Step& st, const Range& rg, const Loc& l) {
     const Val* v = at(r, l);
-    out->assign(v, v + rg.count);
     for (uint64_t k = 0; k < rg.count; ++k)
       if (!v[k].defined())
         return fail_step(r, i, st, "reads undefined data at " + elem_str(rg.buf, rg.offset + k));
     return Status::Ok();
   }
 
-  // a op b for one element: same result element, disjoint contributor sets.
-  Status combine(int r, size_t i, const Step& st, const Range& dst, uint64_t k, const Val& a, const Val& b,
-                 Val* out) {
-    if (a.idx != b.idx)
-      return fail_step(r, i, st,
-                       "mixed elements at " + elem_str(dst.buf, dst.offset + k) + ": " + val_str(a) + " op " +
-                           val_str(b));
-    if (a.mask & b.mask)
-      return fail_step(r, i, st,
-                       "double contribution at " + elem_str(dst.buf, dst.offset + k) + ": " + val_str(a) + " op " +
-                           val_str(b) + " repeats ranks " + mask_str(a.mask & b.mask));
-    *out = {a.idx, a.mask | b.mask};
+  // dst[k] = a[k] op b[k]: the same result element, disjoint contributor sets.
+  // `a` may be dst itself. The loop is the verifier's hot path, so it builds a
+  // Status only on failure.
+  Status combine(int r, size_t i, const Step& st, const Range& dst, const Range& a_range, const Val* a,
+                 const Val* b, Val* d) {
+    for (uint64_t k = 0; k < dst.count; ++k) {
+      const Val x = a[k], y = b[k];
+      if (!x.defined() || !y.defined() || x.idx != y.idx || (x.mask & y.mask))
+        return combine_error(r, i, st, dst, a_range, k, x, y);
+      d[k] = {x.idx, x.mask | y.mask};
+    }
     return Status::Ok();
+  }
+
+  Status combine_error(int r, size_t i, const Step& st, const Range& dst, const Range& a_range, uint64_t k,
+                       const Val& x, const Val& y) {
+    if (!x.defined()) return fail_step(r, i, st, "reads undefined data at " + elem_str(a_range.buf, a_range.offset + k));
+    if (!y.defined()) return fail_step(r, i, st, "reads undefined data at element " + std::to_string(k) + " of the other operand");
+    if (x.idx != y.idx)
+      return fail_step(r, i, st,
+                       "mixed elements at " + elem_str(dst.buf, dst.offset + k) + ": " + val_str(x) + " op " +
+                           val_str(y));
+    return fail_step(r, i, st,
+                     "double contribution at " + elem_str(dst.buf, dst.offset + k) + ": " + val_str(x) + " op " +
+                         val_str(y) + " repeats ranks " + mask_str(x.mask & y.mask));
   }
 
   static bool overlap(const Loc& a, const Loc& b) {
@@ -263,9 +283,11 @@ class Sim {
     switch (st.kind) {
       case Kind::Send: {
         WEFT_TRY(locate(r, i, st, st.src, false, &sl));
-        Msg m{{}, i};
-        WEFT_TRY(read(r, i, st, st.src, sl, &m.data));
-        fifo(r, st.peer).q.push_back(std::move(m));
+        WEFT_TRY(check_defined(r, i, st, st.src, sl));
+        Fifo& f = fifo(r, st.peer);
+        const Val* v = at(r, sl);
+        f.msgs.push_back({f.data.size(), st.src.count, i});
+        f.data.insert(f.data.end(), v, v + st.src.count);
         return Status::Ok();
       }
       case Kind::Recv:
@@ -278,20 +300,21 @@ class Sim {
           if (overlap(sl, dl) && !same(sl, dl)) return fail_step(r, i, st, "src and dst overlap partially");
         }
         Fifo& f = fifo(st.peer, r);
-        Msg& m = f.q[f.head++];
-        if (m.data.size() != st.dst.count)
+        const Fifo::Hdr& m = f.msgs[f.head++];
+        if (m.count != st.dst.count)
           return fail_step(r, i, st,
                            "count mismatch: receives " + std::to_string(st.dst.count) + " elements but rank " +
                                std::to_string(st.peer) + " step " + std::to_string(m.step) + " sends " +
-                               std::to_string(m.data.size()));
+                               std::to_string(m.count));
+        const Val* in = f.data.data() + m.begin;
+        Val* d = at(r, dl);
         if (reduce) {
-          WEFT_TRY(read(r, i, st, st.src, sl, &tmp_));
-          for (uint64_t k = 0; k < st.dst.count; ++k) WEFT_TRY(combine(r, i, st, st.dst, k, tmp_[k], m.data[k], &tmp_[k]));
-          std::copy(tmp_.begin(), tmp_.end(), at(r, dl));
+          // src and dst are the same memory or disjoint, so element-wise is safe.
+          WEFT_TRY(combine(r, i, st, st.dst, st.src, at(r, sl), in, d));
         } else {
-          std::copy(m.data.begin(), m.data.end(), at(r, dl));
+          std::copy(in, in + m.count, d);
         }
-        std::vector<Val>().swap(m.data);
+        if (f.empty()) f.clear();  // everything sent so far was received: reuse the arena
         return Status::Ok();
       }
       case Kind::Copy: {
@@ -300,8 +323,9 @@ class Sim {
         if (st.src.count != st.dst.count) return fail_step(r, i, st, "src and dst counts differ");
         if (same(sl, dl)) return Status::Ok();  // in-place no-op; the executor skips it too
         if (overlap(sl, dl)) return fail_step(r, i, st, "src and dst overlap partially");
-        WEFT_TRY(read(r, i, st, st.src, sl, &tmp_));
-        std::copy(tmp_.begin(), tmp_.end(), at(r, dl));
+        WEFT_TRY(check_defined(r, i, st, st.src, sl));
+        const Val* sv = at(r, sl);
+        std::copy(sv, sv + st.src.count, at(r, dl));
         return Status::Ok();
       }
       case Kind::Reduce: {
@@ -309,11 +333,9 @@ class Sim {
         WEFT_TRY(locate(r, i, st, st.src, false, &sl));
         if (st.src.count != st.dst.count) return fail_step(r, i, st, "src and dst counts differ");
         if (overlap(sl, dl)) return fail_step(r, i, st, "src and dst overlap");
-        WEFT_TRY(read(r, i, st, st.src, sl, &tmp_));
-        WEFT_TRY(read(r, i, st, st.dst, dl, &tmp2_));
-        for (uint64_t k = 0; k < st.dst.count; ++k) WEFT_TRY(combine(r, i, st, st.dst, k, tmp2_[k], tmp_[k], &tmp2_[k]));
-        std::copy(tmp2_.begin(), tmp2_.end(), at(r, dl));
-        return Status::Ok();
+        WEFT_TRY(check_defined(r, i, st, st.src, sl));
+        Val* d = at(r, dl);
+        return combine(r, i, st, st.dst, st.dst, d, at(r, sl), d);
       }
     }
     return fail_step(r, i, st, "invalid step kind");
@@ -339,10 +361,10 @@ class Sim {
       for (int b = 0; b < n_; ++b) {
         const Fifo& f = fifos_[static_cast<size_t>(a * n_ + b)];
         if (!f.empty()) {
-          const Msg& m = f.q[f.head];
+          const Fifo::Hdr& m = f.msgs[f.head];
           return fail("message left unreceived: rank " + std::to_string(a) + " step " + std::to_string(m.step) +
-                      " sent " + std::to_string(m.data.size()) + " elements to rank " + std::to_string(b) +
-                      ", which never receives them (" + std::to_string(f.q.size() - f.head) + " pending)");
+                      " sent " + std::to_string(m.count) + " elements to rank " + std::to_string(b) +
+                      ", which never receives them (" + std::to_string(f.msgs.size() - f.head) + " pending)");
         }
       }
     return Status::Ok();
@@ -368,9 +390,18 @@ class Sim {
   const bool in_place_;
   const int n_;
   uint64_t S_ = 0, R_ = 0;
-  std::vector<Mem> mem_;
-  std::vector<Fifo> fifos_;
-  std::vector<Val> tmp_, tmp2_;
+  // Reused across calls on a thread: the unit tests verify thousands of
+  // schedules, and reallocating n*n FIFOs each time dominated their run time.
+  std::vector<Mem>& mem_ = tls_mem();
+  std::vector<Fifo>& fifos_ = tls_fifos();
+  static std::vector<Mem>& tls_mem() {
+    thread_local std::vector<Mem> m;
+    return m;
+  }
+  static std::vector<Fifo>& tls_fifos() {
+    thread_local std::vector<Fifo> f;
+    return f;
+  }
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 // of place.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "algorithms/registry.h"
@@ -24,7 +25,12 @@ TEST_P(EveryAlgorithm, VerifiesForAllSizes) {
     const bool rooted = alg.coll == sched::Coll::Broadcast || alg.coll == sched::Coll::Reduce;
     for (int ri = 0; ri < (rooted && roots[1] != 0 && roots[1] < n ? 2 : 1); ++ri) {
       for (uint64_t count = 0; count <= 3 * static_cast<uint64_t>(n) + 1; ++count) {
-        for (uint64_t slice : {uint64_t{0}, uint64_t{2}}) {
+        // Sliced variant: all-reduce cuts chunks of ~count/n, so 2-element slices
+        // give every chunk several; the others slice the whole vector or block,
+        // where a third of it gives three or four slices.
+        const uint64_t sliced = alg.coll == sched::Coll::AllReduce ? 2 : std::max<uint64_t>(1, count / 3);
+        for (uint64_t slice : {uint64_t{0}, sliced}) {
+          if (slice && !alg.sliced) continue;
           BuildArgs a;
           a.coll = alg.coll;
           a.nranks = n;
@@ -69,6 +75,35 @@ INSTANTIATE_TEST_SUITE_P(Registry, EveryAlgorithm, ::testing::ValuesIn(all()),
                          [](const ::testing::TestParamInfo<const Algorithm*>& info) {
                            return std::string(sched::coll_name(info.param->coll)) + "_" + info.param->name;
                          });
+
+// Bigger vectors than the sweep reaches: many slices per chunk, and the
+// Rabenseifner branch of the auto butterfly.
+TEST(Algorithms, LargerCountsAndSlices) {
+  for (const Algorithm& alg : all_algorithms())
+    for (int n : {2, 3, 5, 8, 13}) {
+      for (uint64_t count : {uint64_t{2047}, uint64_t{5001}}) {
+        for (uint64_t slice : {uint64_t{0}, uint64_t{64}, uint64_t{1000}}) {
+          if (slice && !alg.sliced) continue;
+          BuildArgs a;
+          a.coll = alg.coll;
+          a.nranks = n;
+          a.count = count;
+          a.root = n - 1;
+          a.slice_elems = slice;
+          Status st = sched::verify_both(sched::build_all(a, alg.name, alg.build));
+          ASSERT_TRUE(st.ok()) << st.message();
+        }
+      }
+    }
+}
+
+TEST(Registry, EveryCollectiveHasAlgorithms) {
+  for (auto coll : {sched::Coll::AllReduce, sched::Coll::Broadcast, sched::Coll::Reduce, sched::Coll::AllGather,
+                    sched::Coll::ReduceScatter, sched::Coll::AllToAll})
+    EXPECT_FALSE(algorithms_for(coll).empty()) << sched::coll_name(coll);
+  for (const char* name : {"ring", "tree", "butterfly", "recdoubling", "rabenseifner", "direct", "naive", "oneshot"})
+    EXPECT_NE(find_algorithm(sched::Coll::AllReduce, name), nullptr) << name;
+}
 
 TEST(Registry, FindsRing) {
   const Algorithm* a = find_algorithm(sched::Coll::AllReduce, "ring");
