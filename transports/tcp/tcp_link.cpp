@@ -36,6 +36,20 @@ Status TcpLink::fail(Status st) {
   return error_;
 }
 
+Status TcpLink::lost(Status st) {
+  if (lost_.ok()) {
+    lost_ = std::move(st);
+    lost_at_ = Clock::now();
+  }
+  return report_lost();
+}
+
+Status TcpLink::report_lost() const {
+  if (lost_.ok() || Clock::now() - lost_at_ < std::chrono::milliseconds(kLostGraceMs))
+    return Status::Ok();
+  return lost_;
+}
+
 // ---- sending -------------------------------------------------------------
 
 uint64_t TcpLink::send(const void* data, size_t bytes, uint64_t tag) {
@@ -74,7 +88,7 @@ void TcpLink::frame_sent(uint64_t ticket) {
 
 void TcpLink::write_socket(size_t i) {
   std::deque<OutFrame>& q = out_[i];
-  while (!q.empty() && error_.ok()) {
+  while (!q.empty() && error_.ok() && lost_.ok()) {
     OutFrame& f = q.front();
     size_t total = sizeof(FrameHeader) + f.h.slice_bytes;
     iovec iov[2];
@@ -94,8 +108,13 @@ void TcpLink::write_socket(size_t i) {
     if (rc < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-      (void)fail(SysError(errno, "sending to peer rank %d at %s (socket %zu)", peer(),
-                          peer_addr_.c_str(), i));
+      int err = errno;
+      if (err == EPIPE || err == ECONNRESET || err == ETIMEDOUT || err == EHOSTUNREACH)
+        (void)lost(Error(weftRemoteError, "lost the connection to peer rank %d at %s (socket %zu): %s",
+                         peer(), peer_addr_.c_str(), i, std::strerror(err)));
+      else
+        (void)fail(SysError(err, "sending to peer rank %d at %s (socket %zu)", peer(),
+                            peer_addr_.c_str(), i));
       return;
     }
     f.sent += static_cast<size_t>(rc);
@@ -137,7 +156,7 @@ Status TcpLink::read_some(size_t i, void* buf, size_t n, size_t* got) {
         s.eof = true;
         return Status::Ok();
       }
-      return fail(Error(weftRemoteError,
+      return lost(Error(weftRemoteError,
                         "peer rank %d at %s closed the connection in the middle of a message "
                         "(socket %zu)",
                         peer(), peer_addr_.c_str(), i));
@@ -145,10 +164,12 @@ Status TcpLink::read_some(size_t i, void* buf, size_t n, size_t* got) {
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) return Status::Ok();
     int err = errno;
-    return fail(Error(err == ECONNRESET || err == ETIMEDOUT || err == EPIPE ? weftRemoteError
-                                                                             : weftSystemError,
-                      "lost the connection to peer rank %d at %s (socket %zu): %s", peer(),
-                      peer_addr_.c_str(), i, std::strerror(err)));
+    Status st = Error(weftRemoteError, "lost the connection to peer rank %d at %s (socket %zu): %s",
+                      peer(), peer_addr_.c_str(), i, std::strerror(err));
+    if (err == ECONNRESET || err == ETIMEDOUT || err == EPIPE || err == EHOSTUNREACH)
+      return lost(st);
+    return fail(SysError(err, "receiving from peer rank %d at %s (socket %zu)", peer(),
+                         peer_addr_.c_str(), i));
   }
 }
 
@@ -245,6 +266,7 @@ bool TcpLink::deliver_in_order(transport::RecvOp& op) {
 Status TcpLink::poll_recv(transport::RecvOp& op, bool* complete) {
   *complete = false;
   WEFT_TRY(error_);
+  WEFT_TRY(report_lost());
   for (bool progressed = true; progressed;) {
     progressed = false;
     for (size_t i = 0; i < in_.size(); ++i) {
@@ -266,13 +288,14 @@ Status TcpLink::poll_recv(transport::RecvOp& op, bool* complete) {
     if (!s.eof && !(s.state == In::Ready && s.h.seq > recv_seq_)) all_stuck = false;
   }
   if (any_eof && all_stuck)
-    return fail(Error(weftRemoteError, "peer rank %d at %s closed the connection", peer(),
+    return lost(Error(weftRemoteError, "peer rank %d at %s closed the connection", peer(),
                       peer_addr_.c_str()));
-  return Status::Ok();
+  return report_lost();
 }
 
 Status TcpLink::check_peer() {
   WEFT_TRY(error_);
+  if (!lost_.ok()) return report_lost();
   size_t closed = 0;
   for (size_t i = 0; i < socks_.size(); ++i) {
     pollfd p{socks_[i].get(), POLLRDHUP, 0};
@@ -281,7 +304,7 @@ Status TcpLink::check_peer() {
       int err = 0;
       socklen_t len = sizeof err;
       (void)getsockopt(socks_[i].get(), SOL_SOCKET, SO_ERROR, &err, &len);
-      return fail(Error(weftRemoteError, "lost the connection to peer rank %d at %s (socket %zu): %s",
+      return lost(Error(weftRemoteError, "lost the connection to peer rank %d at %s (socket %zu): %s",
                         peer(), peer_addr_.c_str(), i, std::strerror(err != 0 ? err : EPIPE)));
     }
     // Closed with nothing left to read: data queued before the close is
@@ -292,7 +315,7 @@ Status TcpLink::check_peer() {
       ++closed;
   }
   if (closed == socks_.size())
-    return fail(Error(weftRemoteError, "peer rank %d at %s closed the connection", peer(),
+    return lost(Error(weftRemoteError, "peer rank %d at %s closed the connection", peer(),
                       peer_addr_.c_str()));
   return Status::Ok();
 }

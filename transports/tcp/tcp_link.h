@@ -20,11 +20,15 @@
 #include <string>
 #include <vector>
 
+#include "base/wait.h"
 #include "bootstrap/socket.h"
 #include "transports/link.h"
 #include "transports/tcp/wire.h"
 
 namespace weft::tcp {
+
+// How long a lost connection stays unreported (see TcpLink::lost_).
+inline constexpr int64_t kLostGraceMs = 200;
 
 struct LinkOptions {
   size_t min_slice = 65536;     // messages below 2 x this go on one socket
@@ -75,11 +79,18 @@ class TcpLink final : public transport::Link {
   Status read_some(size_t i, void* buf, size_t n, size_t* got);
   bool deliver_in_order(transport::RecvOp& op);
   Status fail(Status st);
+  Status lost(Status st);
+  Status report_lost() const;
 
   std::string peer_addr_;
   std::vector<boot::Fd> socks_;
   LinkOptions opts_;
-  Status error_;  // sticky: the first transport error
+  Status error_;  // sticky: the first protocol or local error
+  // The peer closed or reset a connection, or it timed out. Reported only after
+  // a short grace: when a failure elsewhere makes a peer exit, the bootstrap's
+  // notice naming the original cause should reach the executor first.
+  Status lost_;
+  Clock::time_point lost_at_{};
 
   // Sending.
   std::vector<std::deque<OutFrame>> out_;
