@@ -49,7 +49,8 @@ void storeHead(T* dst, const Acc<T>* src, int Tn, int stride, int col, int hs) {
 }  // namespace
 
 template <class T>
-void attentionForward(T* out, T* att, const T* qkv, int B, int Tn, int C, int NH) {
+void attentionForward(T* out, T* att, const T* qkv, int B, int Tn, int C, int NH,
+                      const Dropout& drop) {
   using A = Acc<T>;
   const int hs = C / NH;
   const A scale = A(1) / std::sqrt(A(hs));
@@ -80,6 +81,11 @@ void attentionForward(T* out, T* att, const T* qkv, int B, int Tn, int C, int NH
       } else {
         fromAccSerial(row, attRows + size_t(t) * Tn, size_t(Tn));
       }
+      if (drop.active()) {
+        const A keepScale = A(1.0 / (1.0 - drop.p));
+        const uint64_t base = (uint64_t(bh) * Tn + t) * Tn;
+        for (int t2 = 0; t2 <= t; t2++) row[t2] = drop.keep(base + t2) ? row[t2] * keepScale : A(0);
+      }
     }
     T* obase = out + size_t(b) * Tn * C;
     if constexpr (std::is_same_v<T, A>) {
@@ -93,7 +99,7 @@ void attentionForward(T* out, T* att, const T* qkv, int B, int Tn, int C, int NH
 
 template <class T>
 void attentionBackward(T* dqkv, const T* dout, const T* qkv, const T* att, int B, int Tn, int C,
-                       int NH) {
+                       int NH, const Dropout& drop) {
   using A = Acc<T>;
   const int hs = C / NH;
   const A scale = A(1) / std::sqrt(A(hs));
@@ -104,13 +110,31 @@ void attentionBackward(T* dqkv, const T* dout, const T* qkv, const T* att, int B
     HeadView<T> q(base, Tn, 3 * C, h * hs, hs), k(base, Tn, 3 * C, C + h * hs, hs),
         v(base, Tn, 3 * C, 2 * C + h * hs, hs), dO(dout + size_t(b) * Tn * C, Tn, C, h * hs, hs),
         P(att + size_t(bh) * Tn * Tn, Tn, Tn, 0, Tn);
-    std::vector<A> ds(size_t(Tn) * Tn);
+    std::vector<A> ds(size_t(Tn) * Tn), pdrop;
     T* dbase = dqkv + size_t(b) * Tn * 3 * C;
+    const A keepScale = drop.active() ? A(1.0 / (1.0 - drop.p)) : A(1);
+    // The probabilities that multiplied V: P, or P with the dropout mask applied.
+    const A* pv = P.ptr;
+    int pvld = P.ld;
+    if (drop.active()) {
+      pdrop.assign(size_t(Tn) * Tn, A(0));
+      for (int t = 0; t < Tn; t++) {
+        const uint64_t base = (uint64_t(bh) * Tn + t) * Tn;
+        for (int t2 = 0; t2 <= t; t2++)
+          pdrop[size_t(t) * Tn + t2] = drop.keep(base + t2) ? P.ptr[size_t(t) * P.ld + t2] * keepScale : A(0);
+      }
+      pv = pdrop.data();
+      pvld = Tn;
+    }
     // dP = dO V^T, then dS in place
     gemmSerial(false, true, Tn, Tn, hs, A(1), dO.ptr, dO.ld, v.ptr, v.ld, A(0), ds.data(), Tn);
     for (int t = 0; t < Tn; t++) {
       const A* prow = P.ptr + size_t(t) * P.ld;
       A* drow = ds.data() + size_t(t) * Tn;
+      if (drop.active()) {  // through the dropout mask: dP = dPdrop * mask / (1 - p)
+        const uint64_t base = (uint64_t(bh) * Tn + t) * Tn;
+        for (int t2 = 0; t2 <= t; t2++) drow[t2] = drop.keep(base + t2) ? drow[t2] * keepScale : A(0);
+      }
       A s = 0;
 #pragma omp simd reduction(+ : s)
       for (int t2 = 0; t2 <= t; t2++) s += prow[t2] * drow[t2];
@@ -121,12 +145,12 @@ void attentionBackward(T* dqkv, const T* dout, const T* qkv, const T* att, int B
       T* dq = dbase + h * hs;
       T* dk = dbase + C + h * hs;
       T* dv = dbase + 2 * C + h * hs;
-      gemmSerial(true, false, Tn, hs, Tn, A(1), P.ptr, P.ld, dO.ptr, dO.ld, A(0), dv, 3 * C);
+      gemmSerial(true, false, Tn, hs, Tn, A(1), pv, pvld, dO.ptr, dO.ld, A(0), dv, 3 * C);
       gemmSerial(false, false, Tn, hs, Tn, A(1), ds.data(), Tn, k.ptr, k.ld, A(0), dq, 3 * C);
       gemmSerial(true, false, Tn, hs, Tn, A(1), ds.data(), Tn, q.ptr, q.ld, A(0), dk, 3 * C);
     } else {
       std::vector<A> r(size_t(Tn) * hs);
-      gemmSerial(true, false, Tn, hs, Tn, A(1), P.ptr, P.ld, dO.ptr, dO.ld, A(0), r.data(), hs);
+      gemmSerial(true, false, Tn, hs, Tn, A(1), pv, pvld, dO.ptr, dO.ld, A(0), r.data(), hs);
       storeHead(dbase, r.data(), Tn, 3 * C, 2 * C + h * hs, hs);
       gemmSerial(false, false, Tn, hs, Tn, A(1), ds.data(), Tn, k.ptr, k.ld, A(0), r.data(), hs);
       storeHead(dbase, r.data(), Tn, 3 * C, h * hs, hs);
@@ -137,8 +161,9 @@ void attentionBackward(T* dqkv, const T* dout, const T* qkv, const T* att, int B
 }
 
 #define WEFT_INST(T)                                                                  \
-  template void attentionForward<T>(T*, T*, const T*, int, int, int, int);            \
-  template void attentionBackward<T>(T*, const T*, const T*, const T*, int, int, int, int);
+  template void attentionForward<T>(T*, T*, const T*, int, int, int, int, const Dropout&); \
+  template void attentionBackward<T>(T*, const T*, const T*, const T*, int, int, int, int,  \
+                                     const Dropout&);
 WEFT_INST(float)
 WEFT_INST(double)
 WEFT_INST(bf16)

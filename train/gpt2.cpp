@@ -151,7 +151,9 @@ class GPT2 final : public Model {
     hasTargets_ = targets != nullptr;
     if (targets) targets_.assign(targets, targets + N);
 
+    drop_ = (training_ && dropoutP_ > 0) ? Dropout{dropoutP_, dropoutSeed_, 0} : Dropout{};
     encoderForward(encoded_.data(), tokens_.data(), P(kWte), P(kWpe), B, Tn, C);
+    if (drop_.active()) dropoutApply(encoded_.data(), encoded_.data(), size_t(N) * C, drop_.at(kEmbedStream));
     for (int l = 0; l < L; l++) blockForward(l, B, Tn, blockIn(l), blockOut(l), acts(l));
     const T* last = blockIn(L);
     layernormForward(lnf_.data(), lnfMean_.data(), lnfRstd_.data(), last, P(lnfW()), P(lnfW() + 1),
@@ -186,23 +188,40 @@ class GPT2 final : public Model {
       // The last block's are still there from the forward pass.
       if (checkpoint_ && l != L - 1) blockForward(l, B, Tn, x, a.res2.data(), a);
       // res2 = res1 + mlp(ln2(res1))
-      matmulBackward(dfchGelu_.data(), G(l, kMprojW), G(l, kMprojB), dresid_.data(),
-                     a.fchGelu.data(), P(l, kMprojW), N, 4 * C, C);
+      // Residual-branch dropout: the branch sees dresid through its mask.
+      const T* dMlpOut = dresid_.data();
+      if (drop_.active()) {
+        dropoutApply(dtmp_.data(), dresid_.data(), size_t(N) * C, drop_.at(3 * l + 2));
+        dMlpOut = dtmp_.data();
+      }
+      matmulBackward(dfchGelu_.data(), G(l, kMprojW), G(l, kMprojB), dMlpOut, a.fchGelu.data(),
+                     P(l, kMprojW), N, 4 * C, C);
       geluBackward(dfch_.data(), a.fch.data(), dfchGelu_.data(), size_t(N) * 4 * C);
       matmulBackward(dbuf_.data(), G(l, kFcW), G(l, kFcB), dfch_.data(), a.ln2.data(),
                      P(l, kFcW), N, C, 4 * C);
       layernormBackward(dresid_.data(), G(l, kLn2W), G(l, kLn2B), dbuf_.data(), a.res1.data(),
                         P(l, kLn2W), a.ln2Mean.data(), a.ln2Rstd.data(), N, C);
       // res1 = x + attn(ln1(x))
-      matmulBackward(dbuf_.data(), G(l, kAprojW), G(l, kAprojB), dresid_.data(), a.atty.data(),
+      const T* dAttnOut = dresid_.data();
+      if (drop_.active()) {
+        dropoutApply(dtmp_.data(), dresid_.data(), size_t(N) * C, drop_.at(3 * l + 1));
+        dAttnOut = dtmp_.data();
+      }
+      matmulBackward(dbuf_.data(), G(l, kAprojW), G(l, kAprojB), dAttnOut, a.atty.data(),
                      P(l, kAprojW), N, C, C);
-      attentionBackward(dqkv_.data(), dbuf_.data(), a.qkv.data(), a.att.data(), B, Tn, C, NH);
+      attentionBackward(dqkv_.data(), dbuf_.data(), a.qkv.data(), a.att.data(), B, Tn, C, NH,
+                        drop_.at(3 * l));
       matmulBackward(dbuf_.data(), G(l, kAttnW), G(l, kAttnB), dqkv_.data(), a.ln1.data(),
                      P(l, kAttnW), N, C, 3 * C);
       layernormBackward(dresid_.data(), G(l, kLn1W), G(l, kLn1B), dbuf_.data(), x, P(l, kLn1W),
                         a.ln1Mean.data(), a.ln1Rstd.data(), N, C);
     }
-    encoderBackward(G(kWte), G(kWpe), dresid_.data(), tokens_.data(), B, Tn, C, V);
+    const T* dEmb = dresid_.data();
+    if (drop_.active()) {
+      dropoutApply(dtmp_.data(), dresid_.data(), size_t(N) * C, drop_.at(kEmbedStream));
+      dEmb = dtmp_.data();
+    }
+    encoderBackward(G(kWte), G(kWpe), dEmb, tokens_.data(), B, Tn, C, V);
   }
 
   void logitsRow(int b, int t, float* out) const override {
@@ -220,7 +239,7 @@ class GPT2 final : public Model {
   bool activationCheckpointing() const override { return checkpoint_; }
 
   size_t activationBytes() const override {
-    size_t n = encoded_.size() + lnf_.size() + logits_.size() + dresid_.size() + dbuf_.size() +
+    size_t n = encoded_.size() + lnf_.size() + logits_.size() + dresid_.size() + dbuf_.size() + dtmp_.size() +
                dqkv_.size() + dfch_.size() + dfchGelu_.size() + dlogits_.size();
     size_t na = lnfMean_.size() * 2 + losses_.size();
     for (const auto& o : outs_) n += o.size();
@@ -245,14 +264,18 @@ class GPT2 final : public Model {
     layernormForward(a.ln1.data(), a.ln1Mean.data(), a.ln1Rstd.data(), x, P(l, kLn1W), P(l, kLn1B), N,
                      C);
     matmulForward(a.qkv.data(), a.ln1.data(), P(l, kAttnW), P(l, kAttnB), N, C, 3 * C);
-    attentionForward(a.atty.data(), a.att.data(), a.qkv.data(), B, Tn, C, NH);
+    attentionForward(a.atty.data(), a.att.data(), a.qkv.data(), B, Tn, C, NH, drop_.at(3 * l));
     matmulForward(a.attproj.data(), a.atty.data(), P(l, kAprojW), P(l, kAprojB), N, C, C);
+    if (drop_.active())
+      dropoutApply(a.attproj.data(), a.attproj.data(), size_t(N) * C, drop_.at(3 * l + 1));
     residualForward(a.res1.data(), x, a.attproj.data(), size_t(N) * C);
     layernormForward(a.ln2.data(), a.ln2Mean.data(), a.ln2Rstd.data(), a.res1.data(), P(l, kLn2W),
                      P(l, kLn2B), N, C);
     matmulForward(a.fch.data(), a.ln2.data(), P(l, kFcW), P(l, kFcB), N, C, 4 * C);
     geluForward(a.fchGelu.data(), a.fch.data(), size_t(N) * 4 * C);
     matmulForward(a.fcproj.data(), a.fchGelu.data(), P(l, kMprojW), P(l, kMprojB), N, 4 * C, C);
+    if (drop_.active())
+      dropoutApply(a.fcproj.data(), a.fcproj.data(), size_t(N) * C, drop_.at(3 * l + 2));
     residualForward(out, a.res1.data(), a.fcproj.data(), size_t(N) * C);
   }
 
@@ -289,7 +312,9 @@ class GPT2 final : public Model {
     }
     grow(encoded_, N * C); grow(lnf_, N * C); grow(lnfMean_, N); grow(lnfRstd_, N);
     grow(logits_, N * V); grow(losses_, N);
-    grow(dresid_, N * C); grow(dbuf_, N * C); grow(dqkv_, N * 3 * C); grow(dfch_, N * 4 * C);
+    grow(dresid_, N * C); grow(dbuf_, N * C);
+    if (dropoutP_ > 0) grow(dtmp_, N * C);
+    grow(dqkv_, N * 3 * C); grow(dfch_, N * 4 * C);
     grow(dfchGelu_, N * 4 * C); grow(dlogits_, N * V);
   }
 
@@ -302,7 +327,9 @@ class GPT2 final : public Model {
   std::vector<std::vector<T>> outs_;  // block outputs when checkpointing
   std::vector<T> encoded_, lnf_, logits_;
   std::vector<A> lnfMean_, lnfRstd_, losses_;
-  std::vector<T> dresid_, dbuf_, dqkv_, dfch_, dfchGelu_, dlogits_;
+  std::vector<T> dresid_, dbuf_, dtmp_, dqkv_, dfch_, dfchGelu_, dlogits_;
+  Dropout drop_;  // the masks of the last forward (inactive in eval mode or p = 0)
+  static constexpr uint64_t kEmbedStream = uint64_t(1) << 40;
 };
 
 }  // namespace

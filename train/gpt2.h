@@ -57,6 +57,15 @@ class Model {
   virtual void backward(double scale) = 0;
   virtual void zeroGrad() = 0;
 
+  // Dropout (HF embd_pdrop, attn_pdrop and resid_pdrop, one probability for all three),
+  // applied only in training mode. Masks are a pure function of (seed, site, index):
+  // set a new seed per micro-batch for fresh masks.
+  void setDropout(double p) { dropoutP_ = p; }
+  double dropout() const { return dropoutP_; }
+  void setTraining(bool on) { training_ = on; }
+  bool training() const { return training_; }
+  void setDropoutSeed(uint64_t s) { dropoutSeed_ = s; }
+
   // Raw storage (numParams() elements of dtype()).
   virtual void* paramData() = 0;
   virtual void* gradData() = 0;
@@ -82,6 +91,9 @@ class Model {
   DType dtype_;
   std::vector<ParamTensor> tensors_;
   size_t numParams_ = 0;
+  double dropoutP_ = 0;
+  bool training_ = true;
+  uint64_t dropoutSeed_ = 0;
 };
 
 std::unique_ptr<Model> makeGPT2(const GPT2Config& cfg, DType dtype);

@@ -68,7 +68,16 @@ template <class T> void addInPlace(T* dst, const T* src, size_t n) {
 
 template <class T> void fillZero(T* p, size_t n) { std::memset(static_cast<void*>(p), 0, n * sizeof(T)); }
 
+template <class T> void dropoutApply(T* out, const T* in, size_t n, const Dropout& d) {
+  using A = Acc<T>;
+  const A scale = A(1.0 / (1.0 - d.p));
+  long long nn = (long long)n;
+#pragma omp parallel for schedule(static) if (nn > 32768)
+  for (long long i = 0; i < nn; i++) out[i] = d.keep(uint64_t(i)) ? st<T>(ld(in[i]) * scale) : st<T>(A(0));
+}
+
 #define WEFT_INST(T)                                                                        \
+  template void dropoutApply<T>(T*, const T*, size_t, const Dropout&);                      \
   template void encoderForward<T>(T*, const int*, const T*, const T*, int, int, int);       \
   template void encoderBackward<T>(T*, T*, const T*, const int*, int, int, int, int);       \
   template void residualForward<T>(T*, const T*, const T*, size_t);                         \

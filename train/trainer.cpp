@@ -17,6 +17,7 @@ Trainer::Trainer(const TrainOptions& opt, const std::vector<uint16_t>* train,
   model_ = makeGPT2(opt.model, opt.dtype);
   auto init = gpt2InitParams(opt.model, opt.seed);
   model_->setParams(init.data());
+  model_->setDropout(opt.dropout);
   adam_ = std::make_unique<AdamW>(*model_, opt.adam);
   scaler_.enabled = opt.dtype == DType::f16;
   tokens_.resize(size_t(opt.batch) * opt.seq);
@@ -40,6 +41,8 @@ StepStats Trainer::trainStep() {
   double lossSum = 0;
   for (int k = 0; k < opt_.gradAccum; k++) {
     sampler_.next(opt_.batch, opt_.seq, tokens_.data(), targets_.data());
+    // Fresh dropout masks per micro-batch, a function of (seed, step, k): resumable.
+    model_->setDropoutSeed(Rng(opt_.seed ^ (uint64_t(step_) << 20) ^ uint64_t(k)).next());
     lossSum += model_->forward(tokens_.data(), targets_.data(), opt_.batch, opt_.seq);
     model_->backward(s.lossScale / opt_.gradAccum);
   }
@@ -52,7 +55,17 @@ StepStats Trainer::trainStep() {
   return s;
 }
 
+namespace {
+// Evaluation mode (no dropout) for the lifetime of the guard.
+struct EvalMode {
+  Model& m;
+  explicit EvalMode(Model& model) : m(model) { m.setTraining(false); }
+  ~EvalMode() { m.setTraining(true); }
+};
+}  // namespace
+
 double Trainer::evalLoss() {
+  EvalMode eval(*model_);
   BatchSampler vs(val_, opt_.seed ^ 0x5EED5EED5EEDull);
   double sum = 0;
   for (int i = 0; i < opt_.evalBatches; i++) {
@@ -64,6 +77,7 @@ double Trainer::evalLoss() {
 
 std::string Trainer::generate(const std::string& prompt, int numTokens, double temperature,
                               uint64_t seed) {
+  EvalMode eval(*model_);
   Rng rng(seed);
   std::vector<int> ctx;
   for (uint16_t t : ByteTokenizer::encode(prompt)) ctx.push_back(t);

@@ -24,7 +24,8 @@ struct TrainOptions {
   double minLr = 1e-4;
   int warmup = 30;
   AdamWConfig adam;
-  uint64_t seed = 1337;   // init, data sampling and generation derive from it
+  double dropout = 0;     // embeddings, attention probabilities, residual branches
+  uint64_t seed = 1337;   // init, data sampling, dropout masks and generation derive from it
   int evalBatches = 8;
 };
 

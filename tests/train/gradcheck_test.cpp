@@ -56,9 +56,12 @@ struct SingleThread {
   ~SingleThread() { omp_set_num_threads(saved); }
 };
 
-TEST(GradCheck, EveryTensorFp64) {
+void gradCheckEveryTensor(double dropout) {
   SingleThread one;
   auto m = makeGPT2(tinyConfig(), DType::f64);
+  // Dropout masks are a pure function of the seed: identical in every forward below.
+  m->setDropout(dropout);
+  m->setDropoutSeed(12345);
   double* p = static_cast<double*>(m->paramData());
   const double* g = static_cast<const double*>(m->gradData());
   auto init = randomParams(*m, 7);
@@ -96,6 +99,10 @@ TEST(GradCheck, EveryTensorFp64) {
     SCOPED_TRACE(t.name + " max err " + std::to_string(maxErr));
   }
 }
+
+TEST(GradCheck, EveryTensorFp64) { gradCheckEveryTensor(0.0); }
+// Embedding, attention-probability and residual dropout, p = 0.2.
+TEST(GradCheck, EveryTensorFp64WithDropout) { gradCheckEveryTensor(0.2); }
 
 // Lower precisions against the fp64 reference at the same (rounded) parameters.
 void compareWithFp64(DType dt, double lossTol, double gradRelTol) {

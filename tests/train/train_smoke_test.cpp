@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "test_util.h"
+#include "train/ops.h"
 
 namespace weft::train {
 namespace {
@@ -37,6 +38,30 @@ TEST(Storage, LowPrecisionHalvesMemory) {
   EXPECT_EQ(dtypeSize(b->dtype()), 2u);
 }
 
+TEST(Dropout, ActiveOnlyInTraining) {
+  GPT2Config cfg{256, 16, 2, 2, 32};
+  auto m = makeGPT2(cfg, DType::f32);
+  auto p = gpt2InitParams(cfg, 3);
+  m->setParams(p.data());
+  std::vector<int> tok(2 * 16), tgt(2 * 16);
+  for (int i = 0; i < 32; i++) tok[i] = tgt[(i + 31) % 32] = (i * 7) % 256;
+  const double plain = m->forward(tok.data(), tgt.data(), 2, 16);
+  m->setDropout(0.3);
+  m->setDropoutSeed(1);
+  const double d1 = m->forward(tok.data(), tgt.data(), 2, 16);
+  EXPECT_NE(d1, plain);
+  EXPECT_EQ(m->forward(tok.data(), tgt.data(), 2, 16), d1);  // same seed, same masks
+  m->setDropoutSeed(2);
+  EXPECT_NE(m->forward(tok.data(), tgt.data(), 2, 16), d1);
+  m->setTraining(false);
+  EXPECT_EQ(m->forward(tok.data(), tgt.data(), 2, 16), plain);
+  // Mask statistics: keep rate 1 - p.
+  Dropout d{0.3, 5, 9};
+  int kept = 0;
+  for (uint64_t i = 0; i < 100000; i++) kept += d.keep(i);
+  EXPECT_NEAR(kept / 100000.0, 0.7, 0.01);
+}
+
 TEST(Generate, DeterministicBySeed) {
   auto data = testing::syntheticCorpus();
   Trainer t(testing::tinyOptions(DType::f32), &data, &data);
@@ -60,6 +85,10 @@ TEST(ActivationCheckpointing, SameGradientsLessMemory) {
     a->setParams(p.data());
     b->setParams(p.data());
     b->setActivationCheckpointing(true);
+    for (auto* m : {a.get(), b.get()}) {  // recompute must regenerate the same masks
+      m->setDropout(0.1);
+      m->setDropoutSeed(77);
+    }
     auto data = testing::syntheticCorpus(4000);
     BatchSampler smp(&data, 1);
     std::vector<int> tok(4 * 32), tgt(4 * 32);

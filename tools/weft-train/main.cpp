@@ -43,6 +43,7 @@ const char* kUsage =
     "  --checkpoint-activations  recompute each block's activations in backward (less memory)\n"
     "  --lr X --min-lr X       peak and final learning rate (tiny 2e-3, small 1e-3; 1e-4)\n"
     "  --warmup N              linear warmup steps (10% of --steps)\n"
+    "  --dropout P             dropout on embeddings, attention, residual branches (0)\n"
     "  --weight-decay X        AdamW decoupled weight decay on 2-D weights (0.1)\n"
     "  --grad-clip X           global-norm clip, 0 = off (1.0)\n"
     "  --loss-scale X          fp16 initial loss scale (65536, GradScaler's default)\n"
@@ -101,7 +102,7 @@ int main(int argc, char** argv) {
       saveEvery = 0, logEvery = 10, sampleLen = 200;
   double lr = -1, minLr = 1e-4, wd = 0.1, clip = 1.0;
   uint64_t seed = 1337;
-  double lossScale = 65536.0;
+  double lossScale = 65536.0, dropout = 0.0;
   bool prepareOnly = false, ckptActs = false;
 
   for (int i = 1; i < argc; i++) {
@@ -131,6 +132,7 @@ int main(int argc, char** argv) {
     else if (a == "--grad-clip") clip = num();
     else if (a == "--seed") seed = uint64_t(num());
     else if (a == "--loss-scale") lossScale = num();
+    else if (a == "--dropout") dropout = num();
     else if (a == "--out") out = val();
     else if (a == "--resume") resume = val();
     else if (a == "--export-hf") exportDir = val();
@@ -187,6 +189,8 @@ int main(int argc, char** argv) {
     opt.adam.weightDecay = wd;
     opt.adam.gradClip = clip;
     opt.seed = seed;
+    if (dropout < 0 || dropout >= 1) die("--dropout must be in [0, 1)");
+    opt.dropout = dropout;
     opt.evalBatches = evalBatches;
     if (out.empty()) out = resume.empty() ? "weft-train-" + preset + "-" + dtypeName(opt.dtype) : resume;
 
