@@ -3,10 +3,12 @@
 #include "algorithms/bruck.h"
 #include "algorithms/butterfly.h"
 #include "algorithms/direct.h"
+#include "algorithms/hierarchical.h"
 #include "algorithms/naive.h"
 #include "algorithms/oneshot.h"
 #include "algorithms/pairwise.h"
 #include "algorithms/ring.h"
+#include "algorithms/scatter_allgather.h"
 #include "algorithms/tree.h"
 
 namespace weft::algo {
@@ -26,10 +28,12 @@ const Algorithm kAlgorithms[] = {
     {"direct", Coll::AllReduce, direct::allreduce, nullptr, direct::cost, kWhole},
     {"naive", Coll::AllReduce, naive::allreduce, nullptr, naive::cost, kWhole},
     {"oneshot", Coll::AllReduce, oneshot::allreduce, nullptr, oneshot::cost, kWhole},
+    {"hierarchical", Coll::AllReduce, hierarchical::allreduce, hierarchical::supports, hierarchical::cost, kSliced},
 
     {"ring", Coll::Broadcast, ring::broadcast, nullptr, ring::cost, kSliced},
     {"tree", Coll::Broadcast, tree::broadcast, nullptr, tree::cost, kSliced},
     {"naive", Coll::Broadcast, naive::broadcast, nullptr, naive::cost, kWhole},
+    {"scatter_allgather", Coll::Broadcast, scatter_allgather::broadcast, nullptr, scatter_allgather::cost, kWhole},
 
     {"ring", Coll::Reduce, ring::reduce, nullptr, ring::cost, kSliced},
     {"tree", Coll::Reduce, tree::reduce, nullptr, tree::cost, kSliced},

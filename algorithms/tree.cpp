@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "algorithms/binomial.h"
 #include "sched/build_util.h"
 
 namespace weft::algo::tree {
@@ -10,21 +11,8 @@ using namespace weft::sched;
 
 namespace {
 
-// Binomial tree over relative ranks v = (rank - root) mod n: the parent of v clears
-// v's lowest set bit; the children of v are v + 2^i for every 2^i below v's lowest
-// set bit (every 2^i < n for the root).
-int lowbit(int v) { return v & -v; }
-
-int parent_of(int v) { return v - lowbit(v); }
-
-// Children in increasing subtree size: the small subtrees finish first, so a
-// reduce consumes them first; a broadcast walks the list backwards.
-std::vector<int> children_of(int v, int n) {
-  std::vector<int> out;
-  const int limit = v == 0 ? n : lowbit(v);
-  for (int d = 1; d < limit && v + d < n; d <<= 1) out.push_back(v + d);
-  return out;
-}
+using binomial::children_of;
+using binomial::parent_of;
 
 int real(int v, int root, int n) { return mod(v + root, n); }
 

@@ -70,6 +70,8 @@ struct BuildArgs {
   uint64_t count = 0;       // per-collective meaning, as in the C API
   int root = 0;             // rooted collectives
   uint64_t slice_elems = 0; // pipeline slice size; 0 = no slicing
+  int local_size = 0;       // ranks per node, consecutive ranks sharing a node
+                            // (hierarchical builders); 0 = unknown
 };
 
 // Element counts of each rank's Send and Recv buffers for a collective call.

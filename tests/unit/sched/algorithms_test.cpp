@@ -22,7 +22,16 @@ class EveryAlgorithm : public ::testing::TestWithParam<const Algorithm*> {};
 // counts around 0, n, 2n and 3n.
 bool splits_by_rank(const Algorithm& alg) {
   const std::string name = alg.name;
-  return alg.coll == sched::Coll::AllReduce && (name == "ring" || name == "direct" || name == "rabenseifner");
+  return alg.coll == sched::Coll::AllReduce && (name == "ring" || name == "direct" || name == "rabenseifner" || name == "hierarchical");
+}
+
+// Ranks per node for hierarchical builders: the largest divisor d of n with
+// d * d <= n, so both levels have more than one rank wherever n allows.
+int node_size(int n) {
+  int d = 1;
+  for (int i = 1; i * i <= n; ++i)
+    if (n % i == 0) d = i;
+  return d;
 }
 
 std::vector<uint64_t> counts_for(const Algorithm& alg, int n) {
@@ -56,6 +65,7 @@ TEST_P(EveryAlgorithm, VerifiesForAllSizes) {
           a.count = count;
           a.root = roots[ri];
           a.slice_elems = slice;
+          a.local_size = node_size(n);
           if (!supports(alg, a)) continue;
           const sched::Schedule s = sched::build_all(a, alg.name, alg.build);
           for (bool in_place : {false, true}) {
@@ -77,7 +87,8 @@ TEST_P(EveryAlgorithm, HasCostModel) {
   a.coll = alg.coll;
   a.nranks = 8;
   a.count = 1 << 20;
-  if (!supports(alg, a)) GTEST_SKIP();
+  a.local_size = 4;
+  ASSERT_TRUE(supports(alg, a));
   const LinkCost c{1e-6, 1e-10, 1e-11};
   EXPECT_GT(alg.cost(a, 4, c), 0.0);
   a.nranks = 1;
@@ -109,11 +120,36 @@ TEST(Algorithms, LargerCountsAndSlices) {
           a.count = count;
           a.root = n - 1;
           a.slice_elems = slice;
+          a.local_size = n % 2 ? 1 : 2;
           Status st = sched::verify_both(sched::build_all(a, alg.name, alg.build));
           ASSERT_TRUE(st.ok()) << st.message();
         }
       }
     }
+}
+
+// Every node shape: one node, one rank per node, and everything in between.
+TEST(Algorithms, HierarchicalEveryNodeSize) {
+  const Algorithm* alg = find_algorithm(sched::Coll::AllReduce, "hierarchical");
+  ASSERT_NE(alg, nullptr);
+  for (int n = 1; n <= 24; ++n)
+    for (int L = 1; L <= n; ++L) {
+      BuildArgs a;
+      a.nranks = n;
+      a.local_size = L;
+      EXPECT_EQ(supports(*alg, a), n % L == 0);
+      if (n % L) continue;
+      for (uint64_t count : {uint64_t{0}, uint64_t{1}, static_cast<uint64_t>(n) - 1, static_cast<uint64_t>(n * n + 1)})
+        for (uint64_t slice : {uint64_t{0}, uint64_t{1}}) {
+          a.count = count;
+          a.slice_elems = slice;
+          Status st = sched::verify_both(sched::build_all(a, alg->name, alg->build));
+          ASSERT_TRUE(st.ok()) << "L=" << L << ": " << st.message();
+        }
+    }
+  BuildArgs flat;
+  flat.nranks = 4;
+  EXPECT_FALSE(supports(*alg, flat)) << "local_size 0 means unknown topology";
 }
 
 TEST(Registry, EveryCollectiveHasAlgorithms) {
