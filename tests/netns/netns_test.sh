@@ -16,6 +16,8 @@
 #   linkdown  the same, but `ip link set eth0 down` inside the last host
 #   run       run EXE ARGS on every rank and print rank 0's output
 #             (benchmarks: weft-perf -- allreduce -b 64M -e 256M -f 2)
+#   iperf     iperf3 from host 1 to host 0 (EXE is iperf3; ARGS go to the client,
+#             e.g. -- -t 5 -P 1): the raw TCP throughput of the same path
 #
 # Exit: 0 pass, 1 fail, 77 skip (not root, or no `ip netns`). Namespaces,
 # processes and /dev/shm segments are removed on every exit path.
@@ -130,7 +132,13 @@ wait_ranks() {
   done
 }
 
-if [ "$mode" = run ]; then
+if [ "$mode" = iperf ]; then
+  ip netns exec "$tag-h0" "$exe" -s -1 -B "$(addr 0)" >"$work/iperf-server.log" 2>&1 &
+  pids+=($!)
+  sleep 0.5
+  ip netns exec "$tag-h1" "$exe" -c "$(addr 0)" "${extra[@]}" 2>&1 | grep -E "sender|receiver" ||
+    say_fail "iperf3 client failed"
+elif [ "$mode" = run ]; then
   start_ranks "" "$exe" "${extra[@]}"
   wait_ranks 0 $nranks 600
   grep -v " WEFT " "$work/rank0.log"
