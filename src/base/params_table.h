@@ -23,4 +23,3 @@ WEFT_PARAM_INT(NSOCKS, 2, "tcp: sockets per peer pair; messages are striped acro
 WEFT_PARAM_INT(TCP_BUF_BYTES, 0, "tcp: SO_SNDBUF/SO_RCVBUF per socket; 0 keeps the kernel's autotuning")
 WEFT_PARAM_INT(TCP_MIN_SLICE, 65536, "tcp: smallest slice a message is cut into for striping")
 WEFT_PARAM_INT(TCP_DEAD_MS, 10000, "tcp: keepalive and TCP_USER_TIMEOUT: a silent peer host fails after this; 0: off")
-WEFT_PARAM_INT(TCP_PROGRESS_THREAD, 0, "tcp: 1 = a thread per link writes queued sends (experiment)")

@@ -29,60 +29,6 @@ TcpLink::TcpLink(int peer, std::string peer_addr, std::vector<boot::Fd> socks, L
       out_(socks_.size()), in_(socks_.size()) {
   opts_.min_slice = round_up(std::max<size_t>(opts_.min_slice, kAlign), kAlign);
   opts_.max_slice = std::max(opts_.max_slice, opts_.min_slice);
-  if (opts_.progress_thread) thread_ = std::thread([this] { thread_loop(); });
-}
-
-TcpLink::~TcpLink() {
-  if (!thread_.joinable()) return;
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  thread_.join();
-}
-
-// The sender thread: finishes frames that send() could not write at once,
-// waiting for socket space in poll() without holding the lock.
-void TcpLink::thread_loop() {
-  std::unique_lock<std::mutex> lk(mu_);
-  std::vector<pollfd> fds;
-  while (!stop_) {
-    fds.clear();
-    if (send_err_.ok())
-      for (size_t i = 0; i < socks_.size(); ++i) {
-        if (!out_[i].empty()) write_socket(i);
-        if (!out_[i].empty()) fds.push_back({socks_[i].get(), POLLOUT, 0});
-      }
-    if (fds.empty() || !send_err_.ok()) {
-      cv_.wait(lk, [this] {
-        if (stop_) return true;
-        if (!send_err_.ok()) return false;
-        for (auto& q : out_)
-          if (!q.empty()) return true;
-        return false;
-      });
-      continue;
-    }
-    lk.unlock();
-    (void)::poll(fds.data(), fds.size(), 100);
-    lk.lock();
-  }
-}
-
-// Moves a send error into this (the caller's) thread's error state.
-void TcpLink::take_send_error() {
-  Status st;
-  bool is_lost;
-  {
-    std::unique_lock<std::mutex> lk(mu_, std::defer_lock);
-    if (thread_.joinable()) lk.lock();
-    st = send_err_;
-    is_lost = send_err_lost_;
-  }
-  if (st.ok()) return;
-  if (is_lost) (void)lost(st);
-  else (void)fail(st);
 }
 
 Status TcpLink::fail(Status st) {
@@ -114,8 +60,6 @@ uint64_t TcpLink::send(const void* data, size_t bytes, uint64_t tag) {
   size_t slice = round_up((bytes + n - 1) / n, kAlign);
   slice = std::clamp(slice, opts_.min_slice, opts_.max_slice);
   size_t nslices = bytes == 0 ? 1 : (bytes + slice - 1) / slice;
-  std::unique_lock<std::mutex> lk(mu_, std::defer_lock);
-  if (thread_.joinable()) lk.lock();
   uint64_t ticket = next_ticket_++;
   uint64_t seq = send_seq_++;
   for (size_t k = 0; k < nslices; ++k) {
@@ -129,20 +73,7 @@ uint64_t TcpLink::send(const void* data, size_t bytes, uint64_t tag) {
     next_sock_ = (next_sock_ + 1) % n;
   }
   pending_.push_back({ticket, nslices});
-  // Written at once as far as the kernel takes it: a small message leaves
-  // without waking anyone; the rest is finished by the thread, if there is one,
-  // or by later progress() calls.
-  bool left = false;
-  for (size_t i = 0; i < n; ++i) {
-    if (!out_[i].empty() && send_err_.ok()) write_socket(i);
-    left |= !out_[i].empty();
-  }
-  if (thread_.joinable()) {
-    lk.unlock();
-    if (left) cv_.notify_one();
-  } else {
-    take_send_error();
-  }
+  progress();
   return ticket;
 }
 
@@ -157,7 +88,7 @@ void TcpLink::frame_sent(uint64_t ticket) {
 
 void TcpLink::write_socket(size_t i) {
   std::deque<OutFrame>& q = out_[i];
-  while (!q.empty() && send_err_.ok()) {
+  while (!q.empty() && error_.ok() && lost_.ok()) {
     OutFrame& f = q.front();
     size_t total = sizeof(FrameHeader) + f.h.slice_bytes;
     iovec iov[2];
@@ -178,12 +109,12 @@ void TcpLink::write_socket(size_t i) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
       int err = errno;
-      send_err_lost_ = err == EPIPE || err == ECONNRESET || err == ETIMEDOUT || err == EHOSTUNREACH;
-      send_err_ = send_err_lost_
-                      ? Error(weftRemoteError, "lost the connection to peer rank %d at %s (socket %zu): %s",
-                              peer(), peer_addr_.c_str(), i, std::strerror(err))
-                      : SysError(err, "sending to peer rank %d at %s (socket %zu)", peer(),
-                                 peer_addr_.c_str(), i);
+      if (err == EPIPE || err == ECONNRESET || err == ETIMEDOUT || err == EHOSTUNREACH)
+        (void)lost(Error(weftRemoteError, "lost the connection to peer rank %d at %s (socket %zu): %s",
+                         peer(), peer_addr_.c_str(), i, std::strerror(err)));
+      else
+        (void)fail(SysError(err, "sending to peer rank %d at %s (socket %zu)", peer(),
+                            peer_addr_.c_str(), i));
       return;
     }
     f.sent += static_cast<size_t>(rc);
@@ -195,16 +126,12 @@ void TcpLink::write_socket(size_t i) {
 }
 
 void TcpLink::progress() {
-  if (thread_.joinable()) return;  // the thread moves them
   for (size_t i = 0; i < socks_.size(); ++i)
-    if (!out_[i].empty() && send_err_.ok()) write_socket(i);
-  if (!send_err_.ok()) take_send_error();
+    if (!out_[i].empty()) write_socket(i);
 }
 
 bool TcpLink::send_done(uint64_t ticket) {
   progress();
-  std::unique_lock<std::mutex> lk(mu_, std::defer_lock);
-  if (thread_.joinable()) lk.lock();
   if (pending_.empty() || ticket < pending_.front().ticket) return true;
   for (const Pending& p : pending_)
     if (p.ticket == ticket) return p.frames_left == 0;
@@ -338,7 +265,6 @@ bool TcpLink::deliver_in_order(transport::RecvOp& op) {
 
 Status TcpLink::poll_recv(transport::RecvOp& op, bool* complete) {
   *complete = false;
-  take_send_error();
   WEFT_TRY(error_);
   WEFT_TRY(report_lost());
   for (bool progressed = true; progressed;) {
@@ -368,7 +294,6 @@ Status TcpLink::poll_recv(transport::RecvOp& op, bool* complete) {
 }
 
 Status TcpLink::check_peer() {
-  take_send_error();
   WEFT_TRY(error_);
   if (!lost_.ok()) return report_lost();
   size_t closed = 0;

@@ -16,10 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <condition_variable>
 #include <deque>
-#include <mutex>
-#include <thread>
 #include <string>
 #include <vector>
 
@@ -36,7 +33,6 @@ inline constexpr int64_t kLostGraceMs = 200;
 struct LinkOptions {
   size_t min_slice = 65536;     // messages below 2 x this go on one socket
   size_t max_slice = 4 << 20;   // largest slice sent; larger ones received are malformed
-  bool progress_thread = false; // a thread per link finishes sends that do not fit at once
 };
 
 class TcpLink final : public transport::Link {
@@ -44,7 +40,6 @@ class TcpLink final : public transport::Link {
   // socks[i] is the connected non-blocking socket of index i (same index on both
   // ends); peer_addr ("10.0.0.2:4000") is shown in errors.
   TcpLink(int peer, std::string peer_addr, std::vector<boot::Fd> socks, LinkOptions opts);
-  ~TcpLink() override;
 
   const char* name() const override { return "tcp"; }
   uint64_t send(const void* data, size_t bytes, uint64_t tag) override;
@@ -79,8 +74,6 @@ class TcpLink final : public transport::Link {
   };
 
   void write_socket(size_t i);
-  void thread_loop();
-  void take_send_error();
   void frame_sent(uint64_t ticket);
   Status pump(size_t i, transport::RecvOp& op);
   Status read_some(size_t i, void* buf, size_t n, size_t* got);
@@ -105,14 +98,6 @@ class TcpLink final : public transport::Link {
   uint64_t next_ticket_ = 0;
   uint64_t send_seq_ = 0;
   size_t next_sock_ = 0;
-
-  // With a progress thread, out_, pending_ and send_err_ are under mu_.
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::thread thread_;
-  bool stop_ = false;
-  Status send_err_;  // first send error; moved into error_/lost_ by the caller's thread
-  bool send_err_lost_ = false;
 
   // Receiving.
   std::vector<InSock> in_;

@@ -54,7 +54,6 @@ Options Options::from_params() {
   o.buf_bytes = params::TCP_BUF_BYTES();
   o.dead_ms = params::TCP_DEAD_MS();
   o.link.min_slice = static_cast<size_t>(std::max<int64_t>(params::TCP_MIN_SLICE(), 64));
-  o.link.progress_thread = params::TCP_PROGRESS_THREAD() != 0;
   return o;
 }
 
