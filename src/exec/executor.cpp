@@ -102,6 +102,37 @@ Status Executor::wait_sends_overlapping(const Call& call, const unsigned char* p
   return Status::Ok();
 }
 
+bool Executor::send_in_flight(const unsigned char* p, size_t bytes) const {
+  for (const InFlight& s : in_flight_)
+    if (overlaps(p, bytes, s.data, s.bytes)) return true;
+  return false;
+}
+
+Status Executor::receive(const Call& call, const sched::Step& step, transport::Link* link) {
+  unsigned char* dst = resolve(call, step.dst);
+  const unsigned char* src = resolve(call, step.src);
+  size_t bytes = step.dst.count * elem_size_;
+  transport::RecvOp op;
+  op.tag = tag(call, received_[static_cast<size_t>(step.peer)]);
+  op.bytes = bytes;
+  // The destination may still be read by a peer through a rendezvous send of
+  // ours; that peer may itself be waiting for us to read its buffer (an
+  // exchange). Receive into staging first, so neither side waits on the other.
+  if (send_in_flight(dst, bytes)) {
+    if (staging_.size() < bytes) staging_.resize(bytes);
+    op.dst = staging_.data();
+    WEFT_TRY(recv(call, link, op));
+    WEFT_TRY(wait_sends_overlapping(call, dst, bytes));
+    if (step.kind == sched::Kind::Recv) std::memcpy(dst, staging_.data(), bytes);
+    else reduce::reduce2(dst, src, staging_.data(), step.dst.count, call.dtype, call.op);
+    return Status::Ok();
+  }
+  ReduceInto reducer(dst, src, elem_size_, call.dtype, call.op);
+  if (step.kind == sched::Kind::Recv) op.dst = dst;
+  else op.consumer = &reducer;
+  return recv(call, link, op);
+}
+
 Status Executor::run(const Call& call) {
   elem_size_ = reduce::dtype_size(call.dtype);
   const sched::RankPlan& plan = *call.plan;
@@ -137,16 +168,7 @@ Status Executor::run(const Call& call) {
         uint64_t ticket = link->send(src, bytes, tag(call, sent_[static_cast<size_t>(step.peer)]));
         if (!link->send_done(ticket)) in_flight_.push_back({src, bytes, link, ticket});
       } else {
-        unsigned char* dst = resolve(call, step.dst);
-        size_t bytes = step.dst.count * elem_size_;
-        st = wait_sends_overlapping(call, dst, bytes);
-        transport::RecvOp op;
-        op.tag = tag(call, received_[static_cast<size_t>(step.peer)]);
-        op.bytes = bytes;
-        ReduceInto reducer(dst, resolve(call, step.src), elem_size_, call.dtype, call.op);
-        if (step.kind == sched::Kind::Recv) op.dst = dst;
-        else op.consumer = &reducer;
-        if (st.ok()) st = recv(call, link, op);
+        st = receive(call, step, link);
       }
     }
     if (!st.ok())

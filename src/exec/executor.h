@@ -56,6 +56,8 @@ class Executor {
   // Tags count messages per direction of each pair, so both ends agree.
   static uint64_t tag(const Call& call, uint64_t& counter);
   Status recv(const Call& call, transport::Link* link, transport::RecvOp& op);
+  Status receive(const Call& call, const sched::Step& step, transport::Link* link);
+  bool send_in_flight(const unsigned char* p, size_t bytes) const;
   Status wait_sends_overlapping(const Call& call, const unsigned char* p, size_t bytes);
   Status wait_send(const Call& call, const InFlight& s);
   void progress_all();
@@ -68,6 +70,7 @@ class Executor {
   std::vector<uint64_t> received_;  // messages received from each peer in this call
   std::vector<InFlight> in_flight_;
   std::vector<unsigned char> scratch_;
+  std::vector<unsigned char> staging_;  // receives whose destination is still being sent
   size_t elem_size_ = 0;
 };
 
