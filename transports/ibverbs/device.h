@@ -1,0 +1,34 @@
+// Finding an InfiniBand/RoCE device for the verbs transport. This is what
+// canConnect asks: without a device with an active port (this machine has no
+// RDMA hardware), the verbs transport steps aside and TCP carries the traffic
+// between hosts. NOT YET TESTED ON HARDWARE: the queue-pair data path is not
+// written; even with a device, TCP is used (and the log says so).
+#pragma once
+
+#include <string>
+
+namespace weft::ib {
+
+// Does device `name`, port `port` pass WEFT_IB_HCA-style `spec` (NCCL syntax)?
+//   ""                : everything
+//   "mlx5"            : name starts with mlx5 (any port)
+//   "mlx5_0:1,mlx5_1" : those devices, port 1 of mlx5_0
+//   "=mlx5_0"         : exactly that name
+//   "^mlx5_1"         : everything but devices starting with mlx5_1
+bool hca_matches(const std::string& spec, const std::string& name, int port);
+
+struct Device {
+  std::string name;
+  int port = 0;
+  bool roce = false;  // Ethernet link layer: addressed by GID (WEFT_IB_GID_INDEX)
+};
+
+// The first matching device with an active port; false with *why otherwise
+// ("no ibverbs device", "libibverbs not built in", ...).
+bool find_device(const std::string& spec, Device* out, std::string* why);
+
+// Whether ranks on different hosts can use ibverbs; logs the answer at INFO
+// (once per process) and gives the reason when not.
+bool can_connect(std::string* why);
+
+}  // namespace weft::ib
