@@ -25,6 +25,20 @@ TEST_P(Smoke, LossFalls) {
   EXPECT_LE(skipped, 2);
 }
 
+// Same seed, same data: bf16 and fp16 (with loss scaling) end within 2% of fp32.
+TEST(MixedPrecision, TracksFp32) {
+  auto data = testing::syntheticCorpus();
+  double val[3];
+  int i = 0;
+  for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
+    Trainer t(testing::tinyOptions(dt), &data, &data);
+    for (int s = 0; s < t.options().steps; s++) t.trainStep();
+    val[i++] = t.evalLoss();
+  }
+  EXPECT_NEAR(val[1], val[0], 0.02 * val[0]) << "bf16";
+  EXPECT_NEAR(val[2], val[0], 0.02 * val[0]) << "fp16";
+}
+
 INSTANTIATE_TEST_SUITE_P(AllDtypes, Smoke, ::testing::Values(DType::f32, DType::bf16, DType::f16),
                          [](const auto& info) { return std::string(dtypeName(info.param)); });
 

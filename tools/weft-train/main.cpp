@@ -52,6 +52,7 @@ const char* kUsage =
     "  --out DIR               checkpoint, metrics.csv, sample.txt (weft-train-<preset>-<dtype>)\n"
     "  --resume DIR            continue from DIR/checkpoint.bin (same preset, dtype, --steps)\n"
     "  --export-hf DIR         write config.json + model.safetensors for GPT2LMHeadModel\n"
+    "  --init-hf DIR           start from HF weights (config.json must match the preset)\n"
     "  --eval-every N          validation loss every N steps (tiny 50, small 200; 0 = end only)\n"
     "  --eval-batches N        validation batches per evaluation (8)\n"
     "  --save-every N          also checkpoint every N steps (0 = end only)\n"
@@ -96,7 +97,7 @@ int main(int argc, char** argv) {
     setenv("WEFT_TRAIN_NO_REEXEC", "1", 1);
     execv("/proc/self/exe", argv);  // on failure, just continue with the default policy
   }
-  std::string preset, dtypeStr = "fp32", out, resume, exportDir, dataDir = WEFT_TRAIN_DATA_DIR,
+  std::string preset, dtypeStr = "fp32", out, resume, exportDir, initHF, dataDir = WEFT_TRAIN_DATA_DIR,
                       srcDir = kFortuneDir;
   int steps = -1, batch = -1, seq = -1, accum = 1, warmup = -1, evalEvery = -1, evalBatches = 8,
       saveEvery = 0, logEvery = 10, sampleLen = 200;
@@ -136,6 +137,7 @@ int main(int argc, char** argv) {
     else if (a == "--out") out = val();
     else if (a == "--resume") resume = val();
     else if (a == "--export-hf") exportDir = val();
+    else if (a == "--init-hf") initHF = val();
     else if (a == "--eval-every") evalEvery = int(num());
     else if (a == "--eval-batches") evalBatches = int(num());
     else if (a == "--save-every") saveEvery = int(num());
@@ -201,6 +203,17 @@ int main(int argc, char** argv) {
     Trainer tr(opt, &trainData.tokens, &valData.tokens);
     tr.model().setActivationCheckpointing(ckptActs);
     tr.scaler().scale = lossScale;
+    if (!initHF.empty()) {
+      if (!resume.empty()) die("--init-hf and --resume exclude each other");
+      HFModel hf = importHF(initHF);
+      const GPT2Config& c = opt.model;
+      if (hf.config.vocabSize != c.vocabSize || hf.config.maxSeq != c.maxSeq || hf.config.numLayers != c.numLayers ||
+          hf.config.numHeads != c.numHeads || hf.config.channels != c.channels)
+        die(initHF + ": model config differs from preset " + preset);
+      tr.model().setParams(hf.params.data());
+      tr.optimizer().master = hf.params;
+      std::printf("initialized from HF weights in %s\n", initHF.c_str());
+    }
     if (!resume.empty()) {
       tr.load(resume);
       std::printf("resumed from %s at step %d (loss scale %g)\n", resume.c_str(), tr.step(),

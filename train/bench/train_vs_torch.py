@@ -4,7 +4,8 @@
 Same config (6 layers, 6 heads, width 384, context 256, vocab 256, batch 8, no
 dropout), same thread count, same step (forward, backward, global-norm clip 1.0,
 AdamW). PyTorch runs transformers' GPT2LMHeadModel in fp32, and in bf16 autocast
-for the bf16 comparison. Prints tokens/s of each and the ratios.
+for the bf16 comparison. Prints tokens/s of each and the ratios; the two alternate
+for --rounds rounds and the best rate of each counts (robust to other load).
 
 usage: train_vs_torch.py WEFT_TRAIN [--steps N] [--threads N] [--dtypes fp32,bf16]
 """
@@ -70,14 +71,18 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--dtypes", default="fp32,bf16")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="alternate weft and torch this many times; report the best of each")
     a = ap.parse_args()
     import torch
     print(f"small preset, batch 8 x 256, {a.steps} timed steps after {a.warmup} warmup, "
-          f"{a.threads} threads, torch {torch.__version__}")
+          f"{a.threads} threads, best of {a.rounds} alternating rounds, torch {torch.__version__}")
     print(f"{'dtype':6} {'weft tok/s':>12} {'torch tok/s':>12} {'weft/torch':>10}")
     for dt in a.dtypes.split(","):
-        w = weft(a.weft_train, a.steps, a.warmup, a.threads, dt)
-        t = torch_rate(a.steps, a.warmup, a.threads, dt)
+        w = t = 0.0
+        for _ in range(a.rounds):  # alternating, best of: robust to other load on the machine
+            w = max(w, weft(a.weft_train, a.steps, a.warmup, a.threads, dt))
+            t = max(t, torch_rate(a.steps, a.warmup, a.threads, dt))
         print(f"{dt:6} {w:12.0f} {t:12.0f} {w / t:10.2f}x", flush=True)
 
 
