@@ -2,32 +2,41 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace weft::train {
 
+// Rows are widened into per-thread fp32 buffers (F16C for fp16) so the arithmetic
+// loops vectorize; results are identical to element-wise conversion.
 template <class T>
 void layernormForward(T* out, Acc<T>* mean, Acc<T>* rstd, const T* x, const T* w, const T* b,
                       int N, int C) {
   using A = Acc<T>;
-#pragma omp parallel for schedule(static)
-  for (int n = 0; n < N; n++) {
-    const T* xr = x + size_t(n) * C;
-    A m = 0;
+#pragma omp parallel
+  {
+    std::vector<A> xr(C), o(C), wv(C), bv(C);
+    toAccSerial(w, wv.data(), size_t(C));
+    toAccSerial(b, bv.data(), size_t(C));
+#pragma omp for schedule(static)
+    for (int n = 0; n < N; n++) {
+      toAccSerial(x + size_t(n) * C, xr.data(), size_t(C));
+      A m = 0;
 #pragma omp simd reduction(+ : m)
-    for (int i = 0; i < C; i++) m += ld(xr[i]);
-    m /= A(C);
-    A v = 0;
+      for (int i = 0; i < C; i++) m += xr[i];
+      m /= A(C);
+      A v = 0;
 #pragma omp simd reduction(+ : v)
-    for (int i = 0; i < C; i++) {
-      A d = ld(xr[i]) - m;
-      v += d * d;
+      for (int i = 0; i < C; i++) {
+        A d = xr[i] - m;
+        v += d * d;
+      }
+      v /= A(C);
+      const A s = A(1) / std::sqrt(v + A(kLayerNormEps));
+      for (int i = 0; i < C; i++) o[i] = (xr[i] - m) * s * wv[i] + bv[i];
+      fromAccSerial(o.data(), out + size_t(n) * C, size_t(C));
+      mean[n] = m;
+      rstd[n] = s;
     }
-    v /= A(C);
-    A s = A(1) / std::sqrt(v + A(kLayerNormEps));
-    T* o = out + size_t(n) * C;
-    for (int i = 0; i < C; i++) o[i] = st<T>((ld(xr[i]) - m) * s * ld(w[i]) + ld(b[i]));
-    mean[n] = m;
-    rstd[n] = s;
   }
 }
 
@@ -36,26 +45,31 @@ void layernormBackward(T* dx, T* dw, T* db, const T* dout, const T* x, const T* 
                        const Acc<T>* mean, const Acc<T>* rstd, int N, int C) {
   using A = Acc<T>;
   // Input gradient, row by row:
-  //   dx = rstd * (g - mean(g) - xhat * mean(g * xhat)),  g = dout * w.
-#pragma omp parallel for schedule(static)
-  for (int n = 0; n < N; n++) {
-    const T* xr = x + size_t(n) * C;
-    const T* dr = dout + size_t(n) * C;
-    A m = mean[n], s = rstd[n];
-    A gMean = 0, gxMean = 0;
+  //   dx += rstd * (g - mean(g) - xhat * mean(g * xhat)),  g = dout * w.
+#pragma omp parallel
+  {
+    std::vector<A> xr(C), dr(C), dxr(C), wv(C);
+    toAccSerial(w, wv.data(), size_t(C));
+#pragma omp for schedule(static)
+    for (int n = 0; n < N; n++) {
+      toAccSerial(x + size_t(n) * C, xr.data(), size_t(C));
+      toAccSerial(dout + size_t(n) * C, dr.data(), size_t(C));
+      toAccSerial(dx + size_t(n) * C, dxr.data(), size_t(C));
+      const A m = mean[n], s = rstd[n];
+      A gMean = 0, gxMean = 0;
 #pragma omp simd reduction(+ : gMean, gxMean)
-    for (int i = 0; i < C; i++) {
-      A g = ld(dr[i]) * ld(w[i]);
-      gMean += g;
-      gxMean += g * (ld(xr[i]) - m) * s;
-    }
-    gMean /= A(C);
-    gxMean /= A(C);
-    T* dxr = dx + size_t(n) * C;
-    for (int i = 0; i < C; i++) {
-      A xhat = (ld(xr[i]) - m) * s;
-      A g = ld(dr[i]) * ld(w[i]);
-      dxr[i] = st<T>(ld(dxr[i]) + s * (g - gMean - xhat * gxMean));
+      for (int i = 0; i < C; i++) {
+        const A g = dr[i] * wv[i];
+        gMean += g;
+        gxMean += g * (xr[i] - m) * s;
+      }
+      gMean /= A(C);
+      gxMean /= A(C);
+      for (int i = 0; i < C; i++) {
+        const A xhat = (xr[i] - m) * s;
+        dxr[i] += s * (dr[i] * wv[i] - gMean - xhat * gxMean);
+      }
+      fromAccSerial(dxr.data(), dx + size_t(n) * C, size_t(C));
     }
   }
   // Weight and bias gradients: column blocks in parallel, rows in a fixed order.
@@ -63,21 +77,20 @@ void layernormBackward(T* dx, T* dw, T* db, const T* dout, const T* x, const T* 
   int nblocks = (C + kBlock - 1) / kBlock;
 #pragma omp parallel for schedule(static)
   for (int bI = 0; bI < nblocks; bI++) {
-    int i0 = bI * kBlock, i1 = std::min(C, i0 + kBlock);
-    A aw[kBlock] = {}, ab[kBlock] = {};
+    const int i0 = bI * kBlock, len = std::min(C, i0 + kBlock) - i0;
+    A aw[kBlock] = {}, ab[kBlock] = {}, xs[kBlock], ds[kBlock];
     for (int n = 0; n < N; n++) {
-      const T* xr = x + size_t(n) * C;
-      const T* dr = dout + size_t(n) * C;
-      A m = mean[n], s = rstd[n];
-      for (int i = i0; i < i1; i++) {
-        A d = ld(dr[i]);
-        aw[i - i0] += d * (ld(xr[i]) - m) * s;
-        ab[i - i0] += d;
+      toAccSerial(x + size_t(n) * C + i0, xs, size_t(len));
+      toAccSerial(dout + size_t(n) * C + i0, ds, size_t(len));
+      const A m = mean[n], s = rstd[n];
+      for (int i = 0; i < len; i++) {
+        aw[i] += ds[i] * (xs[i] - m) * s;
+        ab[i] += ds[i];
       }
     }
-    for (int i = i0; i < i1; i++) {
-      dw[i] = st<T>(ld(dw[i]) + aw[i - i0]);
-      db[i] = st<T>(ld(db[i]) + ab[i - i0]);
+    for (int i = 0; i < len; i++) {
+      dw[i0 + i] = st<T>(ld(dw[i0 + i]) + aw[i]);
+      db[i0 + i] = st<T>(ld(db[i0 + i]) + ab[i]);
     }
   }
 }

@@ -11,15 +11,19 @@ namespace weft::train {
 template <class T>
 double crossEntropyForward(Acc<T>* losses, const T* logits, const int* targets, int N, int V) {
   using A = Acc<T>;
-#pragma omp parallel for schedule(static)
-  for (int n = 0; n < N; n++) {
-    const T* l = logits + size_t(n) * V;
-    A mx = -INFINITY;
-    for (int v = 0; v < V; v++) mx = std::max(mx, ld(l[v]));
-    A sum = 0;
+#pragma omp parallel
+  {
+    std::vector<A> l(V);
+#pragma omp for schedule(static)
+    for (int n = 0; n < N; n++) {
+      toAccSerial(logits + size_t(n) * V, l.data(), size_t(V));
+      A mx = l[0];
+      for (int v = 1; v < V; v++) mx = std::max(mx, l[v]);
+      A sum = 0;
 #pragma omp simd reduction(+ : sum)
-    for (int v = 0; v < V; v++) sum += expFast(ld(l[v]) - mx);
-    losses[n] = std::log(sum) + mx - ld(l[targets[n]]);
+      for (int v = 0; v < V; v++) sum += expFast(l[v] - mx);
+      losses[n] = std::log(sum) + mx - l[targets[n]];
+    }
   }
   double total = 0;
   for (int n = 0; n < N; n++) total += double(losses[n]);
@@ -30,20 +34,25 @@ template <class T>
 void crossEntropyBackward(T* dlogits, const T* logits, const int* targets, int N, int V,
                           Acc<T> dloss) {
   using A = Acc<T>;
-#pragma omp parallel for schedule(static)
-  for (int n = 0; n < N; n++) {
-    const T* l = logits + size_t(n) * V;
-    T* d = dlogits + size_t(n) * V;
-    A mx = -INFINITY;
-    for (int v = 0; v < V; v++) mx = std::max(mx, ld(l[v]));
-    A sum = 0;
+#pragma omp parallel
+  {
+    std::vector<A> l(V);
+#pragma omp for schedule(static)
+    for (int n = 0; n < N; n++) {
+      toAccSerial(logits + size_t(n) * V, l.data(), size_t(V));
+      A mx = l[0];
+      for (int v = 1; v < V; v++) mx = std::max(mx, l[v]);
+      A sum = 0;
 #pragma omp simd reduction(+ : sum)
-    for (int v = 0; v < V; v++) sum += expFast(ld(l[v]) - mx);
-    const A inv = A(1) / sum;
+      for (int v = 0; v < V; v++) {
+        l[v] = expFast(l[v] - mx);
+        sum += l[v];
+      }
+      const A scale = dloss / sum;
 #pragma omp simd
-    for (int v = 0; v < V; v++) {
-      A p = expFast(ld(l[v]) - mx) * inv;
-      d[v] = st<T>((p - (v == targets[n] ? A(1) : A(0))) * dloss);
+      for (int v = 0; v < V; v++) l[v] *= scale;
+      l[targets[n]] -= dloss;
+      fromAccSerial(l.data(), dlogits + size_t(n) * V, size_t(V));
     }
   }
 }

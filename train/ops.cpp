@@ -1,5 +1,6 @@
 #include "train/ops.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -7,13 +8,17 @@ namespace weft::train {
 
 template <class T>
 void encoderForward(T* out, const int* tokens, const T* wte, const T* wpe, int B, int Tn, int C) {
-#pragma omp parallel for schedule(static)
-  for (int bt = 0; bt < B * Tn; bt++) {
-    const int t = bt % Tn;
-    const T* e = wte + size_t(tokens[bt]) * C;
-    const T* p = wpe + size_t(t) * C;
-    T* o = out + size_t(bt) * C;
-    for (int i = 0; i < C; i++) o[i] = st<T>(ld(e[i]) + ld(p[i]));
+  using A = Acc<T>;
+#pragma omp parallel
+  {
+    std::vector<A> e(C), p(C);
+#pragma omp for schedule(static)
+    for (int bt = 0; bt < B * Tn; bt++) {
+      toAccSerial(wte + size_t(tokens[bt]) * C, e.data(), size_t(C));
+      toAccSerial(wpe + size_t(bt % Tn) * C, p.data(), size_t(C));
+      for (int i = 0; i < C; i++) e[i] += p[i];
+      fromAccSerial(e.data(), out + size_t(bt) * C, size_t(C));
+    }
   }
 }
 
@@ -55,9 +60,18 @@ void encoderBackward(T* dwte, T* dwpe, const T* dout, const int* tokens, int B, 
 }
 
 template <class T> void residualForward(T* out, const T* a, const T* b, size_t n) {
-  long long nn = (long long)n;
-#pragma omp parallel for schedule(static) if (nn > 32768)
-  for (long long i = 0; i < nn; i++) out[i] = st<T>(ld(a[i]) + ld(b[i]));
+  using A = Acc<T>;
+  constexpr long long kChunk = 1024;
+  const long long nn = (long long)n, chunks = (nn + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (chunks > 16)
+  for (long long c = 0; c < chunks; c++) {
+    const long long i0 = c * kChunk, len = std::min(kChunk, nn - i0);
+    A x[kChunk], y[kChunk];
+    toAccSerial(a + i0, x, size_t(len));
+    toAccSerial(b + i0, y, size_t(len));
+    for (long long i = 0; i < len; i++) x[i] += y[i];
+    fromAccSerial(x, out + i0, size_t(len));
+  }
 }
 
 template <class T> void addInPlace(T* dst, const T* src, size_t n) {
