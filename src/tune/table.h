@@ -1,0 +1,76 @@
+// The tuning constants: alpha/beta/gamma per link class, refined per (collective,
+// algorithm, rank count, size range) where measurement showed the generic constants
+// mispredict. One table holds every default (printed at INFO, like NCCL's tuning
+// table); a tuning file written by scripts/calibrate (WEFT_TUNING_FILE) adds or
+// replaces entries.
+//
+// Why per-algorithm entries: the formulas above the builders count messages and
+// bytes, but on shared memory the executor's real costs differ by algorithm (eager
+// FIFO below WEFT_SHM_EAGER_MAX, in-place reads above it, oversubscribed cores at
+// 4 ranks on 2 cores), so one (alpha, beta, gamma) cannot rank them all correctly.
+// Each entry keeps the builder's formula and only changes its constants.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "algorithms/registry.h"
+#include "base/status.h"
+#include "sched/schedule.h"
+
+namespace weft::tune {
+
+enum class LinkClass : uint8_t { Shm, Net };
+const char* link_class_name(LinkClass c);
+
+// The generic constants per link class; used where no entry below matches.
+struct LinkClassCosts {
+  // shm: measured on the 2-core development VM (fp32 sum, private buffers):
+  // ~2 us per message of executor + FIFO round trip, ~0.25 ns/B copy through the
+  // FIFO or cross-memory attach (~4 GB/s), ~0.1 ns/B AVX2 reduce (~10 GB/s of input).
+  algo::LinkCost shm{2.0e-6, 2.5e-10, 1.0e-10};
+  // net: TCP over a ~10 Gb/s NIC: ~25 us per message, ~1 ns/B on the wire.
+  algo::LinkCost net{25.0e-6, 1.0e-9, 1.0e-10};
+};
+
+// One refinement. Wildcards: algo "*" (every algorithm of coll), nranks 0 (any).
+// Among matching entries the most specific wins: exact algorithm, then exact rank
+// count, then the largest from_bytes not above the message size.
+struct Entry {
+  LinkClass cls = LinkClass::Shm;
+  sched::Coll coll = sched::Coll::AllReduce;
+  std::string algo = "*";
+  int nranks = 0;
+  uint64_t from_bytes = 0;  // applies to messages of at least this many bytes
+  algo::LinkCost cost;
+};
+
+struct Table {
+  LinkClassCosts base;
+  std::vector<Entry> entries;
+
+  // The constants for one call; `bytes` = count * element size.
+  algo::LinkCost lookup(LinkClass cls, sched::Coll coll, const char* algo, int nranks,
+                        uint64_t bytes) const;
+  // Adds `e`, replacing an entry with the same key.
+  void set(const Entry& e);
+};
+
+// The built-in defaults (measured on this project's development machine).
+Table default_table();
+
+// Tuning file: '#' comments; one entry per line:
+//   <shm|net> <collective|*> <algorithm|*> <nranks|0> <from_bytes> <alpha_s> <beta_s_per_byte> <gamma_s_per_byte>
+// A line with collective "*" (and algorithm "*", nranks 0, from_bytes 0) replaces the
+// class's generic constants. Entries replace same-key defaults; others stay.
+Status load_tuning_file(const std::string& path, Table* table);
+Status parse_tuning_text(const std::string& text, const std::string& origin, Table* table);
+// The table in tuning-file syntax (what INFO prints and calibration writes).
+std::string format_table(const Table& table);
+std::string format_entry(const Entry& e);
+
+// "allreduce" -> Coll::AllReduce; false for unknown names.
+bool parse_coll(const std::string& name, sched::Coll* out);
+
+}  // namespace weft::tune

@@ -1,0 +1,109 @@
+#include "tune/tuner.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "base/log.h"
+#include "base/params.h"
+
+namespace weft::tune {
+
+int size_class(uint64_t bytes) {
+  int c = 0;
+  while (bytes != 0) {
+    ++c;
+    bytes >>= 1;
+  }
+  return c;
+}
+
+Options Options::from_params() {
+  Options o;
+  o.algo = params::ALGO();
+  o.tuning_file = params::TUNING_FILE();
+  return o;
+}
+
+Status Tuner::create(int nranks, int local_ranks, std::unique_ptr<Tuner>* out) {
+  return create(nranks, local_ranks, Options::from_params(), out);
+}
+
+Status Tuner::create(int nranks, int local_ranks, const Options& opt, std::unique_ptr<Tuner>* out) {
+  std::unique_ptr<Tuner> t(new Tuner);
+  t->nranks_ = nranks;
+  t->cls_ = local_ranks >= nranks ? LinkClass::Shm : LinkClass::Net;
+  t->table_ = default_table();
+  if (!opt.tuning_file.empty()) WEFT_TRY(load_tuning_file(opt.tuning_file, &t->table_));
+  WEFT_TRY(parse_algo_spec(opt.algo, &t->spec_));
+  if (opt.log_table && log::enabled(log::Level::Info, log::Subsys::TUNE)) {
+    WEFT_INFO(TUNE, "%d ranks, %d on this host: link class %s; WEFT_ALGO=%s; constants from %s:",
+              nranks, local_ranks, link_class_name(t->cls_), opt.algo.empty() ? "(auto)" : opt.algo.c_str(),
+              opt.tuning_file.empty() ? "built-in defaults" : opt.tuning_file.c_str());
+    std::istringstream lines(format_table(t->table_));
+    for (std::string line; std::getline(lines, line);) WEFT_INFO(TUNE, "  %s", line.c_str());
+  }
+  *out = std::move(t);
+  return Status::Ok();
+}
+
+double Tuner::predict(const algo::Algorithm& a, const sched::BuildArgs& args, size_t elem_size) const {
+  const uint64_t bytes = args.count * elem_size;
+  const algo::LinkCost c = table_.lookup(cls_, args.coll, a.name, args.nranks, bytes);
+  return a.cost(args, elem_size, c);
+}
+
+std::vector<Prediction> Tuner::candidates(sched::Coll coll, const sched::BuildArgs& args,
+                                          size_t elem_size) const {
+  std::vector<Prediction> out;
+  const CollFilter& f = spec_.filter(coll);
+  for (const algo::Algorithm* a : algo::algorithms_for(coll)) {
+    if (!f.allows(a->name) || !algo::supports(*a, args)) continue;
+    // Without a model an algorithm runs only when forced alone.
+    if (a->cost == nullptr && !(f.active && !f.exclude && f.names.size() == 1)) continue;
+    out.push_back({a, a->cost != nullptr ? predict(*a, args, elem_size) : 0.0});
+  }
+  return out;
+}
+
+Status Tuner::choose(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size,
+                     const algo::Algorithm** out) {
+  const auto key = std::make_tuple(static_cast<int>(coll), args.nranks, args.count, elem_size, args.root,
+                                   args.slice_elems, args.local_size);
+  auto hit = picks_.find(key);
+  if (hit != picks_.end()) {
+    *out = hit->second;
+    return Status::Ok();
+  }
+  std::vector<Prediction> cands = candidates(coll, args, elem_size);
+  if (cands.empty()) {
+    std::string avail;
+    for (const algo::Algorithm* a : algo::algorithms_for(coll))
+      if (algo::supports(*a, args)) avail += (avail.empty() ? "" : ", ") + std::string(a->name);
+    return Error(weftInvalidArgument, "WEFT_ALGO=%s: no algorithm it allows can run %s with %d ranks (available: %s)",
+                 spec_.text.c_str(), sched::coll_name(coll), args.nranks,
+                 avail.empty() ? "none" : avail.c_str());
+  }
+  // Strictly lower wins, so ties go to the earlier (registry-order) algorithm.
+  const Prediction* best = &cands[0];
+  for (const Prediction& p : cands)
+    if (p.seconds < best->seconds) best = &p;
+  *out = best->algo;
+  picks_.emplace(key, best->algo);
+
+  const uint64_t bytes = args.count * elem_size;
+  if (log::enabled(log::Level::Info, log::Subsys::TUNE) &&
+      logged_.emplace(static_cast<int>(coll), size_class(bytes)).second) {
+    std::string line;
+    char buf[96];
+    for (const Prediction& p : cands) {
+      std::snprintf(buf, sizeof(buf), "%s%s %.3g us", line.empty() ? "" : ", ", p.algo->name, p.seconds * 1e6);
+      line += buf;
+    }
+    WEFT_INFO(TUNE, "%s %llu B (size class %d, %d ranks, %s): %s -> %s", sched::coll_name(coll),
+              static_cast<unsigned long long>(bytes), size_class(bytes), args.nranks,
+              link_class_name(cls_), line.c_str(), best->algo->name);
+  }
+  return Status::Ok();
+}
+
+}  // namespace weft::tune

@@ -1,0 +1,84 @@
+// The tuner: picks the algorithm of every collective call. A forced choice
+// (WEFT_ALGO, see algo_spec.h) narrows the candidates; among the candidates that
+// support the call, the lowest predicted time wins, predicted by each algorithm's
+// own alpha-beta-gamma formula (algorithms/registry.h) with the constants of the
+// communicator's link class (table.h).
+//
+// Every rank must pick the same algorithm: the choice depends only on the call,
+// the rank count, whether all ranks share one host, and the table, so every rank
+// must load the same tuning file. That is also why constants are not measured at
+// init: per-rank timings differ and would need an agreement round.
+//
+// Not thread-safe: the communicator calls it under its execution lock.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "algorithms/registry.h"
+#include "base/status.h"
+#include "sched/schedule.h"
+#include "tune/algo_spec.h"
+#include "tune/table.h"
+
+namespace weft::tune {
+
+struct Options {
+  std::string algo;          // WEFT_ALGO
+  std::string tuning_file;   // WEFT_TUNING_FILE; empty: the built-in defaults
+  bool log_table = true;     // print the constants at INFO (one rank is enough)
+  static Options from_params();
+};
+
+struct Prediction {
+  const algo::Algorithm* algo;
+  double seconds;
+};
+
+class Tuner {
+ public:
+  // local_ranks: ranks on this rank's host (itself included). All ranks on one
+  // host -> shared-memory constants, else network constants.
+  static Status create(int nranks, int local_ranks, std::unique_ptr<Tuner>* out);
+  static Status create(int nranks, int local_ranks, const Options& opt, std::unique_ptr<Tuner>* out);
+
+  // *out = the algorithm to run `args` (args.coll must equal coll) with elements of
+  // elem_size bytes. weftInvalidArgument if WEFT_ALGO names a choice that cannot
+  // run this call.
+  Status choose(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size,
+                const algo::Algorithm** out);
+
+  // Every candidate that could run `args` under the forced choice, with its
+  // predicted time, in registry order (what choose() compares; for tests and tools).
+  std::vector<Prediction> candidates(sched::Coll coll, const sched::BuildArgs& args,
+                                     size_t elem_size) const;
+  double predict(const algo::Algorithm& a, const sched::BuildArgs& args, size_t elem_size) const;
+
+  LinkClass link_class() const { return cls_; }
+  const Table& table() const { return table_; }
+  const AlgoSpec& spec() const { return spec_; }
+
+ private:
+  Tuner() = default;
+
+  int nranks_ = 1;
+  LinkClass cls_ = LinkClass::Shm;
+  Table table_;
+  AlgoSpec spec_;
+  // (collective, power-of-two size class) already explained at INFO.
+  std::set<std::pair<int, int>> logged_;
+  // (collective, ranks, count, element size, root, slice, local size) -> pick, so the
+  // per-call cost of choosing is one map lookup.
+  std::map<std::tuple<int, int, uint64_t, size_t, int, uint64_t, int>, const algo::Algorithm*> picks_;
+};
+
+// The power-of-two bucket of a byte count: 0 for 0 bytes, else floor(log2(bytes)) + 1.
+int size_class(uint64_t bytes);
+
+}  // namespace weft::tune
