@@ -307,6 +307,8 @@ Status TcpTransport::connect(const uint8_t secret[16], uint64_t comm_hash,
                 conns.end());
   }
 
+  // Every expected connection is in: later arrivals could only be strangers.
+  listen_fd_.reset();
   for (const RemotePeer& p : peers) {
     links->push_back(std::make_unique<TcpLink>(p.rank, where[p.rank], std::move(socks[p.rank]),
                                                opts_.link));

@@ -7,7 +7,7 @@
 // secret, the communicator hash, both ranks and the socket index, answered by
 // the same from the other end. A connection whose hello is wrong is closed
 // and logged (WARN, with its address) and set-up keeps waiting for the right
-// ones until the deadline.
+// ones until the deadline. The listener closes once every pair is connected.
 #pragma once
 
 #include <cstdint>
