@@ -1,5 +1,5 @@
-// Pairwise all-to-all: in step s rank r sends to r+s and receives from r-s, so
-// every step is a permutation and no link carries two messages at once.
+// Pairwise-exchange all-to-all: n-1 rounds (n for odd n) in which the ranks pair
+// up and swap the blocks meant for each other; each round is a perfect matching.
 #pragma once
 
 #include "algorithms/registry.h"

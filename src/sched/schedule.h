@@ -8,9 +8,10 @@
 // schedule is deadlock-free iff it completes when sends are buffered.
 //
 // A Send carries the value its src range holds when the step is reached; later
-// steps of the same rank may overwrite that range (ring all-reduce in place does),
-// so an executor that sends zero-copy must finish or stage a send before a later
-// local step writes the memory it reads.
+// steps of the same rank may overwrite that range (ring all-reduce in place does).
+// The executor makes such a write wait until the peer has received the send (a
+// receive takes its message into staging first); the verifier models exactly that,
+// so a schedule it accepts cannot deadlock on it.
 //
 // Zero-length steps are never emitted. A Copy whose src and dst are the same memory
 // (in-place calls) is a no-op the executor skips.

@@ -76,6 +76,20 @@ struct Loc {
   uint64_t begin, end;
 };
 
+// A send whose peer has not received it yet; it still reads `loc`.
+struct InFlight {
+  Loc loc;
+  int peer;
+  uint64_t seq;  // index among this rank's sends to peer: delivered once peer received more
+  size_t step;
+};
+
+// A receive that took its message but may not write yet (see blocking_send).
+struct Stage {
+  bool full = false;
+  std::vector<Val> data;
+};
+
 class Sim {
  public:
   Sim(const Schedule& s, bool in_place) : s_(s), a_(s.args), in_place_(in_place), n_(a_.nranks) {}
@@ -90,12 +104,11 @@ class Sim {
         const auto& steps = s_.ranks[static_cast<size_t>(r)].steps;
         size_t& i = pc[static_cast<size_t>(r)];
         while (i < steps.size()) {
-          const Step& st = steps[i];
-          const bool receives = st.kind == Kind::Recv || st.kind == Kind::RecvReduce;
-          if (receives && st.peer >= 0 && st.peer < n_ && st.peer != r && fifo(st.peer, r).empty()) break;
-          WEFT_TRY(exec(r, i, st));
+          Outcome out = Outcome::Done;
+          WEFT_TRY(exec(r, i, steps[i], &out));
+          if (out != Outcome::Blocked) progress = true;
+          if (out != Outcome::Done) break;
           ++i;
-          progress = true;
         }
         if (i < steps.size()) all_done = false;
       }
@@ -137,6 +150,10 @@ class Sim {
     const uint64_t S = send_count(a_), R = recv_count(a_), c = a_.count, n = static_cast<uint64_t>(n_);
     S_ = S;
     R_ = R;
+    inflight_.assign(static_cast<size_t>(n_), {});
+    stage_.assign(static_cast<size_t>(n_), {});
+    sent_.assign(static_cast<size_t>(n_ * n_), 0);
+    recvd_.assign(static_cast<size_t>(n_ * n_), 0);
     fifos_.resize(static_cast<size_t>(n_ * n_));
     for (Fifo& f : fifos_) f.clear();
     mem_.resize(static_cast<size_t>(n_));
@@ -275,7 +292,34 @@ class Sim {
     return a.array == b.array && a.begin == b.begin && a.end == b.end;
   }
 
-  Status exec(int r, size_t i, const Step& st) {
+  // Done: the step completed. Staged: a receive took its message but must wait
+  // before writing. Blocked: nothing happened.
+  enum class Outcome { Done, Staged, Blocked };
+
+  size_t pair(int from, int to) const { return static_cast<size_t>(from * n_ + to); }
+
+  // The executor's rendezvous rule: a rank about to write memory that one of its
+  // own sends still reads waits until the peer has received that send. Returns
+  // the earliest such undelivered send, or nullptr; forgets delivered ones.
+  const InFlight* blocking_send(int r, const Loc& dst) {
+    auto& list = inflight_[static_cast<size_t>(r)];
+    const InFlight* hit = nullptr;
+    size_t keep = 0;
+    for (size_t k = 0; k < list.size(); ++k) {
+      if (recvd_[pair(r, list[k].peer)] > list[k].seq) continue;  // delivered
+      list[keep++] = list[k];
+    }
+    list.resize(keep);
+    for (const InFlight& f : list)
+      if (overlap(f.loc, dst)) {
+        hit = &f;
+        break;
+      }
+    return hit;
+  }
+
+  Status exec(int r, size_t i, const Step& st, Outcome* out) {
+    *out = Outcome::Done;
     const bool peered = st.kind == Kind::Send || st.kind == Kind::Recv || st.kind == Kind::RecvReduce;
     if (peered && (st.peer < 0 || st.peer >= n_ || st.peer == r))
       return fail_step(r, i, st, "invalid peer " + std::to_string(st.peer));
@@ -288,6 +332,7 @@ class Sim {
         const Val* v = at(r, sl);
         f.msgs.push_back({f.data.size(), st.src.count, i});
         f.data.insert(f.data.end(), v, v + st.src.count);
+        inflight_[static_cast<size_t>(r)].push_back({sl, st.peer, sent_[pair(r, st.peer)]++, i});
         return Status::Ok();
       }
       case Kind::Recv:
@@ -299,22 +344,40 @@ class Sim {
           if (st.src.count != st.dst.count) return fail_step(r, i, st, "src and dst counts differ");
           if (overlap(sl, dl) && !same(sl, dl)) return fail_step(r, i, st, "src and dst overlap partially");
         }
-        Fifo& f = fifo(st.peer, r);
-        const Fifo::Hdr& m = f.msgs[f.head++];
-        if (m.count != st.dst.count)
-          return fail_step(r, i, st,
-                           "count mismatch: receives " + std::to_string(st.dst.count) + " elements but rank " +
-                               std::to_string(st.peer) + " step " + std::to_string(m.step) + " sends " +
-                               std::to_string(m.count));
-        const Val* in = f.data.data() + m.begin;
+        Stage& sg = stage_[static_cast<size_t>(r)];
+        const bool staged_before = sg.full;
+        if (!sg.full) {
+          Fifo& f = fifo(st.peer, r);
+          if (f.empty()) {
+            *out = Outcome::Blocked;
+            return Status::Ok();
+          }
+          const Fifo::Hdr& m = f.msgs[f.head++];
+          ++recvd_[pair(st.peer, r)];
+          if (m.count != st.dst.count)
+            return fail_step(r, i, st,
+                             "count mismatch: receives " + std::to_string(st.dst.count) + " elements but rank " +
+                                 std::to_string(st.peer) + " step " + std::to_string(m.step) + " sends " +
+                                 std::to_string(m.count));
+          sg.data.assign(f.data.begin() + static_cast<long>(m.begin),
+                         f.data.begin() + static_cast<long>(m.begin + m.count));
+          sg.full = true;
+          if (f.empty()) f.clear();  // everything sent so far was received: reuse the arena
+        }
+        // Like the executor, take the message first (into staging), then wait for
+        // our own sends that still read the destination.
+        if (blocking_send(r, dl)) {
+          *out = staged_before ? Outcome::Blocked : Outcome::Staged;
+          return Status::Ok();
+        }
+        sg.full = false;
         Val* d = at(r, dl);
         if (reduce) {
           // src and dst are the same memory or disjoint, so element-wise is safe.
-          WEFT_TRY(combine(r, i, st, st.dst, st.src, at(r, sl), in, d));
+          WEFT_TRY(combine(r, i, st, st.dst, st.src, at(r, sl), sg.data.data(), d));
         } else {
-          std::copy(in, in + m.count, d);
+          std::copy(sg.data.begin(), sg.data.end(), d);
         }
-        if (f.empty()) f.clear();  // everything sent so far was received: reuse the arena
         return Status::Ok();
       }
       case Kind::Copy: {
@@ -323,6 +386,10 @@ class Sim {
         if (st.src.count != st.dst.count) return fail_step(r, i, st, "src and dst counts differ");
         if (same(sl, dl)) return Status::Ok();  // in-place no-op; the executor skips it too
         if (overlap(sl, dl)) return fail_step(r, i, st, "src and dst overlap partially");
+        if (blocking_send(r, dl)) {
+          *out = Outcome::Blocked;
+          return Status::Ok();
+        }
         WEFT_TRY(check_defined(r, i, st, st.src, sl));
         const Val* sv = at(r, sl);
         std::copy(sv, sv + st.src.count, at(r, dl));
@@ -333,6 +400,10 @@ class Sim {
         WEFT_TRY(locate(r, i, st, st.src, false, &sl));
         if (st.src.count != st.dst.count) return fail_step(r, i, st, "src and dst counts differ");
         if (overlap(sl, dl)) return fail_step(r, i, st, "src and dst overlap");
+        if (blocking_send(r, dl)) {
+          *out = Outcome::Blocked;
+          return Status::Ok();
+        }
         WEFT_TRY(check_defined(r, i, st, st.src, sl));
         Val* d = at(r, dl);
         return combine(r, i, st, st.dst, st.dst, d, at(r, sl), d);
@@ -341,7 +412,7 @@ class Sim {
     return fail_step(r, i, st, "invalid step kind");
   }
 
-  Status deadlock(const std::vector<size_t>& pc) const {
+  Status deadlock(const std::vector<size_t>& pc) {
     std::string what = "deadlock: no rank can progress;";
     int listed = 0, blocked = 0;
     for (int r = 0; r < n_; ++r) {
@@ -349,8 +420,26 @@ class Sim {
       const size_t i = pc[static_cast<size_t>(r)];
       if (i >= steps.size()) continue;
       ++blocked;
-      if (listed++ < 8)
-        what += " rank " + std::to_string(r) + " waits at step " + std::to_string(i) + " (" + to_string(steps[i]) + ");";
+      if (listed++ >= 8) continue;
+      const Step& st = steps[i];
+      what += " rank " + std::to_string(r) + " waits at step " + std::to_string(i) + " (" + to_string(st) + ")";
+      // Not a message wait: a write waiting for one of our sends to be received.
+      Loc dl{};
+      const Range& dst = st.dst;
+      const InFlight* f = nullptr;
+      if (st.kind != Kind::Send && dst.buf == Buf::Scratch) dl = {1, dst.offset, dst.offset + dst.count};
+      else if (st.kind != Kind::Send) {
+        const Mem& m = mem_[static_cast<size_t>(r)];
+        const uint64_t base = dst.buf == Buf::Send ? m.send_base : m.recv_base;
+        dl = {0, base + dst.offset, base + dst.offset + dst.count};
+      }
+      const bool staged = stage_[static_cast<size_t>(r)].full;
+      const bool msg_wait = (st.kind == Kind::Recv || st.kind == Kind::RecvReduce) && !staged;
+      if (!msg_wait && st.kind != Kind::Send) f = blocking_send(r, dl);
+      if (f)
+        what += " until rank " + std::to_string(f->peer) + " receives its step " + std::to_string(f->step) +
+                " send, which reads the memory this step writes";
+      what += ";";
     }
     if (listed > 8) what += " and " + std::to_string(blocked - 8) + " more blocked ranks";
     return fail(what);
@@ -392,6 +481,9 @@ class Sim {
   uint64_t S_ = 0, R_ = 0;
   // Reused across calls on a thread: the unit tests verify thousands of
   // schedules, and reallocating n*n FIFOs each time dominated their run time.
+  std::vector<std::vector<InFlight>> inflight_;
+  std::vector<Stage> stage_;
+  std::vector<uint64_t> sent_, recvd_;  // per (from, to) pair
   std::vector<Mem>& mem_ = tls_mem();
   std::vector<Fifo>& fifos_ = tls_fifos();
   static std::vector<Mem>& tls_mem() {
