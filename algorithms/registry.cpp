@@ -7,6 +7,7 @@
 #include "algorithms/naive.h"
 #include "algorithms/oneshot.h"
 #include "algorithms/pairwise.h"
+#include "algorithms/reducescatter_gather.h"
 #include "algorithms/ring.h"
 #include "algorithms/scatter_allgather.h"
 #include "algorithms/tree.h"
@@ -38,6 +39,7 @@ const Algorithm kAlgorithms[] = {
     {"ring", Coll::Reduce, ring::reduce, nullptr, ring::cost, kSliced},
     {"tree", Coll::Reduce, tree::reduce, nullptr, tree::cost, kSliced},
     {"naive", Coll::Reduce, naive::reduce, nullptr, naive::cost, kWhole},
+    {"reducescatter_gather", Coll::Reduce, reducescatter_gather::reduce, nullptr, reducescatter_gather::cost, kSliced},
 
     {"ring", Coll::AllGather, ring::allgather, nullptr, ring::cost, kSliced},
     {"bruck", Coll::AllGather, bruck::allgather, nullptr, bruck::cost, kWhole},

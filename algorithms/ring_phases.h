@@ -13,9 +13,10 @@ namespace weft::algo {
 // group[i]), cut into group.size() nearly equal parts. `input` is where this
 // rank's operand lives (Send for raw input, Recv for a partial sum made by an
 // earlier phase). Afterwards group[i] holds part (i+1) % m, reduced over the
-// group, in Recv.
+// group, in `acc` (Recv, or Scratch laid out like the vector where the rank has
+// no receive buffer, as non-roots of a reduce).
 inline void ring_reduce_scatter(sched::PlanBuilder& b, const std::vector<int>& group, int i, sched::Part reg,
-                                sched::Buf input, uint64_t slice_elems) {
+                                sched::Buf input, uint64_t slice_elems, sched::Buf acc = sched::Buf::Recv) {
   using namespace sched;
   const int m = static_cast<int>(group.size());
   if (m <= 1) return;
@@ -29,8 +30,8 @@ inline void ring_reduce_scatter(sched::PlanBuilder& b, const std::vector<int>& g
   for (uint64_t j = 0; j < rounds; ++j)
     for (int s = 0; s < m - 1; ++s) {
       const Part out = piece(i - s, j), in = piece(i - s - 1, j);
-      b.send(next, {s == 0 ? input : Buf::Recv, out.offset, out.count});
-      b.recv_reduce(prev, recv_buf(in.offset, in.count), {input, in.offset, in.count});
+      b.send(next, {s == 0 ? input : acc, out.offset, out.count});
+      b.recv_reduce(prev, {acc, in.offset, in.count}, {input, in.offset, in.count});
     }
 }
 

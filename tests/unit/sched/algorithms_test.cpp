@@ -23,7 +23,10 @@ class EveryAlgorithm : public ::testing::TestWithParam<const Algorithm*> {};
 // counts around 0, n, 2n and 3n.
 bool splits_by_rank(const Algorithm& alg) {
   const std::string name = alg.name;
-  return alg.coll == sched::Coll::AllReduce && (name == "ring" || name == "direct" || name == "rabenseifner" || name == "hierarchical");
+  return (alg.coll == sched::Coll::AllReduce &&
+          (name == "ring" || name == "direct" || name == "rabenseifner" || name == "hierarchical")) ||
+         (alg.coll == sched::Coll::Broadcast && name == "scatter_allgather") ||
+         (alg.coll == sched::Coll::Reduce && name == "reducescatter_gather");
 }
 
 // Ranks per node for hierarchical builders: the largest divisor d of n with
@@ -64,7 +67,7 @@ TEST_P(EveryAlgorithm, VerifiesForAllSizes) {
         // Sliced variant: all-reduce cuts chunks of ~count/n, so 2-element slices
         // give every chunk several; the others slice the whole vector or block,
         // where a third of it gives three or four slices.
-        const uint64_t sliced = alg.coll == sched::Coll::AllReduce ? 2 : std::max<uint64_t>(1, count / 3);
+        const uint64_t sliced = splits_by_rank(alg) || alg.coll == sched::Coll::AllReduce ? 2 : std::max<uint64_t>(1, count / 3);
         for (uint64_t slice : {uint64_t{0}, sliced}) {
           if (slice && !alg.sliced) continue;
           BuildArgs a;
