@@ -27,3 +27,5 @@ WEFT_PARAM_STR(IB_HCA, "", "ibverbs: devices to use, NCCL syntax (mlx5_0:1,mlx5_
 WEFT_PARAM_INT(IB_GID_INDEX, -1, "ibverbs: GID index for RoCE; -1 picks one")
 WEFT_PARAM_INT(IB_TIMEOUT, 18, "ibverbs: queue-pair ACK timeout exponent (4.096 us x 2^N)")
 WEFT_PARAM_INT(IB_RETRY_CNT, 7, "ibverbs: queue-pair retry count")
+WEFT_PARAM_INT(TCP_SPIN_POLLS, 200, "tcp: empty receive polls in a row before the link sleeps in ppoll on its sockets")
+WEFT_PARAM_INT(TCP_BLOCK_US, 100, "tcp: longest such sleep in microseconds; 0 never sleeps (pure spinning)")

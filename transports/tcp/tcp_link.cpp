@@ -149,6 +149,7 @@ Status TcpLink::read_some(size_t i, void* buf, size_t n, size_t* got) {
     ssize_t rc = ::recv(socks_[i].get(), buf, n, MSG_DONTWAIT);
     if (rc > 0) {
       *got = static_cast<size_t>(rc);
+      bytes_in_ += *got;
       return Status::Ok();
     }
     if (rc == 0) {
@@ -267,6 +268,7 @@ Status TcpLink::poll_recv(transport::RecvOp& op, bool* complete) {
   *complete = false;
   WEFT_TRY(error_);
   WEFT_TRY(report_lost());
+  uint64_t in_before = bytes_in_;
   for (bool progressed = true; progressed;) {
     progressed = false;
     for (size_t i = 0; i < in_.size(); ++i) {
@@ -290,7 +292,33 @@ Status TcpLink::poll_recv(transport::RecvOp& op, bool* complete) {
   if (any_eof && all_stuck)
     return lost(Error(weftRemoteError, "peer rank %d at %s closed the connection", peer(),
                       peer_addr_.c_str()));
+  idle_wait(in_before);
   return report_lost();
+}
+
+// After spin_polls empty polls in a row, wait in ppoll() for this link's own
+// sockets (readable, or writable where frames are queued) for at most
+// block_us instead of returning at once. A rank that spins on recv() burns
+// the CPU its peer and the kernel's network stack need when cores are
+// oversubscribed; ppoll returns as soon as data arrives, so the cost when
+// cores are free is one wake-up, and block_us bounds how long this rank's
+// other links go without progress.
+void TcpLink::idle_wait(uint64_t in_before) {
+  if (opts_.block_us <= 0) return;
+  if (bytes_in_ != in_before) {
+    idle_polls_ = 0;
+    return;
+  }
+  if (++idle_polls_ < opts_.spin_polls) return;
+  pollfd fds[64];
+  nfds_t n = 0;
+  for (size_t i = 0; i < socks_.size() && n < 64; ++i) {
+    short ev = in_[i].eof ? 0 : POLLIN;
+    if (!out_[i].empty()) ev |= POLLOUT;
+    if (ev != 0) fds[n++] = {socks_[i].get(), ev, 0};
+  }
+  timespec ts{0, static_cast<long>(opts_.block_us) * 1000};
+  (void)::ppoll(fds, n, &ts, nullptr);
 }
 
 Status TcpLink::check_peer() {

@@ -10,8 +10,10 @@
 // head of its socket, so in-order delivery never waits on itself.
 //
 // Sockets are non-blocking and driven by the caller: progress() writes queued
-// frames, poll_recv() reads. Nothing here waits; errors are sticky and name
-// the peer's rank and address.
+// frames, poll_recv() reads. Nothing waits, except that poll_recv, after many
+// empty polls in a row, sleeps in ppoll() on its own sockets for at most
+// LinkOptions::block_us (see idle_wait). Errors are sticky and name the
+// peer's rank and address.
 #pragma once
 
 #include <cstddef>
@@ -33,6 +35,8 @@ inline constexpr int64_t kLostGraceMs = 200;
 struct LinkOptions {
   size_t min_slice = 65536;     // messages below 2 x this go on one socket
   size_t max_slice = 4 << 20;   // largest slice sent; larger ones received are malformed
+  uint64_t spin_polls = 200;    // empty poll_recv calls before waiting in ppoll ...
+  int64_t block_us = 100;       // ... for at most this long (0: never wait)
 };
 
 class TcpLink final : public transport::Link {
@@ -81,6 +85,7 @@ class TcpLink final : public transport::Link {
   Status fail(Status st);
   Status lost(Status st);
   Status report_lost() const;
+  void idle_wait(uint64_t in_before);
 
   std::string peer_addr_;
   std::vector<boot::Fd> socks_;
@@ -102,6 +107,8 @@ class TcpLink final : public transport::Link {
   // Receiving.
   std::vector<InSock> in_;
   uint64_t recv_seq_ = 0;
+  uint64_t bytes_in_ = 0;    // payload and header bytes read, ever
+  uint64_t idle_polls_ = 0;  // poll_recv calls in a row that read nothing
 };
 
 }  // namespace weft::tcp

@@ -54,6 +54,8 @@ Options Options::from_params() {
   o.buf_bytes = params::TCP_BUF_BYTES();
   o.dead_ms = params::TCP_DEAD_MS();
   o.link.min_slice = static_cast<size_t>(std::max<int64_t>(params::TCP_MIN_SLICE(), 64));
+  o.link.spin_polls = static_cast<uint64_t>(std::max<int64_t>(params::TCP_SPIN_POLLS(), 1));
+  o.link.block_us = std::clamp<int64_t>(params::TCP_BLOCK_US(), 0, 999999);
   return o;
 }
 
