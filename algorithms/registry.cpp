@@ -3,6 +3,7 @@
 #include "algorithms/bruck.h"
 #include "algorithms/butterfly.h"
 #include "algorithms/direct.h"
+#include "algorithms/double_tree.h"
 #include "algorithms/hierarchical.h"
 #include "algorithms/naive.h"
 #include "algorithms/oneshot.h"
@@ -23,6 +24,7 @@ constexpr bool kSliced = true, kWhole = false;
 const Algorithm kAlgorithms[] = {
     {"ring", Coll::AllReduce, ring::allreduce, nullptr, ring::cost, kSliced},
     {"tree", Coll::AllReduce, tree::allreduce, nullptr, tree::cost, kSliced},
+    {"double_tree", Coll::AllReduce, double_tree::allreduce, nullptr, double_tree::cost, kSliced},
     {"butterfly", Coll::AllReduce, butterfly::allreduce, nullptr, butterfly::cost, kSliced},
     {"recdoubling", Coll::AllReduce, butterfly::allreduce_recdoubling, nullptr, butterfly::recdoubling_cost, kSliced},
     {"rabenseifner", Coll::AllReduce, butterfly::allreduce_rabenseifner, nullptr, butterfly::rabenseifner_cost, kWhole},
