@@ -137,6 +137,59 @@ weftResult_t weftTest(weftRequest_t request, int* done);
 /* Waits for completion, frees the request and returns the operation's result. */
 weftResult_t weftWait(weftRequest_t request);
 
+/* The other collectives, with NCCL's signatures. Host memory: stream must be NULL
+ * and the call returns when the result is in place. In-place forms follow NCCL:
+ * all-gather sendbuff == recvbuff + rank * sendcount; reduce-scatter
+ * recvbuff == sendbuff + rank * recvcount; otherwise sendbuff == recvbuff. */
+weftResult_t weftBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                           weftDataType_t datatype, int root, weftComm_t comm, weftStream_t stream);
+weftResult_t weftReduce(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
+                        weftRedOp_t op, int root, weftComm_t comm, weftStream_t stream);
+weftResult_t weftAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                           weftDataType_t datatype, weftComm_t comm, weftStream_t stream);
+weftResult_t weftReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                               weftDataType_t datatype, weftRedOp_t op, weftComm_t comm,
+                               weftStream_t stream);
+/* count elements go to each peer: sendbuff and recvbuff hold nranks * count. */
+weftResult_t weftAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+                          weftDataType_t datatype, weftComm_t comm, weftStream_t stream);
+/* Point to point. A send completes when the buffer may be reused. Post a send
+ * and a receive to different peers together inside weftGroupStart/End. */
+weftResult_t weftSend(const void* sendbuff, size_t count, weftDataType_t datatype, int peer,
+                      weftComm_t comm, weftStream_t stream);
+weftResult_t weftRecv(void* recvbuff, size_t count, weftDataType_t datatype, int peer,
+                      weftComm_t comm, weftStream_t stream);
+weftResult_t weftBarrier(weftComm_t comm);
+
+/* Calls between weftGroupStart and weftGroupEnd are recorded, not run; weftGroupEnd
+ * runs them (all point-to-point operations of a communicator together, so sends
+ * and receives in any order cannot deadlock; then its collectives in order) and
+ * returns the first error. Groups nest; only the outermost End runs. */
+weftResult_t weftGroupStart(void);
+weftResult_t weftGroupEnd(void);
+
+/* Pre-multiplied sum: every rank's input is multiplied by *scalar before the sum
+ * (the scalar may differ per rank). Valid for this communicator and datatype. */
+typedef enum { weftScalarDevice = 0, weftScalarHostImmediate = 1 } weftScalarResidence_t;
+weftResult_t weftRedOpCreatePreMulSum(weftRedOp_t* op, void* scalar, weftDataType_t datatype,
+                                      weftScalarResidence_t residence, weftComm_t comm);
+weftResult_t weftRedOpDestroy(weftRedOp_t op, weftComm_t comm);
+
+/* Non-blocking forms of the collectives, queued in order with weftAllReduceAsync. */
+weftResult_t weftBroadcastAsync(const void* sendbuff, void* recvbuff, size_t count,
+                                weftDataType_t datatype, int root, weftComm_t comm,
+                                weftRequest_t* request);
+weftResult_t weftReduceAsync(const void* sendbuff, void* recvbuff, size_t count,
+                             weftDataType_t datatype, weftRedOp_t op, int root, weftComm_t comm,
+                             weftRequest_t* request);
+weftResult_t weftAllGatherAsync(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                weftDataType_t datatype, weftComm_t comm, weftRequest_t* request);
+weftResult_t weftReduceScatterAsync(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                    weftDataType_t datatype, weftRedOp_t op, weftComm_t comm,
+                                    weftRequest_t* request);
+weftResult_t weftAlltoAllAsync(const void* sendbuff, void* recvbuff, size_t count,
+                               weftDataType_t datatype, weftComm_t comm, weftRequest_t* request);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

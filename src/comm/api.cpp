@@ -9,25 +9,17 @@
 
 #include "base/log.h"
 #include "base/params.h"
-#include "comm/communicator.h"
+#include "comm/api_internal.h"
 #include "transports/shm/memalloc.h"
 #include "weft/weft.h"
 
-struct weftComm {
-  std::unique_ptr<weft::Communicator> impl;
-};
-
 namespace {
-
 thread_local std::string t_last_error;
+}  // namespace
 
-std::mutex g_comms_mu;
-std::set<const weftComm*>& live_comms() {
-  static auto* s = new std::set<const weftComm*>;
-  return *s;
-}
+namespace weft::api {
 
-weftResult_t report(const weft::Status& st) {
+weftResult_t report(const Status& st) {
   if (!st.ok()) {
     t_last_error = st.message();
     WEFT_WARN(COLL, "%s", st.message().c_str());
@@ -35,12 +27,24 @@ weftResult_t report(const weft::Status& st) {
   return st.code();
 }
 
+}  // namespace weft::api
+
+namespace {
+using weft::api::report;
+
+std::mutex g_comms_mu;
+std::set<const weftComm*>& live_comms() {
+  static auto* s = new std::set<const weftComm*>;
+  return *s;
+}
+
 weftResult_t invalid(const char* fmt, const char* what) {
   return report(weft::Error(weftInvalidArgument, fmt, what));
 }
 
-// The communicator behind a handle, or nullptr with the error recorded.
-weft::Communicator* lookup(const weftComm* comm, const char* fn, weftResult_t* rc) {
+}  // namespace
+
+weft::Communicator* weft::api::lookup(const weftComm* comm, const char* fn, weftResult_t* rc) {
   std::lock_guard<std::mutex> lock(g_comms_mu);
   if (comm == nullptr || live_comms().count(comm) == 0) {
     *rc = report(weft::Error(weftInvalidArgument,
@@ -50,6 +54,9 @@ weft::Communicator* lookup(const weftComm* comm, const char* fn, weftResult_t* r
   }
   return comm->impl.get();
 }
+
+namespace {
+using weft::api::lookup;
 
 weftResult_t init(weftComm_t* out, const weft::boot::UniqueId& id, int nranks, int rank,
                   const weftConfig_t* config) {
@@ -190,34 +197,6 @@ weftResult_t weftCommUserRank(const weftComm_t comm, int* rank) {
 weftResult_t weftMemAlloc(void** ptr, size_t size) { return report(weft::shm::mem_alloc(size, ptr)); }
 
 weftResult_t weftMemFree(void* ptr) { return report(weft::shm::mem_free(ptr)); }
-
-weftResult_t weftAllReduce(const void* sendbuff, void* recvbuff, size_t count,
-                           weftDataType_t datatype, weftRedOp_t op, weftComm_t comm,
-                           weftStream_t stream) {
-  weftResult_t rc;
-  weft::Communicator* c = lookup(comm, "weftAllReduce", &rc);
-  if (c == nullptr) return rc;
-  if (stream != nullptr)
-    return invalid("%s: streams are not supported yet (host memory only); pass NULL",
-                   "weftAllReduce");
-  weft::CollArgs a{weft::sched::Coll::AllReduce, sendbuff, recvbuff, count, datatype, op, 0};
-  weft::Status st = c->run(a);
-  if (!st.ok()) st.prefix("rank " + std::to_string(c->rank()) + ": ");
-  return report(st);
-}
-
-weftResult_t weftAllReduceAsync(const void* sendbuff, void* recvbuff, size_t count,
-                                weftDataType_t datatype, weftRedOp_t op, weftComm_t comm,
-                                weftRequest_t* request) {
-  weftResult_t rc;
-  weft::Communicator* c = lookup(comm, "weftAllReduceAsync", &rc);
-  if (c == nullptr) return rc;
-  if (request == nullptr) return invalid("%s: request is NULL", "weftAllReduceAsync");
-  weft::CollArgs a{weft::sched::Coll::AllReduce, sendbuff, recvbuff, count, datatype, op, 0};
-  weft::Status st = c->post(a, request);
-  if (!st.ok()) st.prefix("rank " + std::to_string(c->rank()) + ": ");
-  return report(st);
-}
 
 weftResult_t weftTest(weftRequest_t request, int* done) {
   if (request == nullptr || done == nullptr) return invalid("%s: request or done is NULL", "weftTest");

@@ -81,6 +81,16 @@ Status Communicator::init(const boot::UniqueId& id, const weftConfig_t* config) 
   }
   std::vector<transport::Link*> by_rank(static_cast<size_t>(nranks_), nullptr);
   for (auto& l : links_) by_rank[static_cast<size_t>(l->peer())] = l.get();
+  // Ranks reached over shared memory share this host: all of them -> shm constants.
+  int local_ranks = 1;
+  for (auto& l : links_) local_ranks += std::strncmp(l->name(), "shm", 3) == 0 ? 1 : 0;
+  tune::Options topt = tune::Options::from_params();
+  topt.log_table = rank_ == 0;
+  st = tune::Tuner::create(nranks_, local_ranks, topt, &tuner_);
+  if (!st.ok()) {
+    boot_->abort(st.message());
+    return st.prefix("rank " + std::to_string(rank_) + ": init: ");
+  }
   exec_ = std::make_unique<exec::Executor>(rank_, std::move(by_rank), this);
   WEFT_INFO(INIT, "rank %d of %d ready%s%s", rank_, nranks_, name_.empty() ? "" : ", comm ",
             name_.c_str());
@@ -185,6 +195,23 @@ Status Communicator::check() {
   return st;
 }
 
+// A peer failing under us is often a consequence: it gave up because a third
+// rank died. The bootstrap's first notice names that rank; wait briefly for it.
+void Communicator::explain_remote(Status* st) {
+  if (st->code() != weftRemoteError) return;
+  Deadline wait = Deadline::after_ms(200);
+  SpinWait spin;
+  while (!wait.expired()) {
+    Status notice = boot_->poll();
+    if (!notice.ok()) {
+      if (st->message().find(notice.message()) == std::string::npos)
+        *st = Status(st->code(), st->message() + "; the bootstrap reports: " + notice.message());
+      return;
+    }
+    spin.pause();
+  }
+}
+
 void Communicator::fail(const Status& st) {
   {
     std::lock_guard<std::mutex> lock(err_mu_);
@@ -208,19 +235,106 @@ Status Communicator::validate(const CollArgs& a) const {
   const char* what = sched::coll_name(a.coll);
   if (static_cast<int>(a.dtype) < 0 || a.dtype >= weftNumTypes)
     return Error(weftInvalidArgument, "%s: invalid datatype %d", what, static_cast<int>(a.dtype));
-  if (static_cast<int>(a.op) < 0 || a.op >= weftNumOps)
-    return Error(weftInvalidArgument, "%s: invalid reduction op %d", what, static_cast<int>(a.op));
-  size_t esize = reduce::dtype_size(a.dtype);
-  sched::BuildArgs b{a.coll, nranks_, a.count, a.root, 0};
-  uint64_t biggest = std::max(sched::send_count(b), sched::recv_count(b));
-  if (a.count > (SIZE_MAX / esize) / static_cast<size_t>(nranks_) || biggest > SIZE_MAX / esize)
-    return Error(weftInvalidArgument, "%s: count %zu of %s overflows the address space", what,
-                 a.count, reduce::dtype_name(a.dtype));
-  if (a.count > 0 && (a.send == nullptr || a.recv == nullptr))
-    return Error(weftInvalidArgument, "%s: %s is NULL with count %zu", what,
-                 a.send == nullptr ? "sendbuff" : "recvbuff", a.count);
+  bool reduces = a.coll == sched::Coll::AllReduce || a.coll == sched::Coll::Reduce ||
+                 a.coll == sched::Coll::ReduceScatter;
+  if (reduces && (static_cast<int>(a.op) < 0 || a.op >= weftNumOps)) {
+    auto it = premul_.find(static_cast<int>(a.op));
+    if (it == premul_.end())
+      return Error(weftInvalidArgument, "%s: invalid reduction op %d", what, static_cast<int>(a.op));
+    if (it->second.dtype != a.dtype)
+      return Error(weftInvalidArgument, "%s: pre-multiplied sum op %d was created for %s, not %s",
+                   what, static_cast<int>(a.op), reduce::dtype_name(it->second.dtype),
+                   reduce::dtype_name(a.dtype));
+  }
   if (a.root < 0 || a.root >= nranks_)
     return Error(weftInvalidArgument, "%s: root %d is out of range [0, %d)", what, a.root, nranks_);
+  size_t esize = reduce::dtype_size(a.dtype);
+  sched::BuildArgs b{a.coll, nranks_, a.count, a.root, 0};
+  uint64_t sends = sched::send_count(b), recvs = sched::recv_count(b);
+  if (a.count > (SIZE_MAX / esize) / static_cast<size_t>(nranks_) || std::max(sends, recvs) > SIZE_MAX / esize)
+    return Error(weftInvalidArgument, "%s: count %zu of %s overflows the address space", what,
+                 a.count, reduce::dtype_name(a.dtype));
+  // Broadcast reads sendbuff only at the root; reduce writes recvbuff only there.
+  bool uses_send = !(a.coll == sched::Coll::Broadcast && rank_ != a.root);
+  bool uses_recv = !(a.coll == sched::Coll::Reduce && rank_ != a.root);
+  if (a.count > 0 && uses_send && a.send == nullptr)
+    return Error(weftInvalidArgument, "%s: sendbuff is NULL with count %zu", what, a.count);
+  if (a.count > 0 && uses_recv && a.recv == nullptr)
+    return Error(weftInvalidArgument, "%s: recvbuff is NULL with count %zu", what, a.count);
+  if (a.count == 0 || !uses_send || !uses_recv) return Status::Ok();
+  // Buffers may overlap only in the collective's in-place position.
+  auto s = reinterpret_cast<uintptr_t>(a.send), r = reinterpret_cast<uintptr_t>(a.recv);
+  uintptr_t sb = sends * esize, rb = recvs * esize;
+  if (s >= r + rb || r >= s + sb) return Status::Ok();
+  uintptr_t shift = static_cast<uintptr_t>(rank_) * a.count * esize;
+  bool in_place = a.coll == sched::Coll::AllGather       ? s == r + shift
+                  : a.coll == sched::Coll::ReduceScatter ? r == s + shift
+                  : a.coll == sched::Coll::AllToAll      ? false
+                                                         : s == r;
+  if (!in_place)
+    return Error(weftInvalidArgument,
+                 "%s: sendbuff and recvbuff overlap but are not in the in-place position "
+                 "(%s)",
+                 what,
+                 a.coll == sched::Coll::AllGather       ? "sendbuff == recvbuff + rank * sendcount"
+                 : a.coll == sched::Coll::ReduceScatter ? "recvbuff == sendbuff + rank * recvcount"
+                 : a.coll == sched::Coll::AllToAll      ? "all-to-all has no in-place form"
+                                                        : "sendbuff == recvbuff");
+  return Status::Ok();
+}
+
+Status Communicator::validate_p2p(bool send, const void* buf, size_t count, weftDataType_t dtype,
+                                  int peer) const {
+  const char* what = send ? "send" : "recv";
+  if (static_cast<int>(dtype) < 0 || dtype >= weftNumTypes)
+    return Error(weftInvalidArgument, "%s: invalid datatype %d", what, static_cast<int>(dtype));
+  if (peer < 0 || peer >= nranks_ || peer == rank_)
+    return Error(weftInvalidArgument, "%s: peer %d is not another rank of [0, %d)", what, peer,
+                 nranks_);
+  if (count > SIZE_MAX / reduce::dtype_size(dtype))
+    return Error(weftInvalidArgument, "%s: count %zu overflows the address space", what, count);
+  if (count > 0 && buf == nullptr)
+    return Error(weftInvalidArgument, "%s: buffer is NULL with count %zu", what, count);
+  return Status::Ok();
+}
+
+void Communicator::wait_for_queue() {
+  SpinWait wait;
+  while (pending_.load(std::memory_order_acquire) != 0) wait.pause();
+}
+
+Status Communicator::run_p2p(const std::vector<exec::P2P>& ops) {
+  wait_for_queue();
+  std::lock_guard<std::mutex> lock(exec_mu_);
+  WEFT_TRY(async_error());
+  Status st = exec_->run_p2p(ops, Deadline::after_ms(timeout_ms_));
+  if (!st.ok()) {
+    st.prefix("point-to-point group: ");
+    fail(st);
+  }
+  return st;
+}
+
+Status Communicator::create_premul(const void* scalar, weftDataType_t dtype, weftRedOp_t* op) {
+  if (op == nullptr || scalar == nullptr)
+    return Error(weftInvalidArgument, "weftRedOpCreatePreMulSum: op or scalar is NULL");
+  if (static_cast<int>(dtype) < 0 || dtype >= weftNumTypes)
+    return Error(weftInvalidArgument, "weftRedOpCreatePreMulSum: invalid datatype %d",
+                 static_cast<int>(dtype));
+  std::lock_guard<std::mutex> lock(exec_mu_);
+  PreMul p{dtype, {}};
+  std::memcpy(p.scalar, scalar, reduce::dtype_size(dtype));
+  int id = next_premul_++;
+  premul_[id] = p;
+  *op = static_cast<weftRedOp_t>(id);
+  return Status::Ok();
+}
+
+Status Communicator::destroy_premul(weftRedOp_t op) {
+  std::lock_guard<std::mutex> lock(exec_mu_);
+  if (premul_.erase(static_cast<int>(op)) == 0)
+    return Error(weftInvalidArgument, "weftRedOpDestroy: op %d was not created by weftRedOpCreatePreMulSum",
+                 static_cast<int>(op));
   return Status::Ok();
 }
 
@@ -249,22 +363,17 @@ Status Communicator::check_consistent(const CollArgs& a) {
 }
 
 const sched::RankPlan* Communicator::plan_for(const CollArgs& a, Status* st) {
-  std::string algo = params::ALGO().empty() ? "ring" : params::ALGO();
-  uint64_t slice = static_cast<uint64_t>(params::CHUNK_BYTES()) / reduce::dtype_size(a.dtype);
-  auto key = std::make_tuple(static_cast<int>(a.coll), algo, static_cast<uint64_t>(a.count), a.root,
-                             slice);
+  const size_t esize = reduce::dtype_size(a.dtype);
+  uint64_t slice = static_cast<uint64_t>(params::CHUNK_BYTES()) / esize;
+  sched::BuildArgs b{a.coll, nranks_, a.count, a.root, slice};
+  // The tuner picks by predicted time, or what WEFT_ALGO forces (tune/tuner.h).
+  const algo::Algorithm* alg = nullptr;
+  *st = tuner_->choose(a.coll, b, esize, &alg);
+  if (!st->ok()) return nullptr;
+  auto key = std::make_tuple(static_cast<int>(a.coll), std::string(alg->name),
+                             static_cast<uint64_t>(a.count), a.root, slice);
   auto it = plans_.find(key);
   if (it != plans_.end()) return &it->second;
-  const algo::Algorithm* alg = algo::find_algorithm(a.coll, algo);
-  sched::BuildArgs b{a.coll, nranks_, a.count, a.root, slice};
-  if (alg == nullptr || !algo::supports(*alg, b)) {
-    std::string names;
-    for (const algo::Algorithm* x : algo::algorithms_for(a.coll))
-      names += (names.empty() ? "" : ", ") + std::string(x->name);
-    *st = Error(weftInvalidArgument, "WEFT_ALGO=%s cannot run %s with %d ranks (available: %s)",
-                algo.c_str(), sched::coll_name(a.coll), nranks_, names.c_str());
-    return nullptr;
-  }
   auto [pos, inserted] = plans_.emplace(key, alg->build(b, rank_));
   WEFT_INFO(COLL, "%s count %llu: algorithm %s, %zu steps", sched::coll_name(a.coll),
             static_cast<unsigned long long>(a.count), alg->name, pos->second.steps.size());
@@ -284,16 +393,27 @@ Status Communicator::execute(const CollArgs& a) {
   const sched::RankPlan* plan = plan_for(a, &st);
   if (plan == nullptr) return st;
   ++seq_;
-  exec::Call call{plan, a.send, a.recv, a.dtype, elementwise_op(a.op), seq_,
+  const void* send = a.send;
+  auto pm = premul_.find(static_cast<int>(a.op));
+  if (pm != premul_.end() && a.count > 0) {
+    // Pre-multiplied sum: scale this rank's input once, then a plain sum.
+    size_t n = sched::send_count({a.coll, nranks_, a.count, a.root, 0});
+    premul_input_.resize(n * reduce::dtype_size(a.dtype));
+    reduce::scale(premul_input_.data(), a.send, n, a.dtype, pm->second.scalar);
+    send = premul_input_.data();
+  }
+  exec::Call call{plan, send, a.recv, a.dtype, elementwise_op(a.op), seq_,
                   Deadline::after_ms(timeout_ms_)};
   st = exec_->run(call);
   if (!st.ok()) {
+    explain_remote(&st);
     st.prefix(std::string(sched::coll_name(a.coll)) + " #" + std::to_string(seq_) + " (count " +
               std::to_string(a.count) + ", " + reduce::dtype_name(a.dtype) + "): ");
     fail(st);
     return st;
   }
-  if (a.op == weftAvg && a.count > 0)
+  bool has_result = !(a.coll == sched::Coll::Reduce && rank_ != a.root);
+  if (a.op == weftAvg && a.count > 0 && has_result)
     reduce::divide(a.recv, a.recv, sched::recv_count({a.coll, nranks_, a.count, a.root, 0}), a.dtype,
                    nranks_);
   return Status::Ok();

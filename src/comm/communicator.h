@@ -23,6 +23,7 @@
 #include "transports/link.h"
 #include "transports/shm/shm_transport.h"
 #include "transports/tcp/tcp_transport.h"
+#include "tune/tuner.h"
 #include "weft/weft.h"
 
 struct weftRequestImpl;
@@ -55,6 +56,16 @@ class Communicator final : public exec::Health {
   // until weftWait/weftTest frees it.
   Status post(const CollArgs& args, weftRequestImpl** req);
 
+  // A group's point-to-point operations, run together (after earlier posts).
+  Status run_p2p(const std::vector<exec::P2P>& ops);
+  Status validate_p2p(bool send, const void* buf, size_t count, weftDataType_t dtype, int peer) const;
+
+  // Pre-multiplied sum ops: ids from weftNumOps up, valid for one datatype.
+  Status create_premul(const void* scalar, weftDataType_t dtype, weftRedOp_t* op);
+  Status destroy_premul(weftRedOp_t op);
+
+  Status validate(const CollArgs& args) const;
+
   // Unblocks every wait of this communicator; pending operations fail.
   void abort(const std::string& reason);
   // The error that broke the communicator, if any.
@@ -66,11 +77,11 @@ class Communicator final : public exec::Health {
   Communicator() = default;
   Status init(const boot::UniqueId& id, const weftConfig_t* config);
   Status connect_transports(const boot::UniqueId& id);
-  Status validate(const CollArgs& args) const;
   Status check_consistent(const CollArgs& args);
   Status execute(const CollArgs& args);
   const sched::RankPlan* plan_for(const CollArgs& args, Status* st);
   void fail(const Status& st);
+  void explain_remote(Status* st);
   void worker_loop();
 
   int rank_ = -1;
@@ -82,10 +93,20 @@ class Communicator final : public exec::Health {
   std::unique_ptr<tcp::TcpTransport> tcp_;  // ranks on other hosts (or all, WEFT_TRANSPORT=tcp)
   std::vector<std::unique_ptr<transport::Link>> links_;
   std::unique_ptr<exec::Executor> exec_;
+  std::unique_ptr<tune::Tuner> tuner_;  // picks each call's algorithm
   uint64_t seq_ = 0;
 
   // (coll, algorithm, count, root, slice) -> this rank's plan.
   std::map<std::tuple<int, std::string, uint64_t, int, uint64_t>, sched::RankPlan> plans_;
+
+  struct PreMul {
+    weftDataType_t dtype;
+    unsigned char scalar[8];
+  };
+  std::map<int, PreMul> premul_;  // guarded by exec_mu_
+  int next_premul_ = weftNumOps;
+  std::vector<unsigned char> premul_input_;  // the scaled input of a pre-multiplied sum
+  void wait_for_queue();
 
   std::mutex exec_mu_;  // one operation at a time, in posting order
   std::atomic<bool> aborted_{false};

@@ -182,3 +182,40 @@ Status Executor::run(const Call& call) {
 }
 
 }  // namespace weft::exec
+
+namespace weft::exec {
+
+Status Executor::run_p2p(const std::vector<P2P>& ops, Deadline deadline) {
+  // A point-to-point tag has the top bit set so it never equals a collective's.
+  constexpr uint64_t kP2P = 1ull << 63;
+  Call call{nullptr, nullptr, nullptr, weftUint8, reduce::Op::Sum, 0, deadline};
+  in_flight_.clear();
+  for (const P2P& op : ops) {
+    if (!op.send) continue;
+    transport::Link* link = link_to(op.peer, 0);
+    if (link == nullptr) return Error(weftInvalidArgument, "send to rank %d: no link to that rank", op.peer);
+    uint64_t t = kP2P | (p2p_sent_[static_cast<size_t>(op.peer)]++ & 0xffffffffffffull);
+    auto* data = static_cast<const unsigned char*>(op.buf);
+    uint64_t ticket = link->send(data, op.bytes, t);
+    if (!link->send_done(ticket)) in_flight_.push_back({data, op.bytes, link, ticket});
+  }
+  for (const P2P& op : ops) {
+    if (op.send) continue;
+    transport::Link* link = link_to(op.peer, 0);
+    if (link == nullptr) return Error(weftInvalidArgument, "recv from rank %d: no link to that rank", op.peer);
+    transport::RecvOp r;
+    r.tag = kP2P | (p2p_received_[static_cast<size_t>(op.peer)]++ & 0xffffffffffffull);
+    r.bytes = op.bytes;
+    r.dst = op.buf;
+    Status st = recv(call, link, r);
+    if (!st.ok()) return st.prefix("recv from rank " + std::to_string(op.peer) + ": ");
+  }
+  for (const InFlight& s : in_flight_) {
+    Status st = wait_send(call, s);
+    if (!st.ok()) return st.prefix("send to rank " + std::to_string(s.link->peer()) + ": ");
+  }
+  in_flight_.clear();
+  return Status::Ok();
+}
+
+}  // namespace weft::exec

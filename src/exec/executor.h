@@ -35,13 +35,29 @@ struct Call {
   Deadline deadline;
 };
 
+// One point-to-point operation of a group.
+struct P2P {
+  bool send;
+  int peer;
+  void* buf;
+  size_t bytes;
+};
+
 class Executor {
  public:
   // links[r] is the link to rank r (nullptr for this rank and unreachable ones).
   Executor(int rank, std::vector<transport::Link*> links, Health* health)
-      : rank_(rank), links_(std::move(links)), health_(health), sent_(links_.size(), 0), received_(links_.size(), 0) {}
+      : rank_(rank), links_(std::move(links)), health_(health), sent_(links_.size(), 0),
+        received_(links_.size(), 0),
+        p2p_sent_(links_.size(), 0),
+        p2p_received_(links_.size(), 0) {}
 
   Status run(const Call& call);
+  // Posts every send, then completes every receive in order, then waits for the
+  // sends: a group's sends and receives to different peers cannot deadlock.
+  // Point-to-point tags count per peer across calls (they are not collectives,
+  // so they do not advance the collective sequence number).
+  Status run_p2p(const std::vector<P2P>& ops, Deadline deadline);
 
  private:
   struct InFlight {
@@ -68,6 +84,7 @@ class Executor {
   Health* health_;
   std::vector<uint64_t> sent_;      // messages sent to each peer in this call
   std::vector<uint64_t> received_;  // messages received from each peer in this call
+  std::vector<uint64_t> p2p_sent_, p2p_received_;  // per peer, for the communicator's lifetime
   std::vector<InFlight> in_flight_;
   std::vector<unsigned char> scratch_;
   std::vector<unsigned char> staging_;  // receives whose destination is still being sent

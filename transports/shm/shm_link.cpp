@@ -125,6 +125,10 @@ Status ShmLink::pull(const RndvDescriptor& d, transport::RecvOp& op) {
       ssize_t rc = process_vm_readv(peer_pid_, &l, 1, &r, 1, 0);
       if (rc < 0) {
         if (errno == EINTR) continue;
+        if (errno == ESRCH || errno == EFAULT)
+          return Error(weftRemoteError,
+                       "peer rank %d (pid %d) exited or released its buffer while we read it",
+                       peer(), peer_pid_);
         return SysError(errno, "reading %zu bytes from peer rank %d (pid %d) with process_vm_readv",
                         n - got, peer(), peer_pid_);
       }

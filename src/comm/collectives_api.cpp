@@ -1,0 +1,226 @@
+// The C API's collectives, point-to-point calls and groups. Every entry point
+// builds a CollArgs (or a P2P op) and hands it to one dispatcher, which runs it
+// now, posts it (the *Async forms), or records it inside a group.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "comm/api_internal.h"
+
+namespace {
+using weft::api::lookup;
+using weft::api::report;
+using weft::sched::Coll;
+
+// Calls recorded between weftGroupStart and the outermost weftGroupEnd.
+struct Recorded {
+  weftComm* comm;
+  bool p2p;
+  weft::CollArgs coll;
+  weft::exec::P2P op;
+};
+thread_local int t_group_depth = 0;
+thread_local std::vector<Recorded> t_group;
+
+weftResult_t with_rank(weft::Communicator* c, weft::Status st) {
+  if (!st.ok()) st.prefix("rank " + std::to_string(c->rank()) + ": ");
+  return report(st);
+}
+
+weftResult_t dispatch(weftComm_t comm, const char* fn, const weft::CollArgs& a,
+                      weftStream_t stream, weftRequest_t* request) {
+  weftResult_t rc;
+  weft::Communicator* c = lookup(comm, fn, &rc);
+  if (c == nullptr) return rc;
+  if (stream != nullptr)
+    return report(weft::Error(weftInvalidArgument,
+                              "%s: streams are not supported yet (host memory only); pass NULL", fn));
+  if (request != nullptr) return with_rank(c, c->post(a, request));
+  if (t_group_depth > 0) {
+    weft::Status st = c->validate(a);
+    if (st.ok()) t_group.push_back({comm, false, a, {}});
+    return with_rank(c, st);
+  }
+  return with_rank(c, c->run(a));
+}
+
+weftResult_t point_to_point(bool send, void* buf, size_t count, weftDataType_t dtype, int peer,
+                            weftComm_t comm, weftStream_t stream) {
+  const char* fn = send ? "weftSend" : "weftRecv";
+  weftResult_t rc;
+  weft::Communicator* c = lookup(comm, fn, &rc);
+  if (c == nullptr) return rc;
+  if (stream != nullptr)
+    return report(weft::Error(weftInvalidArgument,
+                              "%s: streams are not supported yet (host memory only); pass NULL", fn));
+  weft::Status st = c->validate_p2p(send, buf, count, dtype, peer);
+  if (!st.ok()) return with_rank(c, st);
+  weft::exec::P2P op{send, peer, buf, count * weft::reduce::dtype_size(dtype)};
+  if (t_group_depth > 0) {
+    t_group.push_back({comm, true, {}, op});
+    return weftSuccess;
+  }
+  return with_rank(c, c->run_p2p({op}));
+}
+
+}  // namespace
+
+extern "C" {
+
+weftResult_t weftAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                           weftDataType_t datatype, weftRedOp_t op, weftComm_t comm,
+                           weftStream_t stream) {
+  return dispatch(comm, "weftAllReduce", {Coll::AllReduce, sendbuff, recvbuff, count, datatype, op, 0},
+                  stream, nullptr);
+}
+
+weftResult_t weftBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                           weftDataType_t datatype, int root, weftComm_t comm, weftStream_t stream) {
+  return dispatch(comm, "weftBroadcast",
+                  {Coll::Broadcast, sendbuff, recvbuff, count, datatype, weftSum, root}, stream, nullptr);
+}
+
+weftResult_t weftReduce(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
+                        weftRedOp_t op, int root, weftComm_t comm, weftStream_t stream) {
+  return dispatch(comm, "weftReduce", {Coll::Reduce, sendbuff, recvbuff, count, datatype, op, root},
+                  stream, nullptr);
+}
+
+weftResult_t weftAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                           weftDataType_t datatype, weftComm_t comm, weftStream_t stream) {
+  return dispatch(comm, "weftAllGather",
+                  {Coll::AllGather, sendbuff, recvbuff, sendcount, datatype, weftSum, 0}, stream, nullptr);
+}
+
+weftResult_t weftReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                               weftDataType_t datatype, weftRedOp_t op, weftComm_t comm,
+                               weftStream_t stream) {
+  return dispatch(comm, "weftReduceScatter",
+                  {Coll::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0}, stream, nullptr);
+}
+
+weftResult_t weftAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+                          weftDataType_t datatype, weftComm_t comm, weftStream_t stream) {
+  return dispatch(comm, "weftAlltoAll", {Coll::AllToAll, sendbuff, recvbuff, count, datatype, weftSum, 0},
+                  stream, nullptr);
+}
+
+weftResult_t weftAllReduceAsync(const void* sendbuff, void* recvbuff, size_t count,
+                                weftDataType_t datatype, weftRedOp_t op, weftComm_t comm,
+                                weftRequest_t* request) {
+  if (request == nullptr) return report(weft::Error(weftInvalidArgument, "weftAllReduceAsync: request is NULL"));
+  return dispatch(comm, "weftAllReduceAsync",
+                  {Coll::AllReduce, sendbuff, recvbuff, count, datatype, op, 0}, nullptr, request);
+}
+
+weftResult_t weftBroadcastAsync(const void* sendbuff, void* recvbuff, size_t count,
+                                weftDataType_t datatype, int root, weftComm_t comm,
+                                weftRequest_t* request) {
+  if (request == nullptr) return report(weft::Error(weftInvalidArgument, "weftBroadcastAsync: request is NULL"));
+  return dispatch(comm, "weftBroadcastAsync",
+                  {Coll::Broadcast, sendbuff, recvbuff, count, datatype, weftSum, root}, nullptr, request);
+}
+
+weftResult_t weftReduceAsync(const void* sendbuff, void* recvbuff, size_t count,
+                             weftDataType_t datatype, weftRedOp_t op, int root, weftComm_t comm,
+                             weftRequest_t* request) {
+  if (request == nullptr) return report(weft::Error(weftInvalidArgument, "weftReduceAsync: request is NULL"));
+  return dispatch(comm, "weftReduceAsync", {Coll::Reduce, sendbuff, recvbuff, count, datatype, op, root},
+                  nullptr, request);
+}
+
+weftResult_t weftAllGatherAsync(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                weftDataType_t datatype, weftComm_t comm, weftRequest_t* request) {
+  if (request == nullptr) return report(weft::Error(weftInvalidArgument, "weftAllGatherAsync: request is NULL"));
+  return dispatch(comm, "weftAllGatherAsync",
+                  {Coll::AllGather, sendbuff, recvbuff, sendcount, datatype, weftSum, 0}, nullptr, request);
+}
+
+weftResult_t weftReduceScatterAsync(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                    weftDataType_t datatype, weftRedOp_t op, weftComm_t comm,
+                                    weftRequest_t* request) {
+  if (request == nullptr) return report(weft::Error(weftInvalidArgument, "weftReduceScatterAsync: request is NULL"));
+  return dispatch(comm, "weftReduceScatterAsync",
+                  {Coll::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0}, nullptr, request);
+}
+
+weftResult_t weftAlltoAllAsync(const void* sendbuff, void* recvbuff, size_t count,
+                               weftDataType_t datatype, weftComm_t comm, weftRequest_t* request) {
+  if (request == nullptr) return report(weft::Error(weftInvalidArgument, "weftAlltoAllAsync: request is NULL"));
+  return dispatch(comm, "weftAlltoAllAsync",
+                  {Coll::AllToAll, sendbuff, recvbuff, count, datatype, weftSum, 0}, nullptr, request);
+}
+
+weftResult_t weftSend(const void* sendbuff, size_t count, weftDataType_t datatype, int peer,
+                      weftComm_t comm, weftStream_t stream) {
+  return point_to_point(true, const_cast<void*>(sendbuff), count, datatype, peer, comm, stream);
+}
+
+weftResult_t weftRecv(void* recvbuff, size_t count, weftDataType_t datatype, int peer,
+                      weftComm_t comm, weftStream_t stream) {
+  return point_to_point(false, recvbuff, count, datatype, peer, comm, stream);
+}
+
+weftResult_t weftBarrier(weftComm_t comm) {
+  // A one-byte all-reduce: every rank's contribution must arrive before any
+  // rank's result exists.
+  uint8_t token = 0;
+  return dispatch(comm, "weftBarrier", {Coll::AllReduce, &token, &token, 1, weftUint8, weftMax, 0},
+                  nullptr, nullptr);
+}
+
+weftResult_t weftGroupStart(void) {
+  ++t_group_depth;
+  return weftSuccess;
+}
+
+weftResult_t weftGroupEnd(void) {
+  if (t_group_depth == 0)
+    return report(weft::Error(weftInvalidUsage, "weftGroupEnd without weftGroupStart"));
+  if (--t_group_depth > 0) return weftSuccess;
+  std::vector<Recorded> group = std::move(t_group);
+  t_group.clear();
+  // Per communicator, in order of first appearance: its point-to-point
+  // operations together, then its collectives in the order they were called.
+  std::vector<weftComm*> comms;
+  for (const Recorded& r : group)
+    if (std::find(comms.begin(), comms.end(), r.comm) == comms.end()) comms.push_back(r.comm);
+  weftResult_t first = weftSuccess;
+  for (weftComm* comm : comms) {
+    weftResult_t rc;
+    weft::Communicator* c = lookup(comm, "weftGroupEnd", &rc);
+    if (c == nullptr) {
+      if (first == weftSuccess) first = rc;
+      continue;
+    }
+    std::vector<weft::exec::P2P> ops;
+    for (const Recorded& r : group)
+      if (r.comm == comm && r.p2p) ops.push_back(r.op);
+    if (!ops.empty()) rc = with_rank(c, c->run_p2p(ops));
+    for (const Recorded& r : group)
+      if (rc == weftSuccess && r.comm == comm && !r.p2p) rc = with_rank(c, c->run(r.coll));
+    if (first == weftSuccess) first = rc;
+  }
+  return first;
+}
+
+weftResult_t weftRedOpCreatePreMulSum(weftRedOp_t* op, void* scalar, weftDataType_t datatype,
+                                      weftScalarResidence_t residence, weftComm_t comm) {
+  weftResult_t rc;
+  weft::Communicator* c = lookup(comm, "weftRedOpCreatePreMulSum", &rc);
+  if (c == nullptr) return rc;
+  if (residence != weftScalarHostImmediate && residence != weftScalarDevice)
+    return report(weft::Error(weftInvalidArgument, "weftRedOpCreatePreMulSum: invalid residence %d",
+                              static_cast<int>(residence)));
+  // Host buffers only: a "device" scalar is read from host memory too.
+  return report(c->create_premul(scalar, datatype, op));
+}
+
+weftResult_t weftRedOpDestroy(weftRedOp_t op, weftComm_t comm) {
+  weftResult_t rc;
+  weft::Communicator* c = lookup(comm, "weftRedOpDestroy", &rc);
+  if (c == nullptr) return rc;
+  return report(c->destroy_premul(op));
+}
+
+}  // extern "C"
