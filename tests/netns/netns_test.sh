@@ -160,6 +160,10 @@ elif [ "$mode" = check ]; then
       ntcp=$(grep -c "rank $r -> rank [0-9]* via tcp to" "$log")
       [ "$nshm" = $((per - 1)) ] || say_fail "rank $r has $nshm shm links, expected $((per - 1))"
       [ "$ntcp" = $((nranks - per)) ] || say_fail "rank $r has $ntcp tcp links, expected $((nranks - per))"
+      if [ -n "${WEFT_NSOCKS:-}" ] && [ "$ntcp" != 0 ] &&
+          ! grep -q "via tcp to .*(${WEFT_NSOCKS} sockets" "$log"; then
+        say_fail "rank $r's tcp links do not use WEFT_NSOCKS=$WEFT_NSOCKS sockets"
+      fi
       [ $fail = 0 ] || { echo "--- rank $r log:"; tail -n 20 "$log"; }
     done
     summary=$(grep -h "wrong elements" "$work"/rank*.log | head -1)
