@@ -54,6 +54,7 @@ void PrintPerfUsage(FILE* out) {
       "  -d, --datatype T     int8 uint8 int32 uint32 int64 uint64 half float double\n"
       "                       bfloat16, or all (default float)\n"
       "  -o, --op OP          sum prod max min avg, or all (default sum)\n"
+      "  -r, --root N         root rank of broadcast and reduce (default 0)\n"
       "  -a, --algo NAME      force an algorithm (sets WEFT_ALGO)\n"
       "      --memalloc       buffers from weftMemAlloc instead of malloc\n"
       "      --json FILE      also write rank 0's rows as JSON\n"
@@ -129,6 +130,9 @@ bool ParsePerfArgs(int argc, char** argv, PerfOptions* opt, bool* help, std::str
       ok = ParseTypes(value, &opt->types);
     } else if (name == "-o" || name == "--op") {
       ok = ParseOps(value, &opt->ops);
+    } else if (name == "-r" || name == "--root") {
+      ok = ParseInt(value, 0, 1 << 30, &v);
+      opt->root = static_cast<int>(v);
     } else if (name == "-a" || name == "--algo") {
       opt->algo = value;
     } else if (name == "--json") {

@@ -1,6 +1,6 @@
 // weft-perf's command line, nccl-tests' flags with nccl-tests' meanings:
 //   weft-perf <collective> [-b minbytes] [-e maxbytes] [-f stepfactor] [-i stepbytes]
-//             [-n iters] [-w warmup_iters] [-c 0/1] [-d dtype] [-o op] [-a algo]
+//             [-n iters] [-w warmup_iters] [-c 0/1] [-d dtype] [-o op] [-r root] [-a algo]
 //             [--memalloc] [--json FILE] [--csv FILE]
 #pragma once
 
@@ -23,6 +23,7 @@ struct PerfOptions {
   bool check = true;
   std::vector<weftDataType_t> types{weftFloat32};
   std::vector<weftRedOp_t> ops{weftSum};
+  int root = 0;  // -r: broadcast and reduce; checked against the rank count after init
   std::string algo;  // -a: exported as WEFT_ALGO before init
   bool memalloc = false;
   std::string json_path;

@@ -83,6 +83,7 @@ SweepResult RunSweep(const Job& job, const Collective& coll, const PerfOptions& 
         RowSpec spec;
         spec.type = type;
         spec.op = op;
+        if (coll.HasRoot()) spec.root = opt.root;
         spec.count = coll.CountForBytes(bytes, info.size, job.nranks);
         if (spec.count == 0) continue;  // smaller than one element
         Row row;
@@ -92,8 +93,12 @@ SweepResult RunSweep(const Job& job, const Collective& coll, const PerfOptions& 
         row.redop = coll.HasOp() ? OpName(op) : "none";
         row.root = spec.root;
         row.out_of_place = Measure(job, coll, opt, buffers, spec, false, row.bytes);
-        row.in_place = Measure(job, coll, opt, buffers, spec, true, row.bytes);
+        if (coll.HasInPlace())
+          row.in_place = Measure(job, coll, opt, buffers, spec, true, row.bytes);
+        else
+          row.in_place.skipped = true;
         for (const Measurement* m : {&row.out_of_place, &row.in_place}) {
+          if (m->skipped) continue;  // not in the average either
           busbw_sum += m->busbw;
           ++busbw_n;
           if (m->wrong > 0) result.wrong_total += m->wrong;

@@ -1,4 +1,5 @@
-// The measurement loop: for each datatype, op and size, out-of-place then in-place:
+// The measurement loop: for each datatype, op and size, out-of-place then in-place
+// (where the collective has an in-place form):
 // warm-up calls, a barrier, `iters` timed blocking calls, then (with -c 1) a checked
 // call. Times are the max over ranks, #wrong the sum, both reduced with weft itself.
 #pragma once

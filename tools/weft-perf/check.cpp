@@ -17,6 +17,11 @@ uint64_t Mix(int rank, size_t i) {
   return h ^ (h >> 32);
 }
 
+// The bits an element of `size` bytes has.
+uint64_t WidthMask(size_t size) {
+  return size == 8 ? ~uint64_t{0} : (uint64_t{1} << (size * 8)) - 1;
+}
+
 }  // namespace
 
 ReducePattern::ReducePattern(weftDataType_t type, weftRedOp_t op, int nranks)
@@ -100,17 +105,22 @@ uint64_t ReducePattern::ExpectedRaw(size_t i) const {
   return EncodeInt(type_, acc);
 }
 
-void ReducePattern::Fill(void* buf, size_t count, int rank) const {
-  for (size_t i = 0; i < count; ++i)
-    StoreRaw(buf, i, size_, small_raw_[Value(rank, i)]);  // values are < 256
+void ReducePattern::Fill(void* buf, size_t count, int rank, size_t first) const {
+  for (size_t k = 0; k < count; ++k)
+    StoreRaw(buf, k, size_, small_raw_[Value(rank, first + k)]);  // values are < 256
 }
 
-int64_t ReducePattern::CountWrong(const void* buf, size_t count) const {
+void ReducePattern::Poison(void* buf, size_t count, size_t first) const {
+  for (size_t k = 0; k < count; ++k)
+    StoreRaw(buf, k, size_, ~ExpectedRaw(first + k) & WidthMask(size_));
+}
+
+int64_t ReducePattern::CountWrong(const void* buf, size_t count, size_t first) const {
   const uint64_t sign_bit = uint64_t{1} << (size_ * 8 - 1);
   int64_t wrong = 0;
-  for (size_t i = 0; i < count; ++i) {
-    uint64_t got = LoadRaw(buf, i, size_);
-    uint64_t want = ExpectedRaw(i);
+  for (size_t k = 0; k < count; ++k) {
+    uint64_t got = LoadRaw(buf, k, size_);
+    uint64_t want = ExpectedRaw(first + k);
     if (got == want) continue;
     // Positive floats order like their bit patterns: adjacent patterns are 1 ulp apart.
     if (tolerant_ && (got & sign_bit) == 0 && (got > want ? got - want : want - got) <= 1)
@@ -118,6 +128,32 @@ int64_t ReducePattern::CountWrong(const void* buf, size_t count) const {
     ++wrong;
   }
   return wrong;
+}
+
+CopyPattern::CopyPattern(weftDataType_t type) : size_(Info(type).size) {
+  mask_ = WidthMask(size_);
+  if (Info(type).is_float) {
+    // The exponent's top bit: below it the exponent is never all ones.
+    int top_exponent_bit = type == weftFloat16 ? 14 : static_cast<int>(size_ * 8) - 2;
+    mask_ &= ~(uint64_t{1} << top_exponent_bit);
+  }
+}
+
+uint64_t CopyPattern::Raw(int source, size_t i) const { return Mix(source, i) & mask_; }
+
+void CopyPattern::Fill(void* buf, size_t count, int source, size_t first) const {
+  for (size_t k = 0; k < count; ++k) StoreRaw(buf, k, size_, Raw(source, first + k));
+}
+
+int64_t CopyPattern::CountWrong(const void* buf, size_t count, int source, size_t first) const {
+  int64_t wrong = 0;
+  for (size_t k = 0; k < count; ++k) wrong += LoadRaw(buf, k, size_) != Raw(source, first + k);
+  return wrong;
+}
+
+void CopyPattern::Poison(void* buf, size_t count, int source, size_t first) const {
+  for (size_t k = 0; k < count; ++k)
+    StoreRaw(buf, k, size_, ~Raw(source, first + k) & WidthMask(size_));
 }
 
 }  // namespace weftperf

@@ -1,6 +1,6 @@
 // One benchmarked collective: how a row's byte size maps to counts, how to call
-// it, how to fill and check its buffers, and its bus-bandwidth factor. allreduce
-// is the first; broadcast, reduce, allgather, ... are further implementations.
+// it, how to fill and check its buffers, and its bus-bandwidth factor. One file
+// per subcommand (allreduce.cpp, broadcast.cpp, ...), listed in collective.cpp.
 #pragma once
 
 #include <cstddef>
@@ -31,6 +31,11 @@ class Collective {
   virtual ~Collective() = default;
   virtual const char* Name() const = 0;
   virtual bool HasOp() const = 0;  // false: the redop column prints "none"
+  // true: the row's root is -r (broadcast, reduce); false: the root column prints -1.
+  virtual bool HasRoot() const { return false; }
+  // false: NCCL defines no in-place form (all-to-all, send/recv); the in-place
+  // columns print N/A and Run/FillInputs/CountWrong only see in_place == false.
+  virtual bool HasInPlace() const { return true; }
   // The count argument for a row of `bytes`; 0 skips the row.
   virtual size_t CountForBytes(size_t bytes, size_t type_size, int nranks) const = 0;
   // The size column (bytes the collective moves per rank, nccl-tests' definition).
@@ -60,5 +65,15 @@ std::unique_ptr<Collective> MakeCollective(const std::string& name);
 const char* CollectiveNames();
 
 std::unique_ptr<Collective> MakeAllReduce();
+std::unique_ptr<Collective> MakeBroadcast();
+std::unique_ptr<Collective> MakeReduce();
+std::unique_ptr<Collective> MakeAllGather();
+std::unique_ptr<Collective> MakeReduceScatter();
+std::unique_ptr<Collective> MakeAlltoAll();
+std::unique_ptr<Collective> MakeSendRecv();
+
+// This rank and the rank count, for Run implementations whose buffers or peers
+// depend on them (in-place all-gather offsets, send/recv neighbours).
+weftResult_t RankAndCount(weftComm_t comm, int* rank, int* nranks);
 
 }  // namespace weftperf

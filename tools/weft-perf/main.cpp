@@ -39,13 +39,16 @@ std::vector<ProcInfo> GatherProcInfo(const Job& job) {
   return all;
 }
 
-void PrintHeader(const Job& job, const PerfOptions& opt, const std::vector<ProcInfo>& procs) {
+void PrintHeader(const Job& job, const PerfOptions& opt, const Collective& coll,
+                 const std::vector<ProcInfo>& procs) {
   // Canonical names (an alias like bf16 prints as bfloat16), or "all".
   const char* type = opt.types.size() == 1 ? Info(opt.types[0]).name : "all";
-  const char* op = opt.ops.size() == 1 ? OpName(opt.ops[0]) : "all";
-  std::printf("# weft-perf %s: %d ranks, %s, %s, iters %d, warmup %d, check %d\n",
+  const char* op = !coll.HasOp() ? "none" : opt.ops.size() == 1 ? OpName(opt.ops[0]) : "all";
+  std::printf("# weft-perf %s: %d ranks, %s, %s, iters %d, warmup %d, check %d",
               opt.collective.c_str(), job.nranks, type, op,
               opt.iters, opt.warmup, opt.check ? 1 : 0);
+  if (coll.HasRoot()) std::printf(", root %d", opt.root);
+  std::printf("\n");
   if (opt.step_factor > 1)
     std::printf("#  minBytes %zu maxBytes %zu step: %zu(factor)", opt.min_bytes, opt.max_bytes,
                 opt.step_factor);
@@ -126,8 +129,17 @@ int Main(int argc, char** argv) {
   if ((rc = weftCommCount(job.comm, &job.nranks)) != weftSuccess)
     DieOnApiError(job, "weftCommCount", rc);
 
+  // Every rank sees the same -r and rank count, so all of them leave here together.
+  if (coll->HasRoot() && opt.root >= job.nranks) {
+    if (job.rank == 0)
+      std::fprintf(stderr, "weft-perf: -r %d: the root must be below the rank count (%d)\n",
+                   opt.root, job.nranks);
+    weftCommDestroy(job.comm);
+    return 2;
+  }
+
   std::vector<ProcInfo> procs = GatherProcInfo(job);
-  if (job.rank == 0) PrintHeader(job, opt, procs);
+  if (job.rank == 0) PrintHeader(job, opt, *coll, procs);
 
   Buffers buffers;
   buffers.capacity = opt.max_bytes;

@@ -40,6 +40,10 @@ std::string Centered(const char* text, int width) {
 }
 
 void PrintSide(FILE* out, const Measurement& m) {
+  if (m.skipped) {
+    std::fprintf(out, kSideFmt, "N/A", "N/A", "N/A", "N/A");
+    return;
+  }
   std::string wrong = m.wrong < 0 ? "N/A" : std::to_string(m.wrong);
   std::fprintf(out, kSideFmt, FormatTime(m.time_us).c_str(), FormatBw(m.algbw).c_str(),
                FormatBw(m.busbw).c_str(), wrong.c_str());
@@ -71,6 +75,7 @@ std::string Str(const std::string& s) {
 }
 
 std::string JsonSide(const Measurement& m) {
+  if (m.skipped) return "null";
   return "{\"time_us\": " + Num(m.time_us) + ", \"algbw_gbs\": " + Num(m.algbw) +
          ", \"busbw_gbs\": " + Num(m.busbw) +
          ", \"wrong\": " + (m.wrong < 0 ? std::string("null") : std::to_string(m.wrong)) + "}";
@@ -158,6 +163,10 @@ bool WriteCsv(const std::string& path, const std::vector<Row>& rows, std::string
     std::fprintf(f, "%zu,%zu,%s,%s,%d", r.bytes, r.count, r.type.c_str(), r.redop.c_str(),
                  r.root);
     for (const Measurement* m : {&r.out_of_place, &r.in_place}) {
+      if (m->skipped) {
+        std::fputs(",,,,", f);
+        continue;
+      }
       std::string wrong = m->wrong < 0 ? "" : std::to_string(m->wrong);
       std::fprintf(f, ",%.6g,%.6g,%.6g,%s", m->time_us, m->algbw, m->busbw, wrong.c_str());
     }

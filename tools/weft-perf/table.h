@@ -14,6 +14,9 @@ struct Measurement {
   double algbw = 0;    // GB/s: bytes / time
   double busbw = 0;    // GB/s: algbw * the collective's bus factor
   int64_t wrong = -1;  // summed over ranks; -1: not checked (-c 0)
+  // Not run: the collective has no such form (in-place all-to-all, send/recv).
+  // The table prints N/A in every column, JSON null, CSV empty fields.
+  bool skipped = false;
 };
 
 struct Row {
