@@ -134,6 +134,50 @@ class Communicator {
     check(weftAllReduce(in, out, count, dtype, static_cast<weftRedOp_t>(op), comm_, nullptr), comm_);
   }
 
+  // Root's data to everyone, in place.
+  template <typename T>
+  void broadcast(std::span<T> data, int root) {
+    check(weftBroadcast(data.data(), data.data(), data.size(), datatype_of<T>(), root, comm_, nullptr), comm_);
+  }
+  // The reduction lands in `out` on the root only (out is ignored elsewhere).
+  template <typename T>
+  void reduce(std::span<const T> in, std::span<T> out, int root, Op op = Op::sum) {
+    check(weftReduce(in.data(), out.data(), in.size(), datatype_of<T>(), static_cast<weftRedOp_t>(op),
+                     root, comm_, nullptr), comm_);
+  }
+  // out holds size() blocks of in.size() elements, block r from rank r.
+  template <typename T>
+  void allgather(std::span<const T> in, std::span<T> out) {
+    if (out.size() != in.size() * static_cast<size_t>(size()))
+      throw Error(weftInvalidArgument, "allgather: out must hold size() * in.size() elements");
+    check(weftAllGather(in.data(), out.data(), in.size(), datatype_of<T>(), comm_, nullptr), comm_);
+  }
+  // in holds size() blocks of out.size() elements; out gets this rank's reduced block.
+  template <typename T>
+  void reducescatter(std::span<const T> in, std::span<T> out, Op op = Op::sum) {
+    if (in.size() != out.size() * static_cast<size_t>(size()))
+      throw Error(weftInvalidArgument, "reducescatter: in must hold size() * out.size() elements");
+    check(weftReduceScatter(in.data(), out.data(), out.size(), datatype_of<T>(),
+                            static_cast<weftRedOp_t>(op), comm_, nullptr), comm_);
+  }
+  // Block p of in goes to rank p; block p of out comes from rank p.
+  template <typename T>
+  void alltoall(std::span<const T> in, std::span<T> out) {
+    size_t n = static_cast<size_t>(size());
+    if (in.size() != out.size() || in.size() % n != 0)
+      throw Error(weftInvalidArgument, "alltoall: in and out must hold size() equal blocks");
+    check(weftAlltoAll(in.data(), out.data(), in.size() / n, datatype_of<T>(), comm_, nullptr), comm_);
+  }
+  template <typename T>
+  void send(std::span<const T> data, int peer) {
+    check(weftSend(data.data(), data.size(), datatype_of<T>(), peer, comm_, nullptr), comm_);
+  }
+  template <typename T>
+  void recv(std::span<T> data, int peer) {
+    check(weftRecv(data.data(), data.size(), datatype_of<T>(), peer, comm_, nullptr), comm_);
+  }
+  void barrier() { check(weftBarrier(comm_), comm_); }
+
   template <typename T>
   Future allreduce_async(std::span<T> data, Op op = Op::sum) {
     return allreduce_async(data.data(), data.data(), data.size(), datatype_of<T>(), op);
@@ -147,6 +191,26 @@ class Communicator {
 
  private:
   weftComm_t comm_ = nullptr;
+};
+
+// Sends, receives and collectives issued while a Group is alive run together
+// when it is destroyed (weftGroupStart/End), so a send and a receive to
+// different peers cannot deadlock. End() reports the group's error.
+class Group {
+ public:
+  Group() { check(weftGroupStart()); }
+  Group(const Group&) = delete;
+  Group& operator=(const Group&) = delete;
+  ~Group() {
+    if (open_) weftGroupEnd();
+  }
+  void end() {
+    open_ = false;
+    check(weftGroupEnd());
+  }
+
+ private:
+  bool open_ = true;
 };
 
 // Rank, size and rendezvous from weft-run, torchrun, Open MPI or Slurm.
