@@ -36,6 +36,8 @@ class Collective {
   // false: NCCL defines no in-place form (all-to-all, send/recv); the in-place
   // columns print N/A and Run/FillInputs/CountWrong only see in_place == false.
   virtual bool HasInPlace() const { return true; }
+  // Fewer ranks and weft-perf stops before the sweep with a message saying why.
+  virtual int MinRanks() const { return 1; }
   // The count argument for a row of `bytes`; 0 skips the row.
   virtual size_t CountForBytes(size_t bytes, size_t type_size, int nranks) const = 0;
   // The size column (bytes the collective moves per rank, nccl-tests' definition).

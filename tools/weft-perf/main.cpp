@@ -93,6 +93,18 @@ void Release(void* p, bool memalloc) {
     std::free(p);
 }
 
+// A usage error every rank detects alike: rank 0 says why, and the barrier keeps
+// the others from exiting first (weft-run would then stop rank 0 before it prints).
+int StopEarly(const Job& job, const std::string& message) {
+  if (job.rank == 0) {
+    std::fprintf(stderr, "weft-perf: %s\n", message.c_str());
+    std::fflush(stderr);
+  }
+  weftBarrier(job.comm);  // leaving anyway; a failure changes nothing
+  weftCommDestroy(job.comm);
+  return 2;
+}
+
 int Main(int argc, char** argv) {
   PerfOptions opt;
   bool help = false;
@@ -130,13 +142,14 @@ int Main(int argc, char** argv) {
     DieOnApiError(job, "weftCommCount", rc);
 
   // Every rank sees the same -r and rank count, so all of them leave here together.
-  if (coll->HasRoot() && opt.root >= job.nranks) {
-    if (job.rank == 0)
-      std::fprintf(stderr, "weft-perf: -r %d: the root must be below the rank count (%d)\n",
-                   opt.root, job.nranks);
-    weftCommDestroy(job.comm);
-    return 2;
-  }
+  if (coll->HasRoot() && opt.root >= job.nranks)
+    return StopEarly(job, "-r " + std::to_string(opt.root) +
+                              ": the root must be below the rank count (" +
+                              std::to_string(job.nranks) + ")");
+  if (job.nranks < coll->MinRanks())
+    return StopEarly(job, std::string(coll->Name()) + " needs at least " +
+                              std::to_string(coll->MinRanks()) +
+                              " ranks (weft's send/recv take a peer other than the caller)");
 
   std::vector<ProcInfo> procs = GatherProcInfo(job);
   if (job.rank == 0) PrintHeader(job, opt, *coll, procs);
@@ -172,6 +185,9 @@ int Main(int argc, char** argv) {
       status = 1;
     }
   }
+  // weft-run stops every rank as soon as one exits non-zero; without this a run with
+  // wrong elements could lose rank 0's last row, its footer and --json/--csv files.
+  if ((rc = weftBarrier(job.comm)) != weftSuccess) DieOnApiError(job, "weftBarrier", rc);
   Release(buffers.send, opt.memalloc);
   Release(buffers.recv, opt.memalloc);
   if ((rc = weftCommDestroy(job.comm)) != weftSuccess) {

@@ -18,6 +18,9 @@ class SendRecv final : public Collective {
   const char* Name() const override { return "sendrecv"; }
   bool HasOp() const override { return false; }
   bool HasInPlace() const override { return false; }
+  // weft.h: a group's send and receive go to peers other than the caller, so one
+  // rank has nobody to talk to (nccl-tests would time a self-copy there).
+  int MinRanks() const override { return 2; }
   size_t CountForBytes(size_t bytes, size_t type_size, int) const override {
     return bytes / type_size;
   }
