@@ -72,4 +72,18 @@ std::vector<const Algorithm*> algorithms_for(Coll coll) {
 
 bool supports(const Algorithm& a, const sched::BuildArgs& args) { return !a.supports || a.supports(args); }
 
+const Algorithm* cheapest(const sched::BuildArgs& args, size_t elem_size, const LinkCost& c) {
+  const Algorithm* best = nullptr;
+  double best_cost = 0;
+  for (const Algorithm& a : kAlgorithms) {
+    if (a.coll != args.coll || !supports(a, args) || !a.cost) continue;
+    const double t = a.cost(args, elem_size, c);
+    if (!best || t < best_cost) {
+      best = &a;
+      best_cost = t;
+    }
+  }
+  return best;
+}
+
 }  // namespace weft::algo

@@ -39,5 +39,8 @@ const Algorithm* find_algorithm(sched::Coll coll, std::string_view name);
 std::vector<const Algorithm*> algorithms_for(sched::Coll coll);
 // a.supports(args), treating a missing predicate as "always".
 bool supports(const Algorithm& a, const sched::BuildArgs& args);
+// The supported algorithm for args.coll with the lowest modelled cost (ties: the
+// earlier registry entry); nullptr only if none supports args.
+const Algorithm* cheapest(const sched::BuildArgs& args, size_t elem_size, const LinkCost& c);
 
 }  // namespace weft::algo

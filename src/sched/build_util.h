@@ -59,8 +59,11 @@ class PlanBuilder {
   void recv_reduce(int peer, Range dst, Range src) {
     if (dst.count) plan_.steps.push_back({Kind::RecvReduce, peer, dst, src});
   }
+  // A copy of a range onto itself is dropped here; one that is a no-op only in
+  // place (Send onto Recv) is kept, and the executor skips it at run time.
   void copy(Range dst, Range src) {
-    if (dst.count) plan_.steps.push_back({Kind::Copy, -1, dst, src});
+    if (dst.count && !(dst.buf == src.buf && dst.offset == src.offset))
+      plan_.steps.push_back({Kind::Copy, -1, dst, src});
   }
   void reduce(Range dst, Range src) {
     if (dst.count) plan_.steps.push_back({Kind::Reduce, -1, dst, src});

@@ -2,6 +2,8 @@
 // hand-computed values and the regimes each algorithm is meant to win.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "algorithms/butterfly.h"
 #include "algorithms/registry.h"
 #include "algorithms/ring.h"
@@ -60,6 +62,23 @@ TEST(Cost, RingWinsLargeMessages) {
   EXPECT_LT(ring, cost_of(Coll::AllReduce, "oneshot", a, c));
   EXPECT_LT(ring, cost_of(Coll::AllReduce, "naive", a, c));
   EXPECT_LT(cost_of(Coll::AllReduce, "rabenseifner", a, c), cost_of(Coll::AllReduce, "recdoubling", a, c));
+}
+
+TEST(Cost, CheapestPicksByRegime) {
+  const LinkCost c{5e-6, 1e-10, 1e-11};
+  const Algorithm* tiny = cheapest(args(Coll::AllReduce, 8, 2), 4, c);
+  ASSERT_NE(tiny, nullptr);
+  EXPECT_NE(std::string(tiny->name), "ring") << "latency-bound: " << tiny->name;
+  const Algorithm* big = cheapest(args(Coll::AllReduce, 16, 16u << 20), 4, c);
+  ASSERT_NE(big, nullptr);
+  EXPECT_LE(big->cost(args(Coll::AllReduce, 16, 16u << 20), 4, c),
+            cost_of(Coll::AllReduce, "ring", args(Coll::AllReduce, 16, 16u << 20), c));
+  for (auto coll : {Coll::AllReduce, Coll::Broadcast, Coll::Reduce, Coll::AllGather, Coll::ReduceScatter,
+                    Coll::AllToAll}) {
+    const Algorithm* a = cheapest(args(coll, 4, 100), 4, c);
+    ASSERT_NE(a, nullptr) << sched::coll_name(coll);
+    EXPECT_EQ(a->coll, coll);
+  }
 }
 
 TEST(Cost, ButterflyFollowsItsChoice) {
