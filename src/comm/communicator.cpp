@@ -363,17 +363,18 @@ Status Communicator::check_consistent(const CollArgs& a) {
 }
 
 const sched::RankPlan* Communicator::plan_for(const CollArgs& a, Status* st) {
+  // The tuner's pick depends only on this key, so it is made once per key: the
+  // fast path of a repeated call is one map lookup.
   const size_t esize = reduce::dtype_size(a.dtype);
+  auto key = std::make_tuple(static_cast<int>(a.coll), static_cast<uint64_t>(a.count), a.root, esize);
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return &it->second;
   uint64_t slice = static_cast<uint64_t>(params::CHUNK_BYTES()) / esize;
   sched::BuildArgs b{a.coll, nranks_, a.count, a.root, slice};
   // The tuner picks by predicted time, or what WEFT_ALGO forces (tune/tuner.h).
   const algo::Algorithm* alg = nullptr;
   *st = tuner_->choose(a.coll, b, esize, &alg);
   if (!st->ok()) return nullptr;
-  auto key = std::make_tuple(static_cast<int>(a.coll), std::string(alg->name),
-                             static_cast<uint64_t>(a.count), a.root, slice);
-  auto it = plans_.find(key);
-  if (it != plans_.end()) return &it->second;
   auto [pos, inserted] = plans_.emplace(key, alg->build(b, rank_));
   WEFT_INFO(COLL, "%s count %llu: algorithm %s, %zu steps", sched::coll_name(a.coll),
             static_cast<unsigned long long>(a.count), alg->name, pos->second.steps.size());

@@ -96,8 +96,8 @@ class Communicator final : public exec::Health {
   std::unique_ptr<tune::Tuner> tuner_;  // picks each call's algorithm
   uint64_t seq_ = 0;
 
-  // (coll, algorithm, count, root, slice) -> this rank's plan.
-  std::map<std::tuple<int, std::string, uint64_t, int, uint64_t>, sched::RankPlan> plans_;
+  // (coll, count, root, element size) -> this rank's plan from the tuner's pick.
+  std::map<std::tuple<int, uint64_t, int, size_t>, sched::RankPlan> plans_;
 
   struct PreMul {
     weftDataType_t dtype;
