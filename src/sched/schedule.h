@@ -4,8 +4,8 @@
 //
 // Matching rule: between an ordered pair of ranks (a -> b), the i-th Send step of
 // a pairs with the i-th Recv/RecvReduce step of b whose peer is a; their element
-// counts must be equal. Sends never block (the executor queues them), so a
-// schedule is deadlock-free iff it completes when sends are buffered.
+// counts must be equal. Sends never block (the executor queues them); receives
+// wait for their message, and local writes may wait as described next.
 //
 // A Send carries the value its src range holds when the step is reached; later
 // steps of the same rank may overwrite that range (ring all-reduce in place does).
@@ -43,9 +43,8 @@ enum class Kind : uint8_t {
   RecvReduce,  // dst = src op incoming from peer (src may equal dst)
   Copy,        // dst = src (local)
   Reduce,      // dst = dst op src (local; peer -1). Lets a rank fold its own input
-               // into a sum of received data in a fixed order (oneshot, butterfly
-               // non-power-of-two folding). Added after the first four; appended so
-               // their values stay put.
+               // into a sum of received data in a fixed order (oneshot's rank-order
+               // sum). Appended after the first four so their values stay put.
 };
 const char* kind_name(Kind kind);
 const char* buf_name(Buf buf);
