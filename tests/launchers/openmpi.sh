@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Open MPI: mpirun starts the ranks; weft reads OMPI_COMM_WORLD_RANK/SIZE/
+# LOCAL_RANK. The only weft variable is the rendezvous address, WEFT_COMM_ID
+# (a free loopback port), exported to the ranks with -x; rank 0 starts the
+# bootstrap root there. weft-perf is not an MPI program: mpirun is only the launcher.
+# Usage: openmpi.sh path/to/weft-perf [nranks]
+set -u
+PERF=${1:?usage: openmpi.sh path/to/weft-perf [nranks]}
+N=${2:-4}
+LIMIT=${WEFT_LAUNCHERS_TIMEOUT:-90}
+. "$(dirname "$0")/lib.sh"
+
+if ! command -v mpirun >/dev/null; then
+  echo "SKIP: mpirun not found (Debian's openmpi-bin; scripts/setup installs it)"
+  exit 77
+fi
+PORT=$(lt_free_port) || { echo "FAIL: no free port"; exit 1; }
+export WEFT_COMM_ID=127.0.0.1:$PORT
+lt_log "$(mpirun --version 2>&1 | head -1): -np $N, WEFT_COMM_ID=$WEFT_COMM_ID"
+# WEFT_DEBUG/WEFT_DEBUG_SUBSYS only make rank 0 log which launcher it detected.
+# The tag lets the cleanup find ranks that outlive a killed mpirun.
+args=(--allow-run-as-root --oversubscribe --bind-to none -np "$N"
+      -x WEFT_COMM_ID -x WEFT_LAUNCHERS_TAG -x WEFT_DEBUG=INFO -x WEFT_DEBUG_SUBSYS=BOOT)
+# Open MPI looks for an rsh agent and a network even on one node; keep it local.
+export OMPI_MCA_plm_rsh_agent=${OMPI_MCA_plm_rsh_agent:-false}
+timeout -s TERM -k 10 "$LIMIT" mpirun "${args[@]}" \
+  "$PERF" allreduce -b 8 -e 1M -f 4 -c 1 >"$LT_TMP/out" 2>"$LT_TMP/err"
+rc=$?
+cat "$LT_TMP/out"
+fail=0
+if [ $rc != 0 ]; then
+  echo "FAIL: mpirun exited $rc$([ $rc = 124 ] && echo " (timeout after ${LIMIT}s)")"
+  tail -20 "$LT_TMP/err"
+  fail=1
+fi
+lt_check_perf "$LT_TMP/out" "$N" openmpi "$LT_TMP/err" || fail=1
+[ $fail = 0 ] && echo "PASS: Open MPI mpirun -np $N" || echo "FAILED"
+exit $fail
