@@ -32,7 +32,10 @@ class AllReduce final : public Collective {
 
   void FillInputs(const Buffers& b, bool in_place, const RowSpec& row, int rank,
                   int nranks) const override {
-    ReducePattern(row.type, row.op, nranks).Fill(in_place ? b.recv : b.send, row.count, rank);
+    ReducePattern p(row.type, row.op, nranks);
+    p.Fill(in_place ? b.recv : b.send, row.count, rank);
+    // The timed runs left the right answer in recv; start it wrong.
+    if (!in_place) p.Poison(b.recv, row.count);
   }
 
   int64_t CountWrong(const Buffers& b, bool, const RowSpec& row, int,

@@ -138,6 +138,14 @@ int main() {
             ++failures;
           }
         }
+        // Poison (what an output holds before the checked call) must never pass.
+        p.Poison(out.data(), count);
+        if (p.CountWrong(out.data(), count) != static_cast<int64_t>(count)) {
+          std::printf("FAIL: %d ranks %s %s: poisoned elements pass\n", n, Info(t).name,
+                      OpName(op));
+          ++failures;
+        }
+        for (size_t i = 0; i < count; ++i) StoreRaw(out.data(), i, size, p.ExpectedRaw(i));
         // A wrong element must be caught (float avg accepts 1 ulp, so move it further).
         uint64_t raw = LoadRaw(out.data(), 7, size);
         StoreRaw(out.data(), 7, size, raw + (p.Tolerant() ? 3 : 1));
@@ -156,6 +164,35 @@ int main() {
   if (differ < 50) {
     std::printf("FAIL: ranks 0 and 1 differ at only %d of 100 elements\n", differ);
     ++failures;
+  }
+  // The copy pattern: exact round trip, poison never passes, a block from another
+  // source or offset is caught, floats are all finite.
+  for (weftDataType_t t : types) {
+    CopyPattern c(t);
+    const size_t count = 1000, size = Info(t).size;
+    std::vector<unsigned char> buf(count * size);
+    auto expect = [&](const char* what, int64_t got, bool ok) {
+      ++cases;
+      if (ok) return;
+      std::printf("FAIL: copy pattern %s: %s (%lld wrong)\n", Info(t).name, what,
+                  static_cast<long long>(got));
+      ++failures;
+    };
+    c.Poison(buf.data(), count, 2, 5);
+    int64_t w = c.CountWrong(buf.data(), count, 2, 5);
+    expect("poison passes", w, w == static_cast<int64_t>(count));
+    c.Fill(buf.data(), count, 2, 5);
+    w = c.CountWrong(buf.data(), count, 2, 5);
+    expect("fill does not round-trip", w, w == 0);
+    w = c.CountWrong(buf.data(), count, 3, 5);  // 1-byte types match by chance 1 in 256
+    expect("another source's block passes", w, w > static_cast<int64_t>(count) * 9 / 10);
+    w = c.CountWrong(buf.data(), count, 2, 6);
+    expect("a shifted block passes", w, w > static_cast<int64_t>(count) * 9 / 10);
+    if (Info(t).is_float) {
+      int64_t nonfinite = 0;
+      for (size_t i = 0; i < count; ++i) nonfinite += !std::isfinite(Decode(t, c.Raw(1, i)));
+      expect("non-finite values", nonfinite, nonfinite == 0);
+    }
   }
   std::printf("%d cases, %d failures\n", cases, failures);
   return failures == 0 ? 0 : 1;
