@@ -58,10 +58,10 @@ lt_cleanup() {
   if [ -n "$pids" ]; then
     echo "cleanup: terminating leftover processes: $(echo $pids)"
     kill -TERM $pids 2>/dev/null
-    for i in 1 2 3 4 5 6 7 8 9 10; do
+    for i in 1 2 3 4 5; do
       pids=$(lt_tagged_pids)
       [ -z "$pids" ] && break
-      sleep 0.3
+      sleep 0.2
     done
     [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
     sleep 0.2
@@ -73,6 +73,19 @@ lt_cleanup() {
 trap lt_cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+
+# Runs a command with a time limit ($1 seconds; SIGTERM, then SIGKILL 5 s
+# later) in the background and waits for it, so that a SIGTERM to this script
+# (meson's timeout) runs the cleanup at once instead of after the command. The
+# launcher under test gets the signal itself (--foreground: it stays in this
+# process group) and ends its own ranks. Returns the command's exit status (124
+# on timeout).
+lt_bounded() {
+  local limit=$1
+  shift
+  timeout --foreground -s TERM -k 5 "$limit" "$@" &
+  wait $!
+}
 
 # A free TCP port on 127.0.0.1 (the kernel's pick; free when this returns).
 lt_free_port() {

@@ -43,12 +43,15 @@ if ! have_all; then
   if [ ! -e "$POLICY_RC" ]; then
     printf '#!/bin/sh\nexit 101\n' >"$POLICY_RC" && chmod 755 "$POLICY_RC" && CREATED_POLICY=1
   fi
+  # At most INSTALL_LIMIT seconds for everything apt does.
+  end=$((SECONDS + ${INSTALL_LIMIT:-100}))
   inst() {
-    DEBIAN_FRONTEND=noninteractive timeout 100 apt-get install -y -qq --no-install-recommends \
-      "${PKGS[@]}" >"$LT_TMP/apt.log" 2>&1
+    [ $((end - SECONDS)) -gt 0 ] &&
+      lt_bounded $((end - SECONDS)) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        --no-install-recommends "${PKGS[@]}" >>"$LT_TMP/apt.log" 2>&1
   }
   if ! inst; then
-    timeout 60 apt-get update -qq >>"$LT_TMP/apt.log" 2>&1
+    [ $((end - SECONDS)) -gt 0 ] && lt_bounded $((end - SECONDS)) apt-get update -qq >>"$LT_TMP/apt.log" 2>&1
     inst
   fi
   remove_policy
@@ -72,7 +75,7 @@ stop_daemons() {
     pid=$(cat "$f")
     kill -TERM "$pid" 2>/dev/null
   done
-  for _ in $(seq 20); do
+  for _ in $(seq 8); do
     pid=""
     for f in "$D/slurmd.bgpid" "$D/slurmctld.bgpid" "$D/munged.bgpid"; do
       [ -s "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && pid=1
@@ -179,7 +182,7 @@ export WEFT_COMM_ID=127.0.0.1:$PORT
 # Only for the check that rank 0 detected Slurm.
 export WEFT_DEBUG=INFO WEFT_DEBUG_SUBSYS=BOOT
 lt_log "srun -n $N --overcommit, WEFT_COMM_ID=$WEFT_COMM_ID"
-timeout -s TERM -k 10 "$LIMIT" srun -n "$N" --overcommit --kill-on-bad-exit=1 --time=5 \
+lt_bounded "$LIMIT" srun -n "$N" --overcommit --kill-on-bad-exit=1 --time=5 \
   "$PERF" allreduce -b 8 -e 1M -f 4 -c 1 >"$LT_TMP/out" 2>"$LT_TMP/err"
 rc=$?
 cat "$LT_TMP/out"

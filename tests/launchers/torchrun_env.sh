@@ -18,7 +18,7 @@ pids=()
 for ((r = 0; r < N; r++)); do
   RANK=$r WORLD_SIZE=$N LOCAL_RANK=$r LOCAL_WORLD_SIZE=$N MASTER_ADDR=127.0.0.1 MASTER_PORT=$PORT \
   WEFT_DEBUG=INFO WEFT_DEBUG_SUBSYS=BOOT \
-    timeout -s KILL "$LIMIT" "$PERF" allreduce -b 8 -e 1M -f 4 -c 1 \
+    timeout --foreground -s TERM -k 5 "$LIMIT" "$PERF" allreduce -b 8 -e 1M -f 4 -c 1 \
     >"$LT_TMP/out.$r" 2>"$LT_TMP/err.$r" &
   pids+=($!)
 done
@@ -27,7 +27,7 @@ for ((r = 0; r < N; r++)); do
   wait "${pids[$r]}"
   rc=$?
   if [ $rc != 0 ]; then
-    echo "FAIL: rank $r exited $rc$([ $rc = 137 ] && echo " (killed after ${LIMIT}s)")"
+    echo "FAIL: rank $r exited $rc$([ $rc = 124 ] && echo " (timeout after ${LIMIT}s)")"
     tail -5 "$LT_TMP/err.$r"
     fail=1
   fi
