@@ -156,6 +156,12 @@ Status Communicator::connect_transports(const boot::UniqueId& id) {
     remote.push_back({p.rank, p.tcp});
   }
   set_local_ranks(same_host);
+  // Two-level algorithms need hosts of equal size holding consecutive ranks.
+  local_size_ = same_host;
+  for (size_t r = 0; r < all.size(); ++r) {
+    size_t first = r - r % static_cast<size_t>(same_host);
+    if (nranks_ % same_host != 0 || all[r].host_hash != all[first].host_hash) local_size_ = 0;
+  }
   // Between hosts ibverbs comes before TCP where it can connect; today it
   // never can (no data path yet), and it logs why at INFO.
   std::string ib_why;
@@ -371,6 +377,7 @@ const sched::RankPlan* Communicator::plan_for(const CollArgs& a, Status* st) {
   if (it != plans_.end()) return &it->second;
   uint64_t slice = static_cast<uint64_t>(params::CHUNK_BYTES()) / esize;
   sched::BuildArgs b{a.coll, nranks_, a.count, a.root, slice};
+  b.local_size = local_size_;
   // The tuner picks by predicted time, or what WEFT_ALGO forces (tune/tuner.h).
   const algo::Algorithm* alg = nullptr;
   *st = tuner_->choose(a.coll, b, esize, &alg);

@@ -87,6 +87,7 @@ class Communicator final : public exec::Health {
   int rank_ = -1;
   int nranks_ = 0;
   int64_t timeout_ms_ = 0;
+  int local_size_ = 0;  // ranks per host when hosts are equal and hold consecutive ranks, else 0
   std::string name_;
   std::unique_ptr<boot::Bootstrap> boot_;
   std::unique_ptr<shm::ShmTransport> shm_;
