@@ -23,18 +23,35 @@ LT_EXTRA_CLEANUP=${LT_EXTRA_CLEANUP:-}
 
 lt_log() { echo "[$(date +%T)] $*"; }
 
-# Pids of live processes carrying this run's tag, except this shell.
-lt_tagged_pids() {
-  local e pid
-  for e in /proc/[0-9]*/environ; do
-    pid=${e#/proc/}
-    pid=${pid%/environ}
-    [ "$pid" = "$$" ] && continue
-    [ "$pid" = "${BASHPID:-$$}" ] && continue
-    if grep -qzxF "WEFT_LAUNCHERS_TAG=$WEFT_LAUNCHERS_TAG" "$e" 2>/dev/null; then
-      echo "$pid"
-    fi
-  done
+# The parent pid of process $1 (empty when it is gone). Pure bash: no child
+# process that a scan could mistake for one of ours.
+lt_ppid() {
+  local k v
+  { while read -r k v; do [ "$k" = PPid: ] && { echo "$v"; return; }; done <"/proc/$1/status"; } 2>/dev/null
+}
+
+# Pids of this test's live processes: those carrying the tag in their
+# environment, and those holding a file under $LT_TMP open (slurmstepd wipes its
+# environment for its process title, but keeps slurmd's log open). Leaves out
+# this shell and the scan's own helpers (which inherit the tag).
+lt_our_pids() {
+  local me=${BASHPID:-$$} p q i mine
+  { grep -lzxF "WEFT_LAUNCHERS_TAG=$WEFT_LAUNCHERS_TAG" /proc/[0-9]*/environ
+    find /proc/[0-9]*/fd /proc/[0-9]*/cwd -maxdepth 1 -lname "$LT_TMP/*"; } 2>/dev/null |
+    cut -d/ -f3 | sort -un >"$LT_TMP/scan.$me"
+  while read -r p; do
+    [ "$p" = "$$" ] && continue
+    mine=0
+    q=$p
+    for i in 1 2 3 4; do
+      q=$(lt_ppid "$q")
+      [ -z "$q" ] && { mine=1; break; }       # gone
+      [ "$q" = "$me" ] && { mine=1; break; }  # a helper of this scan
+      [ "$q" -le 1 ] && break
+    done
+    [ $mine = 0 ] && [ -n "$(lt_ppid "$p")" ] && echo "$p"
+  done <"$LT_TMP/scan.$me"
+  rm -f "$LT_TMP/scan.$me"
 }
 
 # /dev/shm/weft-* segments that appeared during this test and that no live
@@ -42,31 +59,38 @@ lt_tagged_pids() {
 # job's segments are mapped by its live ranks and stay.
 lt_remove_new_shm() {
   local f
-  ls /dev/shm 2>/dev/null | grep '^weft-' | sort | comm -13 "$LT_SHM_BEFORE" - | while read -r f; do
-    [ -n "$f" ] || continue
-    if grep -qsF "/dev/shm/$f" /proc/[0-9]*/maps 2>/dev/null; then continue; fi
-    if ls -l /proc/[0-9]*/fd 2>/dev/null | grep -qF "/dev/shm/$f"; then continue; fi
-    rm -f "/dev/shm/$f" && echo "cleanup: removed leftover /dev/shm/$f"
+  ls /dev/shm 2>/dev/null | grep '^weft-' | sort | comm -13 "$LT_SHM_BEFORE" - >"$LT_TMP/shm-new"
+  [ -s "$LT_TMP/shm-new" ] || return 0
+  {
+    cat /proc/[0-9]*/maps 2>/dev/null | grep -o '/dev/shm/weft-[^ ]*'
+    find /proc/[0-9]*/fd -maxdepth 1 -lname '/dev/shm/weft-*' -printf '%l\n' 2>/dev/null
+  } | sed 's#^/dev/shm/##; s# (deleted)$##' | sort -u >"$LT_TMP/shm-used"
+  comm -23 <(sort -u "$LT_TMP/shm-new") "$LT_TMP/shm-used" | while read -r f; do
+    [ -n "$f" ] && rm -f "/dev/shm/$f" && echo "cleanup: removed leftover /dev/shm/$f"
   done
 }
 
+# Ends every process of this test (SIGTERM, then SIGKILL after at most 0.5 s:
+# meson gives a test 0.5 s between its SIGTERM and SIGKILL), then removes new
+# unused /dev/shm/weft-* segments and the temporary directory.
 lt_cleanup() {
   local rc=$? pids i
   trap - EXIT INT TERM
   if [ -n "$LT_EXTRA_CLEANUP" ]; then $LT_EXTRA_CLEANUP || true; fi
-  pids=$(lt_tagged_pids)
+  pids=$(lt_our_pids)
   if [ -n "$pids" ]; then
-    echo "cleanup: terminating leftover processes: $(echo $pids)"
     kill -TERM $pids 2>/dev/null
-    for i in 1 2 3 4 5; do
-      pids=$(lt_tagged_pids)
+    for i in 1 2; do
+      sleep 0.1
+      pids=$(lt_our_pids)
       [ -z "$pids" ] && break
-      sleep 0.2
     done
-    [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
-    sleep 0.2
+    if [ -n "$pids" ]; then
+      echo "cleanup: killing leftover processes: $(echo $pids)"
+      kill -KILL $pids 2>/dev/null
+    fi
   fi
-  lt_remove_new_shm
+  lt_remove_new_shm 2>/dev/null
   rm -rf "$LT_TMP"
   exit "$rc"
 }
@@ -75,15 +99,18 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # Runs a command with a time limit ($1 seconds; SIGTERM, then SIGKILL 5 s
-# later) in the background and waits for it, so that a SIGTERM to this script
+# later), stdout appended to file $2 and stderr to file $3 (- leaves them be),
+# in the background and waits for it, so that a SIGTERM to this script
 # (meson's timeout) runs the cleanup at once instead of after the command. The
 # launcher under test gets the signal itself (--foreground: it stays in this
 # process group) and ends its own ranks. Returns the command's exit status (124
 # on timeout).
 lt_bounded() {
-  local limit=$1
-  shift
-  timeout --foreground -s TERM -k 5 "$limit" "$@" &
+  local limit=$1 out=$2 err=$3
+  shift 3
+  [ "$out" = - ] && out=/dev/stdout
+  [ "$err" = - ] && err=/dev/stderr
+  timeout --foreground -s TERM -k 5 "$limit" "$@" >>"$out" 2>>"$err" &
   wait $!
 }
 

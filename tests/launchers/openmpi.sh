@@ -23,8 +23,8 @@ args=(--allow-run-as-root --oversubscribe --bind-to none -np "$N"
       -x WEFT_COMM_ID -x WEFT_LAUNCHERS_TAG -x WEFT_DEBUG=INFO -x WEFT_DEBUG_SUBSYS=BOOT)
 # Open MPI looks for an rsh agent and a network even on one node; keep it local.
 export OMPI_MCA_plm_rsh_agent=${OMPI_MCA_plm_rsh_agent:-false}
-lt_bounded "$LIMIT" mpirun "${args[@]}" \
-  "$PERF" allreduce -b 8 -e 1M -f 4 -c 1 >"$LT_TMP/out" 2>"$LT_TMP/err"
+lt_bounded "$LIMIT" "$LT_TMP/out" "$LT_TMP/err" mpirun "${args[@]}" \
+  "$PERF" allreduce -b 8 -e 1M -f 4 -c 1
 rc=$?
 cat "$LT_TMP/out"
 fail=0

@@ -47,11 +47,11 @@ if ! have_all; then
   end=$((SECONDS + ${INSTALL_LIMIT:-100}))
   inst() {
     [ $((end - SECONDS)) -gt 0 ] &&
-      lt_bounded $((end - SECONDS)) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-        --no-install-recommends "${PKGS[@]}" >>"$LT_TMP/apt.log" 2>&1
+      lt_bounded $((end - SECONDS)) "$LT_TMP/apt.log" "$LT_TMP/apt.log" \
+        env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${PKGS[@]}"
   }
   if ! inst; then
-    [ $((end - SECONDS)) -gt 0 ] && lt_bounded $((end - SECONDS)) apt-get update -qq >>"$LT_TMP/apt.log" 2>&1
+    [ $((end - SECONDS)) -gt 0 ] && lt_bounded $((end - SECONDS)) "$LT_TMP/apt.log" "$LT_TMP/apt.log" apt-get update -qq
     inst
   fi
   remove_policy
@@ -67,25 +67,7 @@ dd if=/dev/urandom of="$D/munge/munge.key" bs=1024 count=1 status=none
 chmod 400 "$D/munge/munge.key"
 MSOCK=$D/munge/munge.socket
 
-stop_daemons() {
-  remove_policy
-  local f pid
-  for f in "$D/slurmd.bgpid" "$D/slurmctld.bgpid" "$D/munged.bgpid"; do
-    [ -s "$f" ] || continue
-    pid=$(cat "$f")
-    kill -TERM "$pid" 2>/dev/null
-  done
-  for _ in $(seq 8); do
-    pid=""
-    for f in "$D/slurmd.bgpid" "$D/slurmctld.bgpid" "$D/munged.bgpid"; do
-      [ -s "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && pid=1
-    done
-    [ -z "$pid" ] && break
-    sleep 0.25
-  done
-  # Anything left (slurmstepd, tasks) carries the tag: lt_cleanup ends it.
-}
-LT_EXTRA_CLEANUP=stop_daemons
+# The daemons carry the tag: lt_cleanup ends them with everything else.
 
 # In the foreground (-F) as this shell's child, so that it is reaped; --force:
 # munged otherwise refuses a socket directory under /tmp.
@@ -157,10 +139,16 @@ echo $! >"$D/slurmctld.bgpid"
 slurmd -D -f "$SLURM_CONF" -N "$NODE" >"$D/log/slurmd.out" 2>&1 &
 echo $! >"$D/slurmd.bgpid"
 
+# Skips, naming the last error either daemon logged.
 daemon_failure() {
-  echo "--- slurmctld log:"; tail -8 "$D/log/slurmctld.log" 2>/dev/null || tail -8 "$D/log/slurmctld.out"
-  echo "--- slurmd log:"; tail -8 "$D/log/slurmd.log" 2>/dev/null || tail -8 "$D/log/slurmd.out"
-  skip "$*"
+  local f last=""
+  for f in slurmctld slurmd; do
+    echo "--- $f log:"
+    tail -8 "$D/log/$f.log" 2>/dev/null || tail -8 "$D/log/$f.out"
+    e=$(cat "$D/log/$f.out" "$D/log/$f.log" 2>/dev/null | grep -E 'error|fatal' | grep -vE 'state (save )?file' | tail -1)
+    [ -n "$e" ] && last="$last; $f: ${e#*\] }"
+  done
+  skip "$*$last"
 }
 state=""
 for _ in $(seq 60); do
@@ -182,8 +170,8 @@ export WEFT_COMM_ID=127.0.0.1:$PORT
 # Only for the check that rank 0 detected Slurm.
 export WEFT_DEBUG=INFO WEFT_DEBUG_SUBSYS=BOOT
 lt_log "srun -n $N --overcommit, WEFT_COMM_ID=$WEFT_COMM_ID"
-lt_bounded "$LIMIT" srun -n "$N" --overcommit --kill-on-bad-exit=1 --time=5 \
-  "$PERF" allreduce -b 8 -e 1M -f 4 -c 1 >"$LT_TMP/out" 2>"$LT_TMP/err"
+lt_bounded "$LIMIT" "$LT_TMP/out" "$LT_TMP/err" srun -n "$N" --overcommit --kill-on-bad-exit=1 \
+  --time=5 "$PERF" allreduce -b 8 -e 1M -f 4 -c 1
 rc=$?
 cat "$LT_TMP/out"
 fail=0
