@@ -18,7 +18,8 @@ export WEFT_LAUNCHERS_TAG
 LT_TMP=$(mktemp -d "${TMPDIR:-/tmp}/weft-launchers.XXXXXX")
 LT_SHM_BEFORE="$LT_TMP/shm-before"
 ls /dev/shm 2>/dev/null | grep '^weft-' | sort >"$LT_SHM_BEFORE"
-# Extra cleanup a test registers (stopping daemons) runs before the generic one.
+# A command a test registers to run first in the cleanup (slurm.sh: removing
+# the policy-rc.d it created).
 LT_EXTRA_CLEANUP=${LT_EXTRA_CLEANUP:-}
 
 lt_log() { echo "[$(date +%T)] $*"; }
