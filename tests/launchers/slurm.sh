@@ -48,7 +48,8 @@ if ! have_all; then
   inst() {
     [ $((end - SECONDS)) -gt 0 ] &&
       lt_bounded $((end - SECONDS)) "$LT_TMP/apt.log" "$LT_TMP/apt.log" \
-        env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${PKGS[@]}"
+        env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        -o DPkg::Lock::Timeout=$((end - SECONDS)) "${PKGS[@]}"
   }
   if ! inst; then
     [ $((end - SECONDS)) -gt 0 ] && lt_bounded $((end - SECONDS)) "$LT_TMP/apt.log" "$LT_TMP/apt.log" apt-get update -qq
