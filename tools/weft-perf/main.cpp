@@ -25,8 +25,9 @@ struct ProcInfo {
   char host[72];
 };
 
-// There is no all-gather in the API yet, so gather through an all-reduce: each rank
-// writes its slot of a zeroed array and MAX over bytes leaves every slot filled.
+// Gathered through an all-reduce (each rank writes its slot of a zeroed array and MAX
+// over bytes leaves every slot filled), so the header never depends on the
+// collective under test: a broken all-gather shows in its rows, not as a bad header.
 std::vector<ProcInfo> GatherProcInfo(const Job& job) {
   std::vector<ProcInfo> all(static_cast<size_t>(job.nranks));
   std::memset(all.data(), 0, all.size() * sizeof(ProcInfo));
