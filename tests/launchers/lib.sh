@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared helpers of the launcher tests (sourced, not run).
 #
 # Every process a test starts inherits WEFT_LAUNCHERS_TAG, a value unique to
