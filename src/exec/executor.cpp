@@ -73,7 +73,15 @@ Status Executor::recv(const Call& call, transport::Link* link, transport::RecvOp
     if (complete) return Status::Ok();
     progress_all();
     wait.pause();
-    if (wait.should_check()) WEFT_TRY(check_waiting(call, link, "receiving"));
+    if (wait.should_check()) {
+      Status st = check_waiting(call, link, "receiving");
+      if (st.ok()) continue;
+      // A peer may write its last message and exit between our poll and the
+      // check: look once more before calling the data lost.
+      WEFT_TRY(link->poll_recv(op, &complete));
+      if (complete) return Status::Ok();
+      return st;
+    }
   }
 }
 
@@ -82,7 +90,10 @@ Status Executor::wait_send(const Call& call, const InFlight& s) {
   while (!s.link->send_done(s.ticket)) {
     progress_all();
     wait.pause();
-    if (wait.should_check()) WEFT_TRY(check_waiting(call, s.link, "its read of our buffer"));
+    if (wait.should_check()) {
+      Status st = check_waiting(call, s.link, "its read of our buffer");
+      if (!st.ok() && !s.link->send_done(s.ticket)) return st;
+    }
   }
   return Status::Ok();
 }
