@@ -115,6 +115,12 @@ Status read_launch_env(LaunchEnv* env) {
       note(std::string("a valid MASTER_PORT (have '") + mport + "')");
     } else {
       std::string a = maddr;
+      // Under torchrun the elastic agent already listens on MASTER_PORT (it
+      // tells workers so with TORCHELASTIC_USE_AGENT_STORE); every rank then
+      // agrees on the next port for weft's root instead.
+      if (const char* agent = env_or_null("TORCHELASTIC_USE_AGENT_STORE");
+          agent != nullptr && std::string(agent) == "True" && p < 65535)
+        ++p;
       // MASTER_ADDR may be a bare IPv6 address; bracket it so host:port stays unambiguous.
       if (a.find(':') != std::string::npos && a.front() != '[') a = "[" + a + "]";
       out.root_address = a + ":" + std::to_string(p);
