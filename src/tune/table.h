@@ -26,10 +26,11 @@ const char* link_class_name(LinkClass c);
 
 // The generic constants per link class; used where no entry below matches.
 struct LinkClassCosts {
-  // shm: measured on the 2-core development VM (fp32 sum, private buffers):
-  // ~2 us per message of executor + FIFO round trip, ~0.25 ns/B copy through the
-  // FIFO or cross-memory attach (~4 GB/s), ~0.1 ns/B AVX2 reduce (~10 GB/s of input).
-  algo::LinkCost shm{2.0e-6, 2.5e-10, 1.0e-10};
+  // The values before defaults.cpp's table replaces them (it does, in
+  // default_table()). shm: fitted on the 2-core development VM over every all-reduce
+  // algorithm at 4 ranks (fp32 sum, machine idle): ~2 us per message, ~0.09 ns/B
+  // moved (~11 GB/s, cache-resident pieces included), ~0.1 ns/B reduced (AVX2).
+  algo::LinkCost shm{2.0e-6, 9.3e-11, 1.0e-10};
   // net: TCP over a ~10 Gb/s NIC: ~25 us per message, ~1 ns/B on the wire.
   algo::LinkCost net{25.0e-6, 1.0e-9, 1.0e-10};
 };

@@ -192,6 +192,19 @@ TEST(Table, LookupPrefersTheMostSpecificEntry) {
   EXPECT_EQ(t.lookup(LinkClass::Shm, Coll::AllReduce, "ring", 4, 4096).alpha_s, 6);
 }
 
+TEST(Table, DefaultsCoverEveryAllReduceAlgorithmOnSharedMemory) {
+  Table t = default_table();  // aborts if the built-in text does not parse
+  for (const algo::Algorithm* a : algo::algorithms_for(Coll::AllReduce)) {
+    if (std::string(a->name) == "hierarchical") continue;  // needs ranks per node; not measured
+    for (int n : {0, 2, 4}) {
+      bool found = false;
+      for (const Entry& e : t.entries)
+        found = found || (e.cls == LinkClass::Shm && e.coll == Coll::AllReduce && e.algo == a->name && e.nranks == n);
+      EXPECT_TRUE(found) << a->name << " n=" << n;
+    }
+  }
+}
+
 TEST(Table, FormatThenParseRoundTrips) {
   Table t = default_table();
   t.set({LinkClass::Net, Coll::Broadcast, "tree", 8, 65536, {1.5e-5, 2.5e-10, 0}});
@@ -230,15 +243,18 @@ TEST(Tuner, TuningFileOverridesDefaults) {
   ASSERT_GE(fd, 0);
   close(fd);
   {
-    // Make tree free and everything else expensive: the tuner must follow the file.
+    // Make tree free and everything else expensive on the network (the defaults
+    // have no per-algorithm net entries): the tuner must follow the file.
     std::ofstream f(path);
-    f << "# test\nshm * * 0 0 1 1 1\nshm allreduce tree 0 0 0 0 0\n";
+    f << "# test\nnet * * 0 0 1 1 1\nnet allreduce tree 0 0 0 0 0\nshm allreduce ring 2 0 3 0 0\n";
   }
-  auto t = make("", 4, 4, path);
-  EXPECT_EQ(t->table().base.shm.alpha_s, 1);
+  auto t = make("", 4, 2, path);
+  EXPECT_EQ(t->table().base.net.alpha_s, 1);
   for (uint64_t count : {1u, 1000u, 1000000u}) EXPECT_STREQ(pick(*t, Coll::AllReduce, count), "tree");
-  // Net constants are untouched by a file that names only shm.
-  EXPECT_EQ(t->table().base.net.alpha_s, LinkClassCosts{}.net.alpha_s);
+  // A same-key line replaces the default entry; the others stay.
+  EXPECT_EQ(t->table().lookup(LinkClass::Shm, Coll::AllReduce, "ring", 2, 8).alpha_s, 3);
+  EXPECT_EQ(t->table().entries.size(), default_table().entries.size() + 1);  // + net tree
+  EXPECT_EQ(t->table().base.shm.alpha_s, default_table().base.shm.alpha_s);
   std::remove(path);
 
   Options o;
