@@ -146,6 +146,21 @@ TEST(Tuner, UnsupportedForcedChoiceIsAnErrorNamingIt) {
   EXPECT_STREQ(a->name, "hierarchical");
 }
 
+TEST(Tuner, HierarchicalOnOneHostOnlyWhenNamed) {
+  BuildArgs one_host{Coll::AllReduce, 4, 1 << 24, 0, 262144, 4};
+  BuildArgs two_hosts{Coll::AllReduce, 4, 1 << 24, 0, 262144, 2};
+  auto has = [](const std::vector<Prediction>& v) {
+    for (const Prediction& p : v)
+      if (std::string(p.algo->name) == "hierarchical") return true;
+    return false;
+  };
+  auto t = make("", 4, 4);
+  EXPECT_FALSE(has(t->candidates(Coll::AllReduce, one_host, 4)));
+  EXPECT_TRUE(has(t->candidates(Coll::AllReduce, two_hosts, 4)));
+  auto forced = make("allreduce:hierarchical", 4, 4);
+  EXPECT_TRUE(has(forced->candidates(Coll::AllReduce, one_host, 4)));
+}
+
 TEST(Tuner, PickIsTheArgminOfPredictedCosts) {
   for (int local : {4, 1}) {  // shm and net constants
     auto t = make("", 4, local);
