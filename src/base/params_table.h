@@ -8,6 +8,7 @@ WEFT_PARAM_INT(TIMEOUT_MS, 300000, "deadline of every blocking wait, in millisec
 WEFT_PARAM_INT(CHECK, 0, "1: verify count, datatype and op agree across ranks on every call")
 WEFT_PARAM_INT(SPIN_COUNT, -1, "busy-poll iterations before a waiting thread yields the core; -1: 1000 when every local rank has a core, else 20")
 WEFT_PARAM_STR(COMM_ID, "", "rendezvous address host:port of the bootstrap root")
+WEFT_PARAM_STR(RENDEZVOUS_FILE, "", "without WEFT_COMM_ID or MASTER_ADDR/PORT: a file on a shared file system where rank 0 publishes the rendezvous")
 WEFT_PARAM_STR(ALGO, "", "force an algorithm: ring, or per collective allreduce:tree,broadcast:ring (^a,b excludes)")
 WEFT_PARAM_STR(TRANSPORT, "", "force a transport for every peer (shm, ...)")
 WEFT_PARAM_INT(SHM_CMA, 1, "0: never use cross-memory attach (process_vm_readv)")

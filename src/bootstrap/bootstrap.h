@@ -57,11 +57,14 @@ struct LaunchEnv {
   int local_rank = -1;       // -1 when the launcher did not say
   std::string source;        // "weft-run", "torchrun", "openmpi", "slurm"
   std::string root_address;  // host:port from WEFT_COMM_ID or MASTER_ADDR/MASTER_PORT
+  std::string rendezvous_file;  // WEFT_RENDEZVOUS_FILE, used only when root_address is empty
+  std::string job_identity;  // launcher name and job id variables: equal on every rank of a job
   Secret secret;             // WEFT_JOB_SECRET, else derived from the job's identity
 };
 // Reads weft-run's (WEFT_RANK, WEFT_NRANKS, WEFT_LOCAL_RANK, WEFT_COMM_ID,
-// WEFT_JOB_SECRET), torchrun's, Open MPI's and Slurm's variables. An error names
-// what is missing.
+// WEFT_JOB_SECRET), torchrun's, Open MPI's and Slurm's variables. The rendezvous
+// is WEFT_COMM_ID, else MASTER_ADDR/MASTER_PORT, else WEFT_RENDEZVOUS_FILE. An
+// error names what is missing.
 //
 // Without WEFT_JOB_SECRET the secret is derived (FNV-1a + SplitMix64, not
 // cryptographic) from the launcher's job identity (TORCHELASTIC_RUN_ID,
@@ -74,8 +77,16 @@ Status read_launch_env(LaunchEnv* env);
 Secret derive_secret(const std::string& job_identity, const std::string& root_address);
 
 // For the environment path: rank 0 starts the root service bound to
-// env.root_address itself; every rank (rank 0 included) then connects.
-Status unique_id_from_env(const LaunchEnv& env, UniqueId* id);
+// env.root_address itself; every rank (rank 0 included) then connects. With a
+// rendezvous file instead, rank 0 starts the root like weftGetUniqueId and
+// publishes it; the others wait for the file until the deadline.
+Status unique_id_from_env(const LaunchEnv& env, Deadline deadline, UniqueId* id);
+
+// The rendezvous file (rendezvous_file.cpp): written whole by rename, mode 0600;
+// a reader waits until a file of its own job appears. Errors name the rank and path.
+Status publish_rendezvous(const std::string& path, const std::string& job, const UniqueId& id);
+Status await_rendezvous(const std::string& path, const std::string& job, int rank, Deadline deadline,
+                        UniqueId* id);
 
 // The identity of this host for grouping ranks per host (shared memory, local
 // rank): "hostname/boot_id/net:[inode]". The boot id tells apart machines that

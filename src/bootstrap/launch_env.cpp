@@ -125,10 +125,14 @@ Status read_launch_env(LaunchEnv* env) {
       if (a.find(':') != std::string::npos && a.front() != '[') a = "[" + a + "]";
       out.root_address = a + ":" + std::to_string(p);
     }
+  } else if (const char* file = env_or_null("WEFT_RENDEZVOUS_FILE"); file != nullptr && maddr == nullptr &&
+                                                                       mport == nullptr) {
+    out.rendezvous_file = file;
   } else {
     note(maddr != nullptr ? "MASTER_PORT (or WEFT_COMM_ID)"
          : mport != nullptr ? "MASTER_ADDR (or WEFT_COMM_ID)"
-                            : "a rendezvous address (WEFT_COMM_ID=host:port, or MASTER_ADDR and MASTER_PORT)");
+                            : "a rendezvous (WEFT_COMM_ID=host:port, MASTER_ADDR and MASTER_PORT, or "
+                              "WEFT_RENDEZVOUS_FILE)");
   }
 
   if (!missing.empty())
@@ -138,16 +142,17 @@ Status read_launch_env(LaunchEnv* env) {
     return Error(weftInvalidUsage, "bootstrap: launcher %s: %s=%d is not below %s=%d", out.source.c_str(),
                  found->rank, out.rank, found->size, out.nranks);
 
+  // Every rank of one job sees the same job id variables and address.
+  out.job_identity = out.source;
+  for (const char* v : {"TORCHELASTIC_RUN_ID", "OMPI_MCA_ess_base_jobid", "SLURM_JOB_ID", "SLURM_STEP_ID"})
+    if (const char* val = env_or_null(v)) out.job_identity += std::string("|") + v + "=" + val;
   if (const char* hex = env_or_null("WEFT_JOB_SECRET")) {
     if (!parse_secret_hex(hex, &out.secret))
       return Error(weftInvalidUsage, "bootstrap: launcher %s: WEFT_JOB_SECRET must be 32 hex digits",
                    out.source.c_str());
   } else {
-    // Every rank of one job sees the same job id variables and address.
-    std::string job = out.source;
-    for (const char* v : {"TORCHELASTIC_RUN_ID", "OMPI_MCA_ess_base_jobid", "SLURM_JOB_ID", "SLURM_STEP_ID"})
-      if (const char* val = env_or_null(v)) job += std::string("|") + v + "=" + val;
-    out.secret = derive_secret(job, out.root_address);
+    // A rendezvous file carries rank 0's random secret instead.
+    out.secret = derive_secret(out.job_identity, out.root_address);
   }
   *env = out;
   return Status::Ok();

@@ -136,7 +136,14 @@ Status create_root(UniqueId* id) {
   return Status::Ok();
 }
 
-Status unique_id_from_env(const LaunchEnv& env, UniqueId* id) {
+Status unique_id_from_env(const LaunchEnv& env, Deadline deadline, UniqueId* id) {
+  if (env.root_address.empty() && !env.rendezvous_file.empty()) {
+    if (env.rank != 0) return await_rendezvous(env.rendezvous_file, env.job_identity, env.rank, deadline, id);
+    WEFT_TRY(create_root(id));
+    WEFT_INFO(BOOT, "bootstrap root for %s started at %s port %u", env.source.c_str(), id->host,
+              static_cast<unsigned>(id->port));
+    return publish_rendezvous(env.rendezvous_file, env.job_identity, *id);
+  }
   std::string host;
   uint16_t port = 0;
   if (!split_host_port(env.root_address, &host, &port) || port == 0)

@@ -1,6 +1,8 @@
 // The C API: argument checks that need no communicator, the registry of live
 // communicators (so use after destroy is an error, not a crash), and the
 // thread's last error message. Nothing throws across this boundary.
+#include <unistd.h>
+
 #include <cstring>
 #include <mutex>
 #include <new>
@@ -147,9 +149,13 @@ weftResult_t weftCommInitFromEnv(weftComm_t* comm, weftConfig_t* config) {
   weft::boot::LaunchEnv env;
   weft::Status st = weft::boot::read_launch_env(&env);
   weft::boot::UniqueId id;
-  if (st.ok()) st = weft::boot::unique_id_from_env(env, &id);
+  if (st.ok()) st = weft::boot::unique_id_from_env(env, weft::Deadline::from_params(), &id);
   if (!st.ok()) return report(st);
-  return init(comm, id, env.nranks, env.rank, config);
+  weftResult_t rc = init(comm, id, env.nranks, env.rank, config);
+  // Every rank has joined once init returns: nobody needs the file any more,
+  // and removing it keeps a later job from waiting on a stale one.
+  if (rc == weftSuccess && env.rank == 0 && !env.rendezvous_file.empty()) unlink(env.rendezvous_file.c_str());
+  return rc;
 }
 
 weftResult_t weftCommDestroy(weftComm_t comm) {

@@ -3,10 +3,12 @@
 # LOCAL_RANK. The only other variable is the rendezvous address (a free
 # loopback port), exported to the ranks with -x: WEFT_COMM_ID=host:port, or with
 # `master` as third argument MASTER_ADDR and MASTER_PORT. Rank 0 starts the
-# bootstrap root there. weft-perf is not an MPI program: mpirun only launches.
-# Usage: openmpi.sh path/to/weft-perf [nranks] [comm-id|master]
+# bootstrap root there. With `file`, no address at all: WEFT_RENDEZVOUS_FILE
+# names a file where rank 0 publishes its root and which it removes once all
+# ranks joined. weft-perf is not an MPI program: mpirun only launches.
+# Usage: openmpi.sh path/to/weft-perf [nranks] [comm-id|master|file]
 set -u
-PERF=${1:?usage: openmpi.sh path/to/weft-perf [nranks] [comm-id|master]}
+PERF=${1:?usage: openmpi.sh path/to/weft-perf [nranks] [comm-id|master|file]}
 N=${2:-4}
 MODE=${3:-comm-id}
 LIMIT=${WEFT_LAUNCHERS_TIMEOUT:-90}
@@ -24,7 +26,10 @@ case $MODE in
   master)
     export MASTER_ADDR=127.0.0.1 MASTER_PORT=$PORT
     rdv=(-x MASTER_ADDR -x MASTER_PORT) ;;
-  *) echo "usage: openmpi.sh path/to/weft-perf [nranks] [comm-id|master]"; exit 2 ;;
+  file)
+    export WEFT_RENDEZVOUS_FILE=$LT_TMP/rendezvous
+    rdv=(-x WEFT_RENDEZVOUS_FILE) ;;
+  *) echo "usage: openmpi.sh path/to/weft-perf [nranks] [comm-id|master|file]"; exit 2 ;;
 esac
 lt_log "$(mpirun --version 2>&1 | head -1): -np $N ${rdv[*]} (127.0.0.1:$PORT)"
 # WEFT_DEBUG/WEFT_DEBUG_SUBSYS only make rank 0 log which launcher it detected.
@@ -44,5 +49,10 @@ if [ $rc != 0 ]; then
   fail=1
 fi
 lt_check_perf "$LT_TMP/out" "$N" openmpi "$LT_TMP/err" || fail=1
+if [ "$MODE" = file ]; then
+  grep -q "published in WEFT_RENDEZVOUS_FILE" "$LT_TMP/err" ||
+    { echo "FAIL: rank 0 did not log publishing the rendezvous file"; fail=1; }
+  [ -e "$WEFT_RENDEZVOUS_FILE" ] && { echo "FAIL: $WEFT_RENDEZVOUS_FILE left behind"; fail=1; }
+fi
 [ $fail = 0 ] && echo "PASS: Open MPI mpirun -np $N, rendezvous ${rdv[*]}" || echo "FAILED"
 exit $fail

@@ -2,12 +2,17 @@
 // errors for missing pieces. Every test restores the variables it touched.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdlib>
+#include <fstream>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "tests/unit/bootstrap/helpers.h"
 
@@ -21,7 +26,7 @@ const char* const kVars[] = {
     "RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID",
     "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
     "OMPI_MCA_ess_base_jobid", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_JOB_ID",
-    "SLURM_STEP_ID"};
+    "SLURM_STEP_ID", "WEFT_RENDEZVOUS_FILE"};
 
 class LaunchEnvTest : public ::testing::Test {
  protected:
@@ -220,7 +225,7 @@ TEST_F(LaunchEnvTest, UniqueIdFromEnvJoins) {
   }
   UniqueId ids[3];
   for (int r = 0; r < 3; ++r) {
-    Status st = unique_id_from_env(envs[r], &ids[r]);
+    Status st = unique_id_from_env(envs[r], Deadline::after_ms(10000), &ids[r]);
     ASSERT_TRUE(st.ok()) << st.message();
     EXPECT_EQ(ids[r].port, port);
   }
@@ -230,6 +235,80 @@ TEST_F(LaunchEnvTest, UniqueIdFromEnvJoins) {
     ASSERT_TRUE(st.ok()) << st.message();
     EXPECT_TRUE(b->barrier(Deadline::after_ms(10000)).ok());
   });
+}
+
+// WEFT_RENDEZVOUS_FILE: rank 0 starts a root and publishes it; ranks 1 and 2
+// wait for the file (they may look before it exists) and join.
+TEST_F(LaunchEnvTest, RendezvousFileJoins) {
+  std::string path = "/tmp/weft-rdv-test-" + std::to_string(getpid());
+  unlink(path.c_str());
+  set("OMPI_COMM_WORLD_SIZE", "3");
+  set("OMPI_MCA_ess_base_jobid", "4242");
+  set("WEFT_RENDEZVOUS_FILE", path.c_str());
+  LaunchEnv envs[3];
+  for (int r = 0; r < 3; ++r) {
+    set("OMPI_COMM_WORLD_RANK", std::to_string(r).c_str());
+    Status st = read_launch_env(&envs[r]);
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_TRUE(envs[r].root_address.empty());
+    EXPECT_EQ(envs[r].rendezvous_file, path);
+  }
+  UniqueId ids[3];
+  run_ranks(3, [&](int rank) {
+    // Rank 0 comes last, so the others do wait for the file.
+    if (rank == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    Status st = unique_id_from_env(envs[rank], Deadline::after_ms(10000), &ids[rank]);
+    ASSERT_TRUE(st.ok()) << st.message();
+    std::unique_ptr<Bootstrap> b;
+    st = Bootstrap::connect(ids[rank], rank, 3, Deadline::after_ms(10000), &b);
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_TRUE(b->barrier(Deadline::after_ms(10000)).ok());
+  });
+  for (int r = 1; r < 3; ++r) {
+    EXPECT_EQ(ids[r].port, ids[0].port);
+    EXPECT_STREQ(ids[r].host, ids[0].host);
+    EXPECT_EQ(secret_hex(ids[r].secret), secret_hex(ids[0].secret));
+  }
+  struct stat sb{};
+  ASSERT_EQ(stat(path.c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_mode & 0777, 0600u) << "the file carries the job secret";
+  unlink(path.c_str());
+}
+
+// A file another job left behind is not used: the rank waits, then times out
+// naming itself, the path and the mismatch. A file that is not ours is an error.
+TEST_F(LaunchEnvTest, RendezvousFileOfAnotherJobIsIgnored) {
+  std::string path = "/tmp/weft-rdv-stale-" + std::to_string(getpid());
+  std::ofstream(path) << "weft-rendezvous 1\njob openmpi|OMPI_MCA_ess_base_jobid=1\naddress 127.0.0.1:9\nsecret "
+                      << secret_hex(random_secret()) << "\n";
+  UniqueId id{};
+  Status st = await_rendezvous(path, "openmpi|OMPI_MCA_ess_base_jobid=2", 1, Deadline::after_ms(200), &id);
+  EXPECT_EQ(st.code(), weftTimeout);
+  EXPECT_NE(st.message().find("rank 1"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find(path), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("not this job"), std::string::npos) << st.message();
+
+  std::ofstream(path) << "something else\n";
+  st = await_rendezvous(path, "x", 2, Deadline::after_ms(200), &id);
+  EXPECT_EQ(st.code(), weftInvalidUsage);
+  EXPECT_NE(st.message().find("not a weft rendezvous file"), std::string::npos) << st.message();
+  unlink(path.c_str());
+
+  st = await_rendezvous(path, "x", 3, Deadline::after_ms(100), &id);
+  EXPECT_EQ(st.code(), weftTimeout);
+  EXPECT_NE(st.message().find("does not exist"), std::string::npos) << st.message();
+}
+
+// An address in the environment wins over the file.
+TEST_F(LaunchEnvTest, CommIdWinsOverRendezvousFile) {
+  set("WEFT_RANK", "1");
+  set("WEFT_NRANKS", "2");
+  set("WEFT_COMM_ID", "10.0.0.1:29500");
+  set("WEFT_RENDEZVOUS_FILE", "/nonexistent/rdv");
+  LaunchEnv env;
+  ASSERT_TRUE(read_launch_env(&env).ok());
+  EXPECT_EQ(env.root_address, "10.0.0.1:29500");
+  EXPECT_TRUE(env.rendezvous_file.empty());
 }
 
 }  // namespace
