@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <utility>
+#include <vector>
 
 #include "base/log.h"
 
@@ -24,6 +27,48 @@ class ReduceInto final : public transport::Consumer {
   size_t elem_;
   weftDataType_t dtype_;
   reduce::Op op_;
+};
+
+// A receive (or receive-and-reduce) into a destination that sends of ours may
+// still be reading. Each piece goes straight to dst once those sends are done,
+// else to staging at the same offset, replayed by finish() after they are done.
+// Waiting for the sends before receiving could deadlock when the peer in turn
+// waits for us to read its buffer (an exchange); but a peer running the same
+// schedule has usually read ours by now (butterfly and direct in place), and
+// then nothing is copied twice.
+class GuardedReceive final : public transport::Consumer {
+ public:
+  GuardedReceive(unsigned char* dst, const unsigned char* src, bool reduce, size_t elem, weftDataType_t dtype,
+                 reduce::Op op, std::vector<unsigned char>& staging, std::function<bool(size_t, size_t)> clear)
+      : dst_(dst), src_(src), reduce_(reduce), elem_(elem), dtype_(dtype), op_(op), staging_(staging),
+        clear_(std::move(clear)) {}
+  void consume(const void* piece, size_t offset, size_t bytes) override {
+    if (clear_(offset, bytes)) {
+      apply(piece, offset, bytes);
+      return;
+    }
+    if (staging_.size() < offset + bytes) staging_.resize(offset + bytes);
+    std::memcpy(staging_.data() + offset, piece, bytes);
+    staged_.push_back({offset, bytes});
+  }
+  void finish() {
+    for (const auto& [offset, bytes] : staged_) apply(staging_.data() + offset, offset, bytes);
+  }
+
+ private:
+  void apply(const void* piece, size_t offset, size_t bytes) {
+    if (reduce_) reduce::reduce2(dst_ + offset, src_ + offset, piece, bytes / elem_, dtype_, op_);
+    else std::memcpy(dst_ + offset, piece, bytes);
+  }
+  unsigned char* dst_;
+  const unsigned char* src_;
+  bool reduce_;
+  size_t elem_;
+  weftDataType_t dtype_;
+  reduce::Op op_;
+  std::vector<unsigned char>& staging_;
+  std::function<bool(size_t, size_t)> clear_;
+  std::vector<std::pair<size_t, size_t>> staged_;
 };
 
 bool overlaps(const unsigned char* a, size_t an, const unsigned char* b, size_t bn) {
@@ -119,6 +164,12 @@ bool Executor::send_in_flight(const unsigned char* p, size_t bytes) const {
   return false;
 }
 
+bool Executor::sends_done(const unsigned char* p, size_t bytes) const {
+  for (const InFlight& s : in_flight_)
+    if (overlaps(p, bytes, s.data, s.bytes) && !s.link->send_done(s.ticket)) return false;
+  return true;
+}
+
 Status Executor::receive(const Call& call, const sched::Step& step, transport::Link* link) {
   unsigned char* dst = resolve(call, step.dst);
   const unsigned char* src = resolve(call, step.src);
@@ -126,16 +177,13 @@ Status Executor::receive(const Call& call, const sched::Step& step, transport::L
   transport::RecvOp op;
   op.tag = tag(call, received_[static_cast<size_t>(step.peer)]);
   op.bytes = bytes;
-  // The destination may still be read by a peer through a rendezvous send of
-  // ours; that peer may itself be waiting for us to read its buffer (an
-  // exchange). Receive into staging first, so neither side waits on the other.
   if (send_in_flight(dst, bytes)) {
-    if (staging_.size() < bytes) staging_.resize(bytes);
-    op.dst = staging_.data();
+    GuardedReceive guarded(dst, src, step.kind != sched::Kind::Recv, elem_size_, call.dtype, call.op, staging_,
+                           [&](size_t offset, size_t n) { return sends_done(dst + offset, n); });
+    op.consumer = &guarded;
     WEFT_TRY(recv(call, link, op));
     WEFT_TRY(wait_sends_overlapping(call, dst, bytes));
-    if (step.kind == sched::Kind::Recv) std::memcpy(dst, staging_.data(), bytes);
-    else reduce::reduce2(dst, src, staging_.data(), step.dst.count, call.dtype, call.op);
+    guarded.finish();
     return Status::Ok();
   }
   ReduceInto reducer(dst, src, elem_size_, call.dtype, call.op);

@@ -74,6 +74,8 @@ class Executor {
   Status recv(const Call& call, transport::Link* link, transport::RecvOp& op);
   Status receive(const Call& call, const sched::Step& step, transport::Link* link);
   bool send_in_flight(const unsigned char* p, size_t bytes) const;
+  // No send of ours that overlaps [p, p + bytes) is still being read.
+  bool sends_done(const unsigned char* p, size_t bytes) const;
   Status wait_sends_overlapping(const Call& call, const unsigned char* p, size_t bytes);
   Status wait_send(const Call& call, const InFlight& s);
   void progress_all();
