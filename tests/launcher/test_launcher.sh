@@ -144,7 +144,9 @@ if [ -d /dev/shm ] && [ -w /dev/shm ]; then
   left=$(ls /dev/shm | grep -c "^$prefix")
   [ "$(rc)" = 0 ] && [ "$left" = 0 ] && pass "segments of a finished job removed" ||
     fail "shm cleanup (success): rc=$(rc) left=$left"
-  run -n 2 sh -c "$make_segs; [ \$WEFT_RANK = 0 ] && kill -9 \$\$; exec $SLEEP 30"
+  # Rank 0 crashes only once rank 1 has made its segment: a touch still running
+  # when weft-run cleans up would create its file afterwards and fail the check.
+  run -n 2 sh -c "$make_segs; [ \$WEFT_RANK = 0 ] && { i=0; while [ ! -e /dev/shm/\$p-seg1 ] && [ \$i -lt 500 ]; do sleep 0.01; i=\$((i+1)); done; kill -9 \$\$; }; exec $SLEEP 30"
   prefix=$(cat "$TMP/prefix")
   left=$(ls /dev/shm | grep -c "^$prefix")
   [ "$(rc)" = 137 ] && [ "$left" = 0 ] && pass "segments of a crashed job removed" ||
