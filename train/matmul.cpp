@@ -13,12 +13,35 @@
 
 #include <cblas.h>
 #include <omp.h>
+#include <strings.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <type_traits>
 #include <vector>
 
 namespace weft::train {
+
+const char* blasCoretypeOverride(std::string* why) {
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return nullptr;
+  const char* core = openblas_get_corename();
+  // OpenBLAS's fallbacks for a CPU it does not recognize: kernels without AVX.
+  static const char* const kGeneric[] = {"prescott", "core2", "penryn", "dunnington", "nehalem",
+                                         "katmai", "coppermine", "northwood", "banias", "atom"};
+  bool generic = false;
+  for (const char* g : kGeneric) generic = generic || (core != nullptr && strcasecmp(core, g) == 0);
+  if (!generic) return nullptr;
+  __builtin_cpu_init();
+  const char* pick = nullptr;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+    pick = __builtin_cpu_supports("avx512bf16") ? "Cooperlake" : "SkylakeX";
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    pick = "Haswell";
+  if (pick != nullptr && why != nullptr)
+    *why = std::string("OpenBLAS chose its generic '") + core + "' kernels for this CPU; using " + pick;
+  return pick;
+}
 
 namespace {
 

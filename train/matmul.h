@@ -4,9 +4,19 @@
 // result rounded once on store, so every dot product accumulates in fp32.
 #pragma once
 
+#include <string>
+
 #include "train/dtype.h"
 
 namespace weft::train {
+
+// OpenBLAS (0.3.21 in Debian 12) runs its generic pre-AVX kernels ("Prescott") on
+// CPUs newer than it knows, 4.5x slower on an Emerald Rapids Xeon. When the
+// library did that and the CPU has AVX-512 or AVX2, this names the kernel set to
+// use instead (OPENBLAS_CORETYPE, read when the library loads: the caller sets it
+// and re-executes); nullptr when nothing needs changing or the user set the
+// variable. *why says what was detected.
+const char* blasCoretypeOverride(std::string* why);
 
 // C[M,N] (+)= op(A)[M,K] * op(B)[K,N], row-major, contiguous leading dimensions
 // (A is stored [M,K], or [K,M] when transA; B is [K,N], or [N,K] when transB).

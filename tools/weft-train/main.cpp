@@ -17,6 +17,7 @@
 
 #include "train/data.h"
 #include "train/hf.h"
+#include "train/matmul.h"
 #include "train/plot.h"
 #include "train/trainer.h"
 
@@ -92,10 +93,24 @@ int main(int argc, char** argv) {
   // shared (2-core machine under load: 1.9k tok/s spinning vs 7.4k passive on tiny).
   // libgomp reads the policy at load time, so set it and re-execute once unless the
   // user chose one.
-  if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("WEFT_TRAIN_NO_REEXEC")) {
-    setenv("OMP_WAIT_POLICY", "passive", 1);
-    setenv("WEFT_TRAIN_NO_REEXEC", "1", 1);
-    execv("/proc/self/exe", argv);  // on failure, just continue with the default policy
+  // OPENBLAS_CORETYPE is read at load time too (see blasCoretypeOverride).
+  if (!std::getenv("WEFT_TRAIN_NO_REEXEC")) {
+    bool reexec = false;
+    if (!std::getenv("OMP_WAIT_POLICY")) {
+      setenv("OMP_WAIT_POLICY", "passive", 1);
+      reexec = true;
+    }
+    std::string why;
+    if (const char* core = weft::train::blasCoretypeOverride(&why)) {
+      std::fprintf(stderr, "weft-train: %s (OPENBLAS_CORETYPE=%s; set it yourself to choose)\n", why.c_str(),
+                   core);
+      setenv("OPENBLAS_CORETYPE", core, 1);
+      reexec = true;
+    }
+    if (reexec) {
+      setenv("WEFT_TRAIN_NO_REEXEC", "1", 1);
+      execv("/proc/self/exe", argv);  // on failure, just continue as we are
+    }
   }
   std::string preset, dtypeStr = "fp32", out, resume, exportDir, initHF, dataDir = WEFT_TRAIN_DATA_DIR,
                       srcDir = kFortuneDir;
