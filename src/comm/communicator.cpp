@@ -223,11 +223,14 @@ void Communicator::fail(const Status& st) {
     std::lock_guard<std::mutex> lock(err_mu_);
     if (error_.ok()) error_ = st;
   }
+  failed_.store(true, std::memory_order_release);
   // Tell the other ranks at once, so they fail now rather than at their deadline.
   boot_->abort(st.message());
 }
 
 Status Communicator::async_error() {
+  // Checked before every call: the flag spares the common case the lock.
+  if (!failed_.load(std::memory_order_acquire)) return Status::Ok();
   std::lock_guard<std::mutex> lock(err_mu_);
   return error_;
 }
@@ -313,7 +316,7 @@ Status Communicator::run_p2p(const std::vector<exec::P2P>& ops) {
   wait_for_queue();
   std::lock_guard<std::mutex> lock(exec_mu_);
   WEFT_TRY(async_error());
-  Status st = exec_->run_p2p(ops, Deadline::after_ms(timeout_ms_));
+  Status st = exec_->run_p2p(ops, timeout_ms_);
   if (!st.ok()) {
     st.prefix("point-to-point group: ");
     fail(st);
@@ -410,8 +413,7 @@ Status Communicator::execute(const CollArgs& a) {
     reduce::scale(premul_input_.data(), a.send, n, a.dtype, pm->second.scalar);
     send = premul_input_.data();
   }
-  exec::Call call{plan, send, a.recv, a.dtype, elementwise_op(a.op), seq_,
-                  Deadline::after_ms(timeout_ms_)};
+  exec::Call call{plan, send, a.recv, a.dtype, elementwise_op(a.op), seq_, LazyDeadline(timeout_ms_)};
   st = exec_->run(call);
   if (!st.ok()) {
     explain_remote(&st);

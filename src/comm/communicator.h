@@ -113,6 +113,7 @@ class Communicator final : public exec::Health {
   std::atomic<bool> aborted_{false};
   std::mutex err_mu_;
   Status error_;  // sticky: the communicator is unusable after it is set
+  std::atomic<bool> failed_{false};  // error_ is set
 
   std::mutex queue_mu_;
   std::condition_variable queue_cv_;

@@ -101,16 +101,16 @@ void Executor::progress_all() {
     if (l != nullptr) l->progress();
 }
 
-Status Executor::check_waiting(const Call& call, transport::Link* link, const char* what) {
+Status Executor::check_waiting(Call& call, transport::Link* link, const char* what) {
   Status st = link->check_peer();
   if (st.ok() && health_ != nullptr) st = health_->check();
   if (st.ok() && call.deadline.expired())
     st = Error(weftTimeout, "timed out after WEFT_TIMEOUT_MS=%lld ms waiting for rank %d (%s)",
-               static_cast<long long>(params::TIMEOUT_MS()), link->peer(), what);
+               static_cast<long long>(call.deadline.ms()), link->peer(), what);
   return st;
 }
 
-Status Executor::recv(const Call& call, transport::Link* link, transport::RecvOp& op) {
+Status Executor::recv(Call& call, transport::Link* link, transport::RecvOp& op) {
   SpinWait wait;
   for (;;) {
     bool complete = false;
@@ -130,7 +130,7 @@ Status Executor::recv(const Call& call, transport::Link* link, transport::RecvOp
   }
 }
 
-Status Executor::wait_send(const Call& call, const InFlight& s) {
+Status Executor::wait_send(Call& call, const InFlight& s) {
   SpinWait wait;
   while (!s.link->send_done(s.ticket)) {
     progress_all();
@@ -145,7 +145,7 @@ Status Executor::wait_send(const Call& call, const InFlight& s) {
 
 // A range about to be written may still be read by a peer (a rendezvous send
 // in flight): wait for those sends first.
-Status Executor::wait_sends_overlapping(const Call& call, const unsigned char* p, size_t bytes) {
+Status Executor::wait_sends_overlapping(Call& call, const unsigned char* p, size_t bytes) {
   for (size_t i = 0; i < in_flight_.size();) {
     const InFlight& s = in_flight_[i];
     if (overlaps(p, bytes, s.data, s.bytes)) {
@@ -170,7 +170,7 @@ bool Executor::sends_done(const unsigned char* p, size_t bytes) const {
   return true;
 }
 
-Status Executor::receive(const Call& call, const sched::Step& step, transport::Link* link) {
+Status Executor::receive(Call& call, const sched::Step& step, transport::Link* link) {
   unsigned char* dst = resolve(call, step.dst);
   const unsigned char* src = resolve(call, step.src);
   size_t bytes = step.dst.count * elem_size_;
@@ -192,7 +192,7 @@ Status Executor::receive(const Call& call, const sched::Step& step, transport::L
   return recv(call, link, op);
 }
 
-Status Executor::run(const Call& call) {
+Status Executor::run(Call call) {
   elem_size_ = reduce::dtype_size(call.dtype);
   const sched::RankPlan& plan = *call.plan;
   if (scratch_.size() < plan.scratch_count * elem_size_) scratch_.resize(plan.scratch_count * elem_size_);
@@ -244,10 +244,10 @@ Status Executor::run(const Call& call) {
 
 namespace weft::exec {
 
-Status Executor::run_p2p(const std::vector<P2P>& ops, Deadline deadline) {
+Status Executor::run_p2p(const std::vector<P2P>& ops, int64_t timeout_ms) {
   // A point-to-point tag has the top bit set so it never equals a collective's.
   constexpr uint64_t kP2P = 1ull << 63;
-  Call call{nullptr, nullptr, nullptr, weftUint8, reduce::Op::Sum, 0, deadline};
+  Call call{nullptr, nullptr, nullptr, weftUint8, reduce::Op::Sum, 0, LazyDeadline(timeout_ms)};
   in_flight_.clear();
   for (const P2P& op : ops) {
     if (!op.send) continue;

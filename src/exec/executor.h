@@ -32,7 +32,7 @@ struct Call {
   weftDataType_t dtype;
   reduce::Op op;
   uint64_t seq;  // collective sequence number, part of every message tag
-  Deadline deadline;
+  LazyDeadline deadline;  // WEFT_TIMEOUT_MS (or the config's), from the first long wait
 };
 
 // One point-to-point operation of a group.
@@ -52,12 +52,12 @@ class Executor {
         p2p_sent_(links_.size(), 0),
         p2p_received_(links_.size(), 0) {}
 
-  Status run(const Call& call);
+  Status run(Call call);
   // Posts every send, then completes every receive in order, then waits for the
   // sends: a group's sends and receives to different peers cannot deadlock.
   // Point-to-point tags count per peer across calls (they are not collectives,
   // so they do not advance the collective sequence number).
-  Status run_p2p(const std::vector<P2P>& ops, Deadline deadline);
+  Status run_p2p(const std::vector<P2P>& ops, int64_t timeout_ms);
 
  private:
   struct InFlight {
@@ -71,15 +71,15 @@ class Executor {
   transport::Link* link_to(int peer, size_t step) const;
   // Tags count messages per direction of each pair, so both ends agree.
   static uint64_t tag(const Call& call, uint64_t& counter);
-  Status recv(const Call& call, transport::Link* link, transport::RecvOp& op);
-  Status receive(const Call& call, const sched::Step& step, transport::Link* link);
+  Status recv(Call& call, transport::Link* link, transport::RecvOp& op);
+  Status receive(Call& call, const sched::Step& step, transport::Link* link);
   bool send_in_flight(const unsigned char* p, size_t bytes) const;
   // No send of ours that overlaps [p, p + bytes) is still being read.
   bool sends_done(const unsigned char* p, size_t bytes) const;
-  Status wait_sends_overlapping(const Call& call, const unsigned char* p, size_t bytes);
-  Status wait_send(const Call& call, const InFlight& s);
+  Status wait_sends_overlapping(Call& call, const unsigned char* p, size_t bytes);
+  Status wait_send(Call& call, const InFlight& s);
   void progress_all();
-  Status check_waiting(const Call& call, transport::Link* link, const char* what);
+  Status check_waiting(Call& call, transport::Link* link, const char* what);
 
   int rank_;
   std::vector<transport::Link*> links_;
