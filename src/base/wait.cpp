@@ -2,7 +2,11 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+
+#include "base/log.h"
 
 namespace weft {
 namespace {
@@ -13,6 +17,23 @@ int usable_cpus() {
   if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
   return CPU_COUNT(&set);
 }
+
+// Polls whose pauses alone take about `us` microseconds (a poll's own work adds
+// 2-3x on top). A pause costs 10-40 ns depending on the CPU, so a fixed count
+// spins 4x longer on some machines: with 1,000 polls an Emerald Rapids VM spun
+// ~38 us before yielding, which two ranks pay per hand-off whenever the
+// scheduler puts them on one core (whole runs at 40-66 us per 8-byte all-reduce
+// instead of 0.4; ~100 polls cut that to ~5 us). 100-300 polls measured no
+// slower than 1,000 when each rank has its core.
+uint32_t polls_for_us(double us) {
+  using Clock = std::chrono::steady_clock;
+  constexpr int kProbe = 2000;
+  auto t0 = Clock::now();
+  for (int i = 0; i < kProbe; ++i) cpu_relax();
+  double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / kProbe;
+  double polls = us * 1000.0 / (ns > 1.0 ? ns : 1.0);
+  return static_cast<uint32_t>(std::clamp(polls, 20.0, 1000.0));
+}
 }  // namespace
 
 uint32_t spin_limit() { return g_spin_limit.load(std::memory_order_relaxed); }
@@ -20,8 +41,10 @@ uint32_t spin_limit() { return g_spin_limit.load(std::memory_order_relaxed); }
 void set_local_ranks(int local_ranks) {
   int64_t forced = params::SPIN_COUNT();
   uint32_t limit = forced >= 0 ? static_cast<uint32_t>(forced)
-                               : (local_ranks <= usable_cpus() ? 1000u : 20u);
+                               : (local_ranks <= usable_cpus() ? polls_for_us(1.5) : 20u);
   g_spin_limit.store(limit, std::memory_order_relaxed);
+  WEFT_INFO(INIT, "waiting: %u busy polls before yielding (%d local ranks, %d usable cores)", limit, local_ranks,
+            usable_cpus());
 }
 
 }  // namespace weft
