@@ -58,9 +58,9 @@ inline void cpu_relax() {
 }
 
 // How many polls busy-wait before a waiter starts yielding. Spinning (about
-// 1.5 us of pauses) pays when every rank has a core; when ranks outnumber cores the rank we wait for may
-// need our core, so the limit drops (measured: 4 ranks on 2 cores, 8 B
-// all-reduce 5 us at 20 polls, 40 us at 200, 200 us at 2,000).
+// 1.5 us of pauses) pays when every rank has a core; when ranks outnumber cores
+// the rank we wait for may need our core, so the limit drops (measured: 4 ranks
+// on 2 cores, 8 B all-reduce 5 us at 20 polls, 40 us at 200, 200 us at 2,000).
 uint32_t spin_limit();
 // Called by a communicator once it knows how many ranks share this host.
 void set_local_ranks(int local_ranks);

@@ -151,7 +151,7 @@ Status read_launch_env(LaunchEnv* env) {
       return Error(weftInvalidUsage, "bootstrap: launcher %s: WEFT_JOB_SECRET must be 32 hex digits",
                    out.source.c_str());
   } else {
-    // A rendezvous file carries rank 0's random secret instead.
+    // (Unused with a rendezvous file, which carries rank 0's random secret.)
     out.secret = derive_secret(out.job_identity, out.root_address);
   }
   *env = out;

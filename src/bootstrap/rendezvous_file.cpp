@@ -28,12 +28,10 @@ namespace {
 
 constexpr const char* kHeader = "weft-rendezvous 1";
 
+// "host:port" or "[v6]:port", as WEFT_COMM_ID takes it.
 std::string address_of(const UniqueId& id) {
-  std::string host = id.host;
-  if (host.find(':') != std::string::npos) host = '[' + host + ']';
-  host += ':';
-  host += std::to_string(id.port);
-  return host;
+  SockAddr a;
+  return parse_numeric(id.host, id.port, &a) ? a.str() : std::string(id.host);
 }
 
 // Parses the file's text; empty string on success, else what is wrong with it.

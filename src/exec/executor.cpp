@@ -177,17 +177,19 @@ Status Executor::receive(Call& call, const sched::Step& step, transport::Link* l
   transport::RecvOp op;
   op.tag = tag(call, received_[static_cast<size_t>(step.peer)]);
   op.bytes = bytes;
-  // Sends already read by now just retire, and the receive lands directly (a link
-  // fills a plain destination with fewer copies than it feeds a consumer).
-  if (send_in_flight(dst, bytes) && sends_done(dst, bytes)) WEFT_TRY(wait_sends_overlapping(call, dst, bytes));
   if (send_in_flight(dst, bytes)) {
-    GuardedReceive guarded(dst, src, step.kind != sched::Kind::Recv, elem_size_, call.dtype, call.op, staging_,
-                           [&](size_t offset, size_t n) { return sends_done(dst + offset, n); });
-    op.consumer = &guarded;
-    WEFT_TRY(recv(call, link, op));
+    if (!sends_done(dst, bytes)) {
+      GuardedReceive guarded(dst, src, step.kind != sched::Kind::Recv, elem_size_, call.dtype, call.op, staging_,
+                             [&](size_t offset, size_t n) { return sends_done(dst + offset, n); });
+      op.consumer = &guarded;
+      WEFT_TRY(recv(call, link, op));
+      WEFT_TRY(wait_sends_overlapping(call, dst, bytes));
+      guarded.finish();
+      return Status::Ok();
+    }
+    // Already read: the sends just retire and the receive lands directly (a link
+    // fills a plain destination with fewer copies than it feeds a consumer).
     WEFT_TRY(wait_sends_overlapping(call, dst, bytes));
-    guarded.finish();
-    return Status::Ok();
   }
   ReduceInto reducer(dst, src, elem_size_, call.dtype, call.op);
   if (step.kind == sched::Kind::Recv) op.dst = dst;
