@@ -98,18 +98,15 @@ Status Communicator::init(const boot::UniqueId& id, const weftConfig_t* config) 
 }
 
 Status Communicator::connect_transports(const boot::UniqueId& id) {
-  // Ranks on this host talk over shared memory, ranks on other hosts over TCP;
-  // WEFT_TRANSPORT=tcp sends everything over TCP, =shm refuses remote peers.
+  // Ranks on this host talk over shared memory, ranks on other hosts over
+  // ibverbs where every rank has a device, else TCP; WEFT_TRANSPORT=tcp or
+  // =ibverbs sends everything that way, =shm refuses remote peers.
   std::string forced = params::TRANSPORT();
-  if (forced == "ibverbs") {
-    std::string why;
-    if (!ib::can_connect(&why))
-      return Error(weftInvalidArgument, "WEFT_TRANSPORT=ibverbs: %s", why.c_str());
-  } else if (!forced.empty() && forced != "shm" && forced != "tcp") {
+  if (!forced.empty() && forced != "shm" && forced != "tcp" && forced != "ibverbs")
     return Error(weftInvalidArgument,
                  "WEFT_TRANSPORT=%s: unknown transport (available: shm, tcp, ibverbs)",
                  forced.c_str());
-  }
+  bool all_remote = forced == "tcp" || forced == "ibverbs";
   PeerInfo mine{};
   mine.rank = rank_;
   mine.pid = getpid();
@@ -123,7 +120,7 @@ Status Communicator::connect_transports(const boot::UniqueId& id) {
   // rank without a usable interface still joins; it fails only if a peer
   // actually needs TCP to reach it.
   Status tcp_st;
-  if (forced != "shm") {
+  if (forced != "shm" && forced != "ibverbs") {
     tcp_st = tcp::TcpTransport::listen(rank_, nranks_, tcp::Options::from_params(), &tcp_);
     if (tcp_st.ok()) mine.tcp = tcp_->info();
     else WEFT_INFO(TRANSPORT, "no TCP listener: %s", tcp_st.message().c_str());
@@ -135,13 +132,13 @@ Status Communicator::connect_transports(const boot::UniqueId& id) {
 
   uint64_t comm_hash = 1469598103934665603ull;
   std::vector<shm::LocalPeer> local;
-  std::vector<tcp::RemotePeer> remote;
+  std::vector<const PeerInfo*> remote;
   int same_host = 0;
   for (const PeerInfo& p : all) {
     comm_hash = fnv1a(&p.nonce, sizeof(p.nonce), comm_hash);
     bool here = p.host_hash == mine.host_hash;
     same_host += here ? 1 : 0;
-    if (p.rank == rank_ || (here && forced != "tcp")) {
+    if (p.rank == rank_ || (here && !all_remote)) {
       local.push_back({p.rank, p.pid, p.cma_probe});
       continue;
     }
@@ -150,10 +147,7 @@ Status Communicator::connect_transports(const boot::UniqueId& id) {
                    "WEFT_TRANSPORT=shm, but rank %d is on another host (%s): shared memory "
                    "reaches only ranks of this host",
                    p.rank, p.host);
-    if (!tcp_)
-      return Error(tcp_st.code(), "rank %d on host %s can only be reached over TCP: %s", p.rank,
-                   p.host, tcp_st.message().c_str());
-    remote.push_back({p.rank, p.tcp});
+    remote.push_back(&p);
   }
   set_local_ranks(same_host);
   // Two-level algorithms need hosts of equal size holding consecutive ranks.
@@ -162,10 +156,32 @@ Status Communicator::connect_transports(const boot::UniqueId& id) {
     size_t first = r - r % static_cast<size_t>(same_host);
     if (nranks_ % same_host != 0 || all[r].host_hash != all[first].host_hash) local_size_ = 0;
   }
-  // Between hosts ibverbs comes before TCP where it can connect; today it
-  // never can (no data path yet), and it logs why at INFO.
-  std::string ib_why;
-  if (!remote.empty() && forced.empty()) (void)ib::can_connect(&ib_why);
+  // Every rank has remote peers or none (more than one host, or a forced
+  // transport), so every rank takes part in this decision or none does.
+  bool use_ib = false;
+  if (!remote.empty() && forced != "tcp") {
+    std::string ib_why;
+    uint8_t ok = ib::can_connect(&ib_why) ? 1 : 0;
+    std::vector<uint8_t> oks(static_cast<size_t>(nranks_));
+    WEFT_TRY(boot_->allgather(&ok, 1, oks.data(), deadline));
+    use_ib = true;
+    for (int r = 0; r < nranks_ && use_ib; ++r)
+      if (oks[static_cast<size_t>(r)] == 0) {
+        use_ib = false;
+        if (forced == "ibverbs")
+          return Error(weftInvalidArgument, "WEFT_TRANSPORT=ibverbs, but rank %d %s", r,
+                       r == rank_ ? ("cannot use it: " + ib_why).c_str()
+                                  : "has no usable ibverbs device");
+        WEFT_INFO(TRANSPORT, "ibverbs: rank %d has no usable device; TCP between hosts", r);
+      }
+  }
+  if (use_ib) {
+    Status st = ib::IbTransport::open(&ib_);
+    if (!st.ok()) return st.prefix("ibverbs: ");
+  } else if (!remote.empty() && !tcp_) {
+    return Error(tcp_st.code(), "rank %d on host %s can only be reached over TCP: %s",
+                 remote[0]->rank, remote[0]->host, tcp_st.message().c_str());
+  }
 
   char prefix[96];
   std::snprintf(prefix, sizeof(prefix), "/weft-%.16s-%016llx", boot::secret_hex(id.secret).c_str(),
@@ -173,10 +189,21 @@ Status Communicator::connect_transports(const boot::UniqueId& id) {
   WEFT_TRY(shm::ShmTransport::create(prefix, rank_, local, &shm_));
   WEFT_TRY(boot_->barrier(deadline));
   WEFT_TRY(shm_->connect(&links_));
-  if (!remote.empty()) WEFT_TRY(tcp_->connect(id.secret.bytes, comm_hash, remote, deadline, &links_));
+  if (use_ib) {
+    std::vector<ib::IbPeer> peers;
+    for (const PeerInfo* p : remote) peers.push_back({p->rank, p->host});
+    auto allgather = [&](const void* mine_row, size_t bytes, void* rows) {
+      return boot_->allgather(mine_row, bytes, rows, deadline);
+    };
+    WEFT_TRY(ib_->connect(rank_, nranks_, peers, allgather, &links_));
+  } else if (!remote.empty()) {
+    std::vector<tcp::RemotePeer> peers;
+    for (const PeerInfo* p : remote) peers.push_back({p->rank, p->tcp});
+    WEFT_TRY(tcp_->connect(id.secret.bytes, comm_hash, peers, deadline, &links_));
+  }
   WEFT_TRY(boot_->barrier(deadline));
   shm_->unlink();
-  if (remote.empty()) tcp_.reset();  // nobody will connect: stop listening
+  if (remote.empty() || use_ib) tcp_.reset();  // nobody will connect: stop listening
   return Status::Ok();
 }
 
@@ -191,6 +218,7 @@ Communicator::~Communicator() {
   links_.clear();
   shm_.reset();
   tcp_.reset();
+  ib_.reset();  // after the links: their queue pairs live in its protection domain
   boot_.reset();
 }
 

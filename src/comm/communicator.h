@@ -21,6 +21,7 @@
 #include "reduce/reduce.h"
 #include "sched/schedule.h"
 #include "transports/link.h"
+#include "transports/ibverbs/ib_transport.h"
 #include "transports/shm/shm_transport.h"
 #include "transports/tcp/tcp_transport.h"
 #include "tune/tuner.h"
@@ -92,6 +93,7 @@ class Communicator final : public exec::Health {
   std::unique_ptr<boot::Bootstrap> boot_;
   std::unique_ptr<shm::ShmTransport> shm_;
   std::unique_ptr<tcp::TcpTransport> tcp_;  // ranks on other hosts (or all, WEFT_TRANSPORT=tcp)
+  std::unique_ptr<ib::IbTransport> ib_;     // ... over ibverbs where every rank has a device
   std::vector<std::unique_ptr<transport::Link>> links_;
   std::unique_ptr<exec::Executor> exec_;
   std::unique_ptr<tune::Tuner> tuner_;  // picks each call's algorithm

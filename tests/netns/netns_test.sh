@@ -160,6 +160,10 @@ elif [ "$mode" = check ]; then
       ntcp=$(grep -c "rank $r -> rank [0-9]* via tcp to" "$log")
       [ "$nshm" = $((per - 1)) ] || say_fail "rank $r has $nshm shm links, expected $((per - 1))"
       [ "$ntcp" = $((nranks - per)) ] || say_fail "rank $r has $ntcp tcp links, expected $((nranks - per))"
+      # ibverbs is asked first between hosts and, with no RDMA device here, declines.
+      if [ "$ntcp" != 0 ] && ! grep -q "ibverbs: no ibverbs device.*; TCP carries" "$log"; then
+        say_fail "rank $r does not log why ibverbs declined"
+      fi
       if [ -n "${WEFT_NSOCKS:-}" ] && [ "$ntcp" != 0 ] &&
           ! grep -q "via tcp to .*(${WEFT_NSOCKS} sockets" "$log"; then
         say_fail "rank $r's tcp links do not use WEFT_NSOCKS=$WEFT_NSOCKS sockets"

@@ -6,7 +6,7 @@ namespace weft::ib {
 namespace {
 
 constexpr uint32_t kMagic = 0x42495757u;  // "WWIB"
-constexpr uint16_t kVersion = 1;
+constexpr uint16_t kVersion = 2;
 
 // Little-endian writer/reader over a fixed buffer.
 struct Out {
@@ -29,7 +29,8 @@ struct In {
 }  // namespace
 
 // Layout: magic u32, version u16, lid u16, gid[16], gid_index, port, mtu, pad,
-// qpn u32, psn u32, ring_addr u64, ring_rkey u32, ring_slots u32 = 56 bytes.
+// qpn u32, psn u32, ring_addr u64, ring_rkey u32, ring_slots u32, ring_slot_bytes u32 =
+// 60 bytes.
 void serialize(const ConnInfo& c, uint8_t out[kConnInfoBytes]) {
   Out w{out};
   w.u32(kMagic);
@@ -45,6 +46,7 @@ void serialize(const ConnInfo& c, uint8_t out[kConnInfoBytes]) {
   w.u64(c.ring_addr);
   w.u32(c.ring_rkey);
   w.u32(c.ring_slots);
+  w.u32(c.ring_slot_bytes);
 }
 
 bool parse(const uint8_t in[kConnInfoBytes], ConnInfo* out, std::string* why) {
@@ -67,9 +69,14 @@ bool parse(const uint8_t in[kConnInfoBytes], ConnInfo* out, std::string* why) {
   c.ring_addr = r.u64();
   c.ring_rkey = r.u32();
   c.ring_slots = r.u32();
+  c.ring_slot_bytes = r.u32();
   if (c.qpn >= (1u << 24) || c.psn >= (1u << 24)) return *why = "queue pair number or PSN above 24 bits", false;
   if (c.mtu < 1 || c.mtu > 5) return *why = "path MTU code " + std::to_string(c.mtu) + " outside 1..5", false;
   if (c.ring_slots == 0) return *why = "a receive ring without slots", false;
+  if (c.ring_slot_bytes < 128 || c.ring_slot_bytes % 64 != 0)
+    return *why = "ring slot size " + std::to_string(c.ring_slot_bytes) +
+                  " is not a multiple of 64 of at least 128 bytes",
+           false;
   *out = c;
   return true;
 }

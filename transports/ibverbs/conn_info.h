@@ -22,14 +22,16 @@ struct ConnInfo {
   uint64_t ring_addr = 0; // receive ring the peer writes into
   uint32_t ring_rkey = 0;
   uint32_t ring_slots = 0;
+  uint32_t ring_slot_bytes = 0;  // header included; a multiple of 64
 };
 
-inline constexpr size_t kConnInfoBytes = 56;
+inline constexpr size_t kConnInfoBytes = 60;
 
 // Writes exactly kConnInfoBytes.
 void serialize(const ConnInfo& c, uint8_t out[kConnInfoBytes]);
 // Reads what serialize wrote; false with *why set for a wrong magic/version or
-// out-of-range fields (qpn/psn above 24 bits, mtu outside 1..5, no slots).
+// out-of-range fields (qpn/psn above 24 bits, mtu outside 1..5, no slots, a slot size
+// that is not a multiple of 64 of at least 128 bytes).
 bool parse(const uint8_t in[kConnInfoBytes], ConnInfo* out, std::string* why);
 
 // The MTU both ends can use: the smaller of the two.

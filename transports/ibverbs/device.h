@@ -1,8 +1,8 @@
 // Finding an InfiniBand/RoCE device for the verbs transport. This is what
 // canConnect asks: without a device with an active port (this machine has no
 // RDMA hardware), the verbs transport steps aside and TCP carries the traffic
-// between hosts. NOT YET TESTED ON HARDWARE: the queue-pair data path is not
-// written; even with a device, TCP is used (and the log says so).
+// between hosts. NOT YET TESTED ON HARDWARE: with a device, the verbs data
+// path (ib_link.h) is used, and the log says it is untested.
 #pragma once
 
 #include <string>
@@ -27,7 +27,7 @@ struct Device {
 // ("no ibverbs device", "libibverbs not built in", ...).
 bool find_device(const std::string& spec, Device* out, std::string* why);
 
-// Whether ranks on different hosts can use ibverbs; logs the answer at INFO
+// Whether this rank can use ibverbs to other hosts; logs the answer at INFO
 // (once per process) and gives the reason when not.
 bool can_connect(std::string* why);
 

@@ -1,10 +1,44 @@
 #include "transports/ibverbs/reg_cache.h"
 
 #include <iterator>
+#include <set>
 
 namespace weft::ib {
+namespace {
+
+// Every live cache, for invalidate_all.
+std::mutex& registry_mu() {
+  static std::mutex mu;
+  return mu;
+}
+std::set<RegCache*>& registry() {
+  static std::set<RegCache*> caches;
+  return caches;
+}
+
+}  // namespace
+
+RegCache::RegCache(Registrar r, size_t capacity, size_t page)
+    : r_(std::move(r)), capacity_(capacity), page_(page) {
+  std::lock_guard<std::mutex> l(registry_mu());
+  registry().insert(this);
+}
+
+RegCache::~RegCache() {
+  {
+    std::lock_guard<std::mutex> l(registry_mu());
+    registry().erase(this);
+  }
+  clear();
+}
+
+void RegCache::invalidate_all(const void* addr, size_t len) {
+  std::lock_guard<std::mutex> l(registry_mu());
+  for (RegCache* c : registry()) c->invalidate(addr, len);
+}
 
 Status RegCache::acquire(const void* addr, size_t len, Region* out) {
+  std::lock_guard<std::mutex> l(mu_);
   uintptr_t a = reinterpret_cast<uintptr_t>(addr);
   uintptr_t end = a + (len == 0 ? 1 : len);
   // The region starting at or before a, if it reaches end, covers it.
@@ -51,6 +85,7 @@ Status RegCache::acquire(const void* addr, size_t len, Region* out) {
 }
 
 void RegCache::release(const Region& r) {
+  std::lock_guard<std::mutex> l(mu_);
   auto it = by_base_.find(r.base);
   if (it != by_base_.end() && it->second.region.handle == r.handle) {
     if (it->second.holds > 0) --it->second.holds;
@@ -91,6 +126,7 @@ void RegCache::evict() {
 }
 
 void RegCache::invalidate(const void* addr, size_t len) {
+  std::lock_guard<std::mutex> l(mu_);
   uintptr_t a = reinterpret_cast<uintptr_t>(addr);
   uintptr_t end = a + (len == 0 ? 1 : len);
   for (auto it = by_base_.begin(); it != by_base_.end();) {
@@ -115,6 +151,11 @@ void RegCache::invalidate(const void* addr, size_t len) {
 }
 
 void RegCache::clear() {
+  std::lock_guard<std::mutex> l(mu_);
+  clear_locked();
+}
+
+void RegCache::clear_locked() {
   while (!by_base_.empty()) drop(by_base_.begin());
   for (auto& [base, e] : stale_) r_.dereg(e.region);
   stale_.clear();

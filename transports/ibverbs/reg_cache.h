@@ -5,8 +5,9 @@
 // pages anyway), so neighbouring buffers of one allocation share a region.
 //
 // The invalidation rule: a cached region stays valid until invalidate() is
-// called for any byte of it. weftMemFree calls it for the buffers it frees;
-// the communicator calls clear() when destroyed. Memory a user frees with
+// called for any byte of it. weftMemFree calls invalidate_all() for the
+// buffers it frees (every cache of the process); a cache deregisters all it
+// holds when destroyed, with its link. Memory a user frees with
 // free()/munmap() and the allocator hands back later at the same address is
 // NOT detected: users who recycle buffers between calls must use weftMemAlloc
 // (or call weftMemFree-backed buffers), as with NCCL's registration.
@@ -20,6 +21,7 @@
 #include <functional>
 #include <list>
 #include <map>
+#include <mutex>
 
 #include "base/status.h"
 
@@ -41,9 +43,10 @@ struct Registrar {
 
 class RegCache {
  public:
-  RegCache(Registrar r, size_t capacity, size_t page = 4096)
-      : r_(std::move(r)), capacity_(capacity), page_(page) {}
-  ~RegCache() { clear(); }
+  // Thread-safe: the executor's thread registers while weftMemFree, on the
+  // caller's, invalidates.
+  RegCache(Registrar r, size_t capacity, size_t page = 4096);
+  ~RegCache();
   RegCache(const RegCache&) = delete;
   RegCache& operator=(const RegCache&) = delete;
 
@@ -55,11 +58,13 @@ class RegCache {
   // deregistered when released.
   void invalidate(const void* addr, size_t len);
   void clear();
+  // invalidate() on every live cache of the process.
+  static void invalidate_all(const void* addr, size_t len);
 
-  size_t regions() const { return by_base_.size(); }
-  size_t bytes() const { return bytes_; }
-  uint64_t hits() const { return hits_; }
-  uint64_t misses() const { return misses_; }
+  size_t regions() const { std::lock_guard<std::mutex> l(mu_); return by_base_.size(); }
+  size_t bytes() const { std::lock_guard<std::mutex> l(mu_); return bytes_; }
+  uint64_t hits() const { std::lock_guard<std::mutex> l(mu_); return hits_; }
+  uint64_t misses() const { std::lock_guard<std::mutex> l(mu_); return misses_; }
 
  private:
   struct Entry {
@@ -68,8 +73,12 @@ class RegCache {
     bool stale = false;  // invalidated while held
     std::list<uintptr_t>::iterator lru;
   };
+  // Callers hold mu_.
   void drop(std::map<uintptr_t, Entry>::iterator it);
   void evict();
+  void clear_locked();
+
+  mutable std::mutex mu_;
 
   Registrar r_;
   size_t capacity_, page_;

@@ -21,6 +21,7 @@ ConnInfo sample() {
   c.ring_addr = 0x7f0012345678ull;
   c.ring_rkey = 0xdeadbeef;
   c.ring_slots = 64;
+  c.ring_slot_bytes = 1 << 18;
   return c;
 }
 
@@ -41,6 +42,7 @@ TEST(ConnInfo, RoundTripsEveryField) {
   EXPECT_EQ(c.ring_addr, s.ring_addr);
   EXPECT_EQ(c.ring_rkey, s.ring_rkey);
   EXPECT_EQ(c.ring_slots, 64u);
+  EXPECT_EQ(c.ring_slot_bytes, 1u << 18);
 }
 
 TEST(ConnInfo, LayoutIsLittleEndianAndFixed) {
@@ -78,6 +80,11 @@ TEST(ConnInfo, RefusesCorruptOrForeignInput) {
   bad.ring_slots = 0;
   serialize(bad, b);
   EXPECT_FALSE(parse(b, &c, &why));
+  bad = sample();
+  bad.ring_slot_bytes = 100;
+  serialize(bad, b);
+  EXPECT_FALSE(parse(b, &c, &why));
+  EXPECT_NE(why.find("slot size 100"), std::string::npos) << why;
 }
 
 TEST(ConnInfo, CommonMtuIsTheSmaller) {

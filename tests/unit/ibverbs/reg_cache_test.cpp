@@ -3,6 +3,7 @@
 // invalidation rule (weftMemFree -> invalidate).
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <set>
 
 #include "transports/ibverbs/reg_cache.h"
@@ -88,6 +89,27 @@ TEST(RegCache, InvalidateDropsOverlappingRegionsAndDefersHeldOnes) {
   c.release(again);
   c.clear();
   EXPECT_TRUE(f.live.empty());
+}
+
+TEST(RegCache, InvalidateAllReachesEveryLiveCache) {
+  // weftMemFree cannot know which links registered a buffer: it asks them all.
+  Fake f;
+  auto a = std::make_unique<RegCache>(f.registrar(), 1 << 30);
+  RegCache b(f.registrar(), 1 << 30);
+  Region r;
+  ASSERT_TRUE(a->acquire(at(0x40000), 0x1000, &r).ok());
+  a->release(r);
+  ASSERT_TRUE(b.acquire(at(0x40800), 0x100, &r).ok());
+  b.release(r);
+  ASSERT_TRUE(b.acquire(at(0x90000), 0x100, &r).ok());  // elsewhere: stays
+  b.release(r);
+  RegCache::invalidate_all(at(0x40000), 0x2000);
+  EXPECT_EQ(a->regions(), 0u);
+  EXPECT_EQ(b.regions(), 1u);
+  EXPECT_EQ(f.deregs, 2);
+  a.reset();  // a destroyed cache is no longer asked
+  RegCache::invalidate_all(at(0x90000), 0x10);
+  EXPECT_EQ(b.regions(), 0u);
 }
 
 TEST(RegCache, RegistrationFailurePropagates) {

@@ -1,0 +1,138 @@
+// A Link to a peer on another host over one reliable-connected queue pair.
+// NOT YET TESTED ON HARDWARE: the protocol below is unit-tested over an
+// in-memory QueuePair (tests/unit/ibverbs/fake_queue_pair.h).
+//
+// Protocol. Each side owns a receive ring of `slots` slots of `slot_bytes`
+// (a 64-byte SlotHeader, then payload) that the peer fills, in order, with
+// RDMA writes with immediate; the immediate wakes the receiver (one posted
+// zero-length receive per write). A message is cut into slot-sized pieces;
+// each piece is one write gathering the header from a registered staging
+// array and the payload straight from the caller's buffer, registered through
+// the link's RegCache (no copy on the sending side). The receiver hands each
+// piece on from its slot (a plain receive copies it into place, a reduction
+// consumes it there) and returns freed slots as credits (credits.h): a
+// zero-length write whose immediate carries the low 31 bits of its running
+// total, the top bit telling credits from data.
+//
+// A send is done when the completions of all its pieces have been seen: the
+// NIC has read the buffer. Errors are sticky and name the peer; a failed
+// completion carries the verbs status string.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transports/ibverbs/credits.h"
+#include "transports/ibverbs/queue_pair.h"
+#include "transports/ibverbs/reg_cache.h"
+#include "transports/link.h"
+
+namespace weft::ib {
+
+struct SlotHeader {
+  uint32_t magic;
+  uint32_t piece_bytes;
+  uint64_t slot_seq;   // slots this link has written before this one
+  uint64_t msg_seq;    // messages sent before this one
+  uint64_t tag;
+  uint64_t msg_bytes;
+  uint64_t offset;     // of this piece in its message
+  uint64_t pad[2];
+};
+static_assert(sizeof(SlotHeader) == 64);
+
+inline constexpr uint32_t kCreditImm = 0x80000000u;
+
+struct LinkOptions {
+  uint32_t slots = 16;              // WEFT_IB_SLOTS
+  uint32_t slot_bytes = 256 << 10;  // WEFT_IB_SLOT_BYTES, header included
+  uint32_t credit_batch = 4;        // credits go back once this many slots are free
+  size_t reg_cache_bytes = size_t{4} << 30;
+};
+
+// Where this side may write: the peer's ring, from its ConnInfo.
+struct RemoteRing {
+  uint64_t addr = 0;
+  uint32_t rkey = 0;
+  uint32_t slots = 0;
+  uint32_t slot_bytes = 0;
+};
+
+class IbLink final : public transport::Link {
+ public:
+  // Allocates and registers the receive ring and posts the receives; the
+  // queue pair may still be unconnected (receives can be posted in INIT).
+  static Status create(int peer, std::string peer_name, std::unique_ptr<QueuePair> qp,
+                       LinkOptions opts, std::unique_ptr<IbLink>* out);
+  ~IbLink() override;
+
+  // This side's ring, for the ConnInfo the peer receives.
+  RemoteRing local_ring() const;
+  // The peer's ring; before the first send.
+  Status set_remote(const RemoteRing& r);
+  QueuePair& queue_pair() { return *qp_; }
+
+  const char* name() const override { return "ibverbs"; }
+  uint64_t send(const void* data, size_t bytes, uint64_t tag) override;
+  bool send_done(uint64_t ticket) override;
+  void progress() override;
+  Status poll_recv(transport::RecvOp& op, bool* complete) override;
+  Status check_peer() override;
+
+  const RegCache& reg_cache() const { return *cache_; }
+
+ private:
+  struct OutMsg {
+    uint64_t ticket;
+    const unsigned char* data;
+    size_t bytes;
+    uint64_t tag;
+    uint64_t seq;
+    size_t posted = 0;        // payload bytes posted
+    bool all_posted = false;
+    uint32_t in_flight = 0;   // pieces posted, completion not yet seen
+    bool registered = false;
+    Region region{};
+  };
+
+  IbLink(int peer, std::string peer_name, std::unique_ptr<QueuePair> qp, LinkOptions opts);
+  Status drain();
+  Status on_completion(const Completion& c);
+  bool post_pieces();
+  void return_credits();
+  void retire_done();
+  OutMsg* find(uint64_t ticket);
+  Status fail(Status st);
+
+  std::string peer_name_;
+  std::unique_ptr<QueuePair> qp_;
+  LinkOptions opts_;
+  std::unique_ptr<RegCache> cache_;
+  Status error_;
+
+  // Receiving: the ring the peer writes into.
+  void* ring_ = nullptr;
+  Region ring_region_{};
+  uint64_t arrived_ = 0;    // slots the peer has written (data immediates seen)
+  uint64_t consumed_ = 0;   // slots handed on
+  uint64_t recv_seq_ = 0;   // the message being received
+  ReceiverCredits recv_credits_;
+  uint32_t credit_writes_ = 0;  // credit writes posted, completion not yet seen
+
+  // Sending.
+  RemoteRing remote_{};
+  SenderCredits send_credits_{1};
+  std::vector<SlotHeader> staging_;  // one header per remote slot
+  Region staging_region_{};
+  std::vector<bool> staging_busy_;   // its write's completion not yet seen
+  uint64_t written_ = 0;             // slots written to the peer
+  std::deque<OutMsg> out_;
+  uint64_t next_ticket_ = 0;
+  uint64_t send_seq_ = 0;
+};
+
+}  // namespace weft::ib
