@@ -3,6 +3,7 @@
 // thread's last error message. Nothing throws across this boundary.
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <new>
@@ -36,6 +37,9 @@ namespace {
 using weft::api::report;
 
 std::mutex g_comms_mu;
+// The handle found live by the last lookup: a repeated call on one communicator
+// skips the lock and the set. Cleared (under the lock) when it is destroyed.
+std::atomic<const weftComm*> g_last_live{nullptr};
 std::set<const weftComm*>& live_comms() {
   static auto* s = new std::set<const weftComm*>;
   return *s;
@@ -48,6 +52,7 @@ weftResult_t invalid(const char* fmt, const char* what) {
 }  // namespace
 
 weft::Communicator* weft::api::lookup(const weftComm* comm, const char* fn, weftResult_t* rc) {
+  if (comm != nullptr && comm == g_last_live.load(std::memory_order_acquire)) return comm->impl.get();
   std::lock_guard<std::mutex> lock(g_comms_mu);
   if (comm == nullptr || live_comms().count(comm) == 0) {
     *rc = report(weft::Error(weftInvalidArgument,
@@ -55,6 +60,7 @@ weft::Communicator* weft::api::lookup(const weftComm* comm, const char* fn, weft
                              static_cast<const void*>(comm)));
     return nullptr;
   }
+  g_last_live.store(comm, std::memory_order_release);
   return comm->impl.get();
 }
 
@@ -80,6 +86,7 @@ weftResult_t init(weftComm_t* out, const weft::boot::UniqueId& id, int nranks, i
 
 weftResult_t unregister(weftComm_t comm, const char* fn) {
   std::lock_guard<std::mutex> lock(g_comms_mu);
+  if (comm == g_last_live.load(std::memory_order_relaxed)) g_last_live.store(nullptr, std::memory_order_release);
   if (comm == nullptr || live_comms().erase(comm) == 0)
     return report(weft::Error(weftInvalidArgument,
                               "%s: communicator %p is NULL, destroyed or was never initialized", fn,

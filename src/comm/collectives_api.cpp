@@ -2,6 +2,7 @@
 // builds a CollArgs (or a P2P op) and hands it to one dispatcher, which runs it
 // now, posts it (the *Async forms), or records it inside a group.
 #include <algorithm>
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,11 @@ struct Recorded {
 };
 thread_local int t_group_depth = 0;
 thread_local std::vector<Recorded> t_group;
+// Groups open on any thread: while none is, a call skips the thread-local
+// lookup (a function call in a shared library).
+std::atomic<int> g_open_groups{0};
+
+bool in_group() { return g_open_groups.load(std::memory_order_relaxed) > 0 && t_group_depth > 0; }
 
 weftResult_t with_rank(weft::Communicator* c, weft::Status st) {
   if (!st.ok()) st.prefix("rank " + std::to_string(c->rank()) + ": ");
@@ -36,7 +42,7 @@ weftResult_t dispatch(weftComm_t comm, const char* fn, const weft::CollArgs& a,
     return report(weft::Error(weftInvalidArgument,
                               "%s: streams are not supported yet (host memory only); pass NULL", fn));
   if (request != nullptr) return with_rank(c, c->post(a, request));
-  if (t_group_depth > 0) {
+  if (in_group()) {
     weft::Status st = c->validate(a);
     if (st.ok()) t_group.push_back({comm, false, a, {}});
     return with_rank(c, st);
@@ -56,7 +62,7 @@ weftResult_t point_to_point(bool send, void* buf, size_t count, weftDataType_t d
   weft::Status st = c->validate_p2p(send, buf, count, dtype, peer);
   if (!st.ok()) return with_rank(c, st);
   weft::exec::P2P op{send, peer, buf, count * weft::reduce::dtype_size(dtype)};
-  if (t_group_depth > 0) {
+  if (in_group()) {
     t_group.push_back({comm, true, {}, op});
     return weftSuccess;
   }
@@ -170,7 +176,7 @@ weftResult_t weftBarrier(weftComm_t comm) {
 }
 
 weftResult_t weftGroupStart(void) {
-  ++t_group_depth;
+  if (t_group_depth++ == 0) g_open_groups.fetch_add(1, std::memory_order_relaxed);
   return weftSuccess;
 }
 
@@ -178,6 +184,7 @@ weftResult_t weftGroupEnd(void) {
   if (t_group_depth == 0)
     return report(weft::Error(weftInvalidUsage, "weftGroupEnd without weftGroupStart"));
   if (--t_group_depth > 0) return weftSuccess;
+  g_open_groups.fetch_sub(1, std::memory_order_relaxed);
   std::vector<Recorded> group = std::move(t_group);
   t_group.clear();
   // Per communicator, in order of first appearance: its point-to-point

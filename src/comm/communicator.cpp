@@ -60,6 +60,7 @@ Status Communicator::create(const boot::UniqueId& id, int nranks, int rank,
 
 Status Communicator::init(const boot::UniqueId& id, const weftConfig_t* config) {
   timeout_ms_ = params::TIMEOUT_MS();
+  check_ = params::CHECK() != 0;
   if (config != nullptr) {
     if (config->magic != WEFT_CONFIG_MAGIC || config->size != sizeof(weftConfig_t))
       return Error(weftInvalidArgument,
@@ -269,35 +270,38 @@ void Communicator::abort(const std::string& reason) {
 }
 
 Status Communicator::validate(const CollArgs& a) const {
-  const char* what = sched::coll_name(a.coll);
+  // Runs on every call: the names for messages are looked up only on errors.
+  auto what = [&] { return sched::coll_name(a.coll); };
   if (static_cast<int>(a.dtype) < 0 || a.dtype >= weftNumTypes)
-    return Error(weftInvalidArgument, "%s: invalid datatype %d", what, static_cast<int>(a.dtype));
+    return Error(weftInvalidArgument, "%s: invalid datatype %d", what(), static_cast<int>(a.dtype));
   bool reduces = a.coll == sched::Coll::AllReduce || a.coll == sched::Coll::Reduce ||
                  a.coll == sched::Coll::ReduceScatter;
   if (reduces && (static_cast<int>(a.op) < 0 || a.op >= weftNumOps)) {
     auto it = premul_.find(static_cast<int>(a.op));
     if (it == premul_.end())
-      return Error(weftInvalidArgument, "%s: invalid reduction op %d", what, static_cast<int>(a.op));
+      return Error(weftInvalidArgument, "%s: invalid reduction op %d", what(), static_cast<int>(a.op));
     if (it->second.dtype != a.dtype)
       return Error(weftInvalidArgument, "%s: pre-multiplied sum op %d was created for %s, not %s",
-                   what, static_cast<int>(a.op), reduce::dtype_name(it->second.dtype),
+                   what(), static_cast<int>(a.op), reduce::dtype_name(it->second.dtype),
                    reduce::dtype_name(a.dtype));
   }
   if (a.root < 0 || a.root >= nranks_)
-    return Error(weftInvalidArgument, "%s: root %d is out of range [0, %d)", what, a.root, nranks_);
+    return Error(weftInvalidArgument, "%s: root %d is out of range [0, %d)", what(), a.root, nranks_);
   size_t esize = reduce::dtype_size(a.dtype);
   sched::BuildArgs b{a.coll, nranks_, a.count, a.root, 0};
   uint64_t sends = sched::send_count(b), recvs = sched::recv_count(b);
-  if (a.count > (SIZE_MAX / esize) / static_cast<size_t>(nranks_) || std::max(sends, recvs) > SIZE_MAX / esize)
-    return Error(weftInvalidArgument, "%s: count %zu of %s overflows the address space", what,
+  size_t product;
+  if (__builtin_mul_overflow(a.count, esize * static_cast<size_t>(nranks_), &product) ||
+      __builtin_mul_overflow(std::max(sends, recvs), esize, &product))
+    return Error(weftInvalidArgument, "%s: count %zu of %s overflows the address space", what(),
                  a.count, reduce::dtype_name(a.dtype));
   // Broadcast reads sendbuff only at the root; reduce writes recvbuff only there.
   bool uses_send = !(a.coll == sched::Coll::Broadcast && rank_ != a.root);
   bool uses_recv = !(a.coll == sched::Coll::Reduce && rank_ != a.root);
   if (a.count > 0 && uses_send && a.send == nullptr)
-    return Error(weftInvalidArgument, "%s: sendbuff is NULL with count %zu", what, a.count);
+    return Error(weftInvalidArgument, "%s: sendbuff is NULL with count %zu", what(), a.count);
   if (a.count > 0 && uses_recv && a.recv == nullptr)
-    return Error(weftInvalidArgument, "%s: recvbuff is NULL with count %zu", what, a.count);
+    return Error(weftInvalidArgument, "%s: recvbuff is NULL with count %zu", what(), a.count);
   if (a.count == 0 || !uses_send || !uses_recv) return Status::Ok();
   // Buffers may overlap only in the collective's in-place position.
   auto s = reinterpret_cast<uintptr_t>(a.send), r = reinterpret_cast<uintptr_t>(a.recv);
@@ -312,7 +316,7 @@ Status Communicator::validate(const CollArgs& a) const {
     return Error(weftInvalidArgument,
                  "%s: sendbuff and recvbuff overlap but are not in the in-place position "
                  "(%s)",
-                 what,
+                 what(),
                  a.coll == sched::Coll::AllGather       ? "sendbuff == recvbuff + rank * sendcount"
                  : a.coll == sched::Coll::ReduceScatter ? "recvbuff == sendbuff + rank * recvcount"
                  : a.coll == sched::Coll::AllToAll      ? "all-to-all has no in-place form"
@@ -404,8 +408,13 @@ const sched::RankPlan* Communicator::plan_for(const CollArgs& a, Status* st) {
   // fast path of a repeated call is one map lookup.
   const size_t esize = reduce::dtype_size(a.dtype);
   auto key = std::make_tuple(static_cast<int>(a.coll), static_cast<uint64_t>(a.count), a.root, esize);
+  // A loop repeating one call skips even the lookup (map nodes never move).
+  if (last_plan_ != nullptr && key == last_key_) return last_plan_;
   auto it = plans_.find(key);
-  if (it != plans_.end()) return &it->second;
+  if (it != plans_.end()) {
+    last_key_ = key;
+    return last_plan_ = &it->second;
+  }
   uint64_t slice = static_cast<uint64_t>(params::CHUNK_BYTES()) / esize;
   sched::BuildArgs b{a.coll, nranks_, a.count, a.root, slice};
   b.local_size = local_size_;
@@ -414,6 +423,8 @@ const sched::RankPlan* Communicator::plan_for(const CollArgs& a, Status* st) {
   *st = tuner_->choose(a.coll, b, esize, &alg);
   if (!st->ok()) return nullptr;
   auto [pos, inserted] = plans_.emplace(key, alg->build(b, rank_));
+  last_key_ = key;
+  last_plan_ = &pos->second;
   WEFT_INFO(COLL, "%s count %llu: algorithm %s, %zu steps", sched::coll_name(a.coll),
             static_cast<unsigned long long>(a.count), alg->name, pos->second.steps.size());
   return &pos->second;
@@ -421,7 +432,7 @@ const sched::RankPlan* Communicator::plan_for(const CollArgs& a, Status* st) {
 
 Status Communicator::execute(const CollArgs& a) {
   WEFT_TRY(async_error());
-  if (params::CHECK() != 0) {
+  if (check_) {
     Status st = check_consistent(a);
     if (!st.ok()) {
       fail(st);
@@ -433,7 +444,7 @@ Status Communicator::execute(const CollArgs& a) {
   if (plan == nullptr) return st;
   ++seq_;
   const void* send = a.send;
-  auto pm = premul_.find(static_cast<int>(a.op));
+  auto pm = a.op >= weftNumOps ? premul_.find(static_cast<int>(a.op)) : premul_.end();
   if (pm != premul_.end() && a.count > 0) {
     // Pre-multiplied sum: scale this rank's input once, then a plain sum.
     size_t n = sched::send_count({a.coll, nranks_, a.count, a.root, 0});

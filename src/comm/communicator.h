@@ -88,6 +88,7 @@ class Communicator final : public exec::Health {
   int rank_ = -1;
   int nranks_ = 0;
   int64_t timeout_ms_ = 0;
+  bool check_ = false;  // WEFT_CHECK
   int local_size_ = 0;  // ranks per host when hosts are equal and hold consecutive ranks, else 0
   std::string name_;
   std::unique_ptr<boot::Bootstrap> boot_;
@@ -101,6 +102,8 @@ class Communicator final : public exec::Health {
 
   // (coll, count, root, element size) -> this rank's plan from the tuner's pick.
   std::map<std::tuple<int, uint64_t, int, size_t>, sched::RankPlan> plans_;
+  std::tuple<int, uint64_t, int, size_t> last_key_{};
+  const sched::RankPlan* last_plan_ = nullptr;  // plans_[last_key_]
 
   struct PreMul {
     weftDataType_t dtype;

@@ -92,8 +92,9 @@ transport::Link* Executor::link_to(int peer, size_t) const {
   return links_[static_cast<size_t>(peer)];
 }
 
-uint64_t Executor::tag(const Call& call, uint64_t& counter) {
-  return (call.seq << 24) | (counter++ & 0xffffff);
+uint64_t Executor::tag(const Call& call, Counter& c) {
+  if (c.seq != call.seq) c = {call.seq, 0};
+  return (call.seq << 24) | (c.n++ & 0xffffff);
 }
 
 void Executor::progress_all() {
@@ -197,12 +198,10 @@ Status Executor::receive(Call& call, const sched::Step& step, transport::Link* l
   return recv(call, link, op);
 }
 
-Status Executor::run(Call call) {
+Status Executor::run(Call& call) {
   elem_size_ = reduce::dtype_size(call.dtype);
   const sched::RankPlan& plan = *call.plan;
   if (scratch_.size() < plan.scratch_count * elem_size_) scratch_.resize(plan.scratch_count * elem_size_);
-  std::fill(sent_.begin(), sent_.end(), 0);
-  std::fill(received_.begin(), received_.end(), 0);
   in_flight_.clear();
 
   for (size_t i = 0; i < plan.steps.size(); ++i) {

@@ -47,12 +47,13 @@ class Executor {
  public:
   // links[r] is the link to rank r (nullptr for this rank and unreachable ones).
   Executor(int rank, std::vector<transport::Link*> links, Health* health)
-      : rank_(rank), links_(std::move(links)), health_(health), sent_(links_.size(), 0),
-        received_(links_.size(), 0),
+      : rank_(rank), links_(std::move(links)), health_(health), sent_(links_.size()),
+        received_(links_.size()),
         p2p_sent_(links_.size(), 0),
         p2p_received_(links_.size(), 0) {}
 
-  Status run(Call call);
+  // `call` is the caller's: its lazy deadline starts on the first wait.
+  Status run(Call& call);
   // Posts every send, then completes every receive in order, then waits for the
   // sends: a group's sends and receives to different peers cannot deadlock.
   // Point-to-point tags count per peer across calls (they are not collectives,
@@ -69,8 +70,14 @@ class Executor {
 
   unsigned char* resolve(const Call& call, const sched::Range& r) const;
   transport::Link* link_to(int peer, size_t step) const;
-  // Tags count messages per direction of each pair, so both ends agree.
-  static uint64_t tag(const Call& call, uint64_t& counter);
+  // Tags count messages per direction of each pair within a call, so both
+  // ends agree. A counter belongs to the call whose seq it carries: stale ones
+  // restart at 0, so nothing is cleared per call.
+  struct Counter {
+    uint64_t seq = ~uint64_t{0};
+    uint64_t n = 0;
+  };
+  static uint64_t tag(const Call& call, Counter& c);
   Status recv(Call& call, transport::Link* link, transport::RecvOp& op);
   Status receive(Call& call, const sched::Step& step, transport::Link* link);
   bool send_in_flight(const unsigned char* p, size_t bytes) const;
@@ -84,8 +91,8 @@ class Executor {
   int rank_;
   std::vector<transport::Link*> links_;
   Health* health_;
-  std::vector<uint64_t> sent_;      // messages sent to each peer in this call
-  std::vector<uint64_t> received_;  // messages received from each peer in this call
+  std::vector<Counter> sent_;      // messages sent to each peer in this call
+  std::vector<Counter> received_;  // messages received from each peer in this call
   std::vector<uint64_t> p2p_sent_, p2p_received_;  // per peer, for the communicator's lifetime
   std::vector<InFlight> in_flight_;
   std::vector<unsigned char> scratch_;

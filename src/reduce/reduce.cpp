@@ -26,6 +26,11 @@ namespace {
 // more, near the L3 size) it wins clearly.
 constexpr size_t kDefaultNontemporalThreshold = size_t{8} << 20;
 
+// Up to this many elements the scalar set reduces: a padded register costs ~300
+// instructions of setup (callgrind, 2 fp32 elements), the scalar loop a few per
+// element (fp16/bf16: ~60, software conversions).
+constexpr size_t kScalarMaxCount = 4;
+
 std::atomic<size_t> g_nontemporal_threshold{kDefaultNontemporalThreshold};
 std::atomic<const KernelSet*> g_kernels{nullptr};
 
@@ -80,22 +85,6 @@ void set_nontemporal_threshold(size_t bytes) {
   g_nontemporal_threshold.store(bytes, std::memory_order_relaxed);
 }
 
-size_t dtype_size(weftDataType_t dtype) {
-  switch (dtype) {
-    case weftInt8:
-    case weftUint8: return 1;
-    case weftFloat16:
-    case weftBfloat16: return 2;
-    case weftInt32:
-    case weftUint32:
-    case weftFloat32: return 4;
-    case weftInt64:
-    case weftUint64:
-    case weftFloat64: return 8;
-    default: return 0;
-  }
-}
-
 // nccl-tests' spellings, so weft-perf's tables read the same.
 const char* dtype_name(weftDataType_t dtype) {
   switch (dtype) {
@@ -139,7 +128,10 @@ void reduce_copy(void* dst, void* dst2, const void* const* srcs, int nsrcs, size
     if (dst2 != nullptr && dst2 != srcs[0]) std::memcpy(dst2, srcs[0], bytes);
     return;
   }
-  kernels().reduce(dst, dst2, srcs, nsrcs, count, dtype, op, bytes >= nontemporal_threshold());
+  // A few elements (the 8-byte all-reduces of a latency-bound loop) cost less one
+  // at a time than through a zero-padded register; the sets agree bit for bit.
+  const KernelSet& k = count <= kScalarMaxCount ? scalar_kernels() : kernels();
+  k.reduce(dst, dst2, srcs, nsrcs, count, dtype, op, bytes >= nontemporal_threshold());
 }
 
 void reduce(void* dst, const void* const* srcs, int nsrcs, size_t count, weftDataType_t dtype,

@@ -29,7 +29,22 @@ enum class Op : uint8_t { Sum, Prod, Max, Min };
 
 constexpr int kMaxSources = 8;
 
-size_t dtype_size(weftDataType_t dtype);  // 0 for an invalid dtype
+// 0 for an invalid dtype. Inline: every call asks it several times.
+inline size_t dtype_size(weftDataType_t dtype) {
+  switch (dtype) {
+    case weftInt8:
+    case weftUint8: return 1;
+    case weftFloat16:
+    case weftBfloat16: return 2;
+    case weftInt32:
+    case weftUint32:
+    case weftFloat32: return 4;
+    case weftInt64:
+    case weftUint64:
+    case weftFloat64: return 8;
+    default: return 0;
+  }
+}
 const char* dtype_name(weftDataType_t dtype);
 const char* op_name(weftRedOp_t op);
 
