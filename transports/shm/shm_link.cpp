@@ -43,7 +43,10 @@ void ShmLink::post_slot(const SendItem& item, uint32_t kind, const void* payload
 
 uint64_t ShmLink::send(const void* data, size_t bytes, uint64_t tag) {
   SendItem item{static_cast<const unsigned char*>(data), bytes, tag, next_ticket_++};
-  item.rndv = opts_.cma && bytes > opts_.eager_max;
+  if (opts_.cma && bytes > opts_.eager_max) {
+    Region r;
+    item.rndv = opts_.cma_private || find_region(data, bytes, &r);
+  }
   queue_.push_back(item);
   progress();
   return item.ticket;

@@ -1,8 +1,9 @@
 // A Link to a peer on the same host. Small messages are copied through the
 // slot FIFO (flag and payload in one cache line for the smallest); large ones
-// stay where they are: the sender posts a descriptor and the receiver reads the
-// sender's buffer in place, mapped directly for weftMemAlloc memory, else with
-// cross-memory attach (process_vm_readv).
+// in weftMemAlloc memory stay where they are: the sender posts a descriptor and
+// the receiver maps the sender's buffer and reads it in place. Large ones in
+// ordinary memory are read in place with cross-memory attach (process_vm_readv)
+// where that is fast, else copied through the FIFO (see cma_private).
 #pragma once
 
 #include <sys/types.h>
@@ -17,8 +18,9 @@
 namespace weft::shm {
 
 struct LinkOptions {
-  bool cma = false;          // the peer's memory can be read with process_vm_readv
-  size_t eager_max = 65536;  // larger messages go by rendezvous when cma is on
+  bool cma = false;          // the peer's memory can be read (process_vm_readv, /proc/pid/fd)
+  bool cma_private = false;  // ... and reading ordinary buffers so beats the FIFO's copy
+  size_t eager_max = 65536;  // larger messages go by rendezvous where allowed above
   size_t pull_bytes = 262144;
 };
 
@@ -29,7 +31,7 @@ class ShmLink final : public transport::Link {
   ShmLink(int peer, pid_t peer_pid, ChannelView out, ChannelView in, LinkOptions opts);
   ~ShmLink() override;
 
-  const char* name() const override { return opts_.cma ? "shm+cma" : "shm"; }
+  const char* name() const override { return opts_.cma_private ? "shm+cma" : "shm"; }
   uint64_t send(const void* data, size_t bytes, uint64_t tag) override;
   bool send_done(uint64_t ticket) override;
   void progress() override;
