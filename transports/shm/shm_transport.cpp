@@ -108,7 +108,8 @@ Status ShmTransport::create(const std::string& name_prefix, int rank, std::vecto
   return Status::Ok();
 }
 
-Status ShmTransport::connect(std::vector<std::unique_ptr<transport::Link>>* links) {
+Status ShmTransport::connect(std::vector<std::unique_ptr<transport::Link>>* links,
+                             std::optional<bool> read_private_in_place) {
   ChannelLayout layout = layout_from_params();
   LinkOptions opts;
   opts.eager_max = static_cast<size_t>(params::SHM_EAGER_MAX());
@@ -126,7 +127,7 @@ Status ShmTransport::connect(std::vector<std::unique_ptr<transport::Link>>* link
     ChannelView out(peer_base + channel_bytes_ * static_cast<size_t>(my_index_), layout);
     ChannelView in(own_base + channel_bytes_ * i, layout);
     opts.cma = probe_cma(p);
-    opts.cma_private = opts.cma && cma_beats_fifo();
+    opts.cma_private = opts.cma && read_private_in_place.value_or(cma_beats_fifo());
     links->push_back(std::make_unique<ShmLink>(p.rank, p.pid, out, in, opts));
     WEFT_INFO(TRANSPORT, "rank %d -> rank %d via %s (%zu slots x %zu B, eager <= %zu B)", rank_,
               p.rank, links->back()->name(), layout.nslots, layout.slot_bytes, opts.eager_max);

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,7 +35,10 @@ class ShmTransport {
   static Status create(const std::string& name_prefix, int rank, std::vector<LocalPeer> local,
                        std::unique_ptr<ShmTransport>* out);
   // Maps the peers' segments and returns one link per local peer (not self).
-  Status connect(std::vector<std::unique_ptr<transport::Link>>* links);
+  // read_private_in_place: for tests, overrides the start-up timing that
+  // decides whether ordinary buffers are read with cross-memory attach.
+  Status connect(std::vector<std::unique_ptr<transport::Link>>* links,
+                 std::optional<bool> read_private_in_place = std::nullopt);
   void unlink() { own_.unlink(); }
 
  private:

@@ -23,15 +23,16 @@ struct Pair {
   std::unique_ptr<ShmTransport> t0, t1;
   std::vector<std::unique_ptr<transport::Link>> l0, l1;  // l0[0]: 0 -> 1, l1[0]: 1 -> 0
 
+  // cma: ordinary buffers above the eager limit are read with cross-memory
+  // attach; else they cross the FIFO (weftMemAlloc buffers are mapped either way).
   explicit Pair(bool cma) {
-    setenv("WEFT_SHM_CMA", cma ? "1" : "0", 1);
     std::string prefix = "/weft-unittest-" + std::to_string(getpid()) + (cma ? "-c" : "-n");
     std::vector<LocalPeer> local = {{0, getpid(), cma_probe_address()},
                                     {1, getpid(), cma_probe_address()}};
     EXPECT_TRUE(ShmTransport::create(prefix, 0, local, &t0).ok());
     EXPECT_TRUE(ShmTransport::create(prefix, 1, local, &t1).ok());
-    EXPECT_TRUE(t0->connect(&l0).ok());
-    EXPECT_TRUE(t1->connect(&l1).ok());
+    EXPECT_TRUE(t0->connect(&l0, cma).ok());
+    EXPECT_TRUE(t1->connect(&l1, cma).ok());
     t0->unlink();
     t1->unlink();
   }
@@ -124,6 +125,32 @@ TEST(ShmLink, MemAllocBuffersAreReadInPlace) {
   EXPECT_EQ(0, std::memcmp(out.data(), data.data(), bytes));
   ASSERT_TRUE(mem_free(buf).ok());
   EXPECT_FALSE(mem_free(buf).ok()) << "double free must be an error";
+}
+
+TEST(ShmLink, LargeOrdinaryBuffersAreReadInPlaceOnlyWhereCmaPays) {
+  // How a 1 MiB message reaches a reducing receiver shows its path: in place,
+  // in WEFT_SHM_PULL_BYTES reads (4 of 256 KiB) or one mapped piece; through
+  // the FIFO, one piece per 16 KiB slot.
+  const size_t bytes = 1 << 20;
+  auto data = pattern(bytes, 5);
+  void* shared = nullptr;
+  ASSERT_TRUE(mem_alloc(bytes, &shared).ok());
+  std::memcpy(shared, data.data(), bytes);
+  for (bool cma : {true, false}) {
+    Pair p(cma);
+    std::vector<unsigned char> acc(bytes, 0);
+    Summer ordinary(&acc), mapped(&acc);
+    transport::RecvOp op;
+    op.consumer = &ordinary;
+    ASSERT_TRUE(transfer(p.l0[0].get(), p.l1[0].get(), data.data(), bytes, op, 1).ok());
+    EXPECT_EQ(ordinary.pieces, cma ? 4 : 64) << (cma ? "cma" : "fifo");
+    transport::RecvOp op2;
+    op2.consumer = &mapped;
+    ASSERT_TRUE(transfer(p.l0[0].get(), p.l1[0].get(), shared, bytes, op2, 2).ok());
+    EXPECT_EQ(mapped.pieces, 1) << "weftMemAlloc buffers are read in place either way";
+    for (size_t i = 0; i < bytes; i += 4099) ASSERT_EQ(acc[i], static_cast<unsigned char>(2 * data[i]));
+  }
+  ASSERT_TRUE(mem_free(shared).ok());
 }
 
 TEST(ShmLink, ManyQueuedSendsOverflowTheFifoAndStillArriveInOrder) {
