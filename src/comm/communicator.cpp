@@ -403,13 +403,10 @@ Status Communicator::check_consistent(const CollArgs& a) {
   return Status::Ok();
 }
 
-const sched::RankPlan* Communicator::plan_for(const CollArgs& a, Status* st) {
-  // The tuner's pick depends only on this key, so it is made once per key: the
-  // fast path of a repeated call is one map lookup.
+const sched::RankPlan* Communicator::find_plan(const CollArgs& a, Status* st) {
+  // The tuner's pick depends only on this key, so it is made once per key.
   const size_t esize = reduce::dtype_size(a.dtype);
-  auto key = std::make_tuple(static_cast<int>(a.coll), static_cast<uint64_t>(a.count), a.root, esize);
-  // A loop repeating one call skips even the lookup (map nodes never move).
-  if (last_plan_ != nullptr && key == last_key_) return last_plan_;
+  auto key = plan_key(a);
   auto it = plans_.find(key);
   if (it != plans_.end()) {
     last_key_ = key;
@@ -430,7 +427,9 @@ const sched::RankPlan* Communicator::plan_for(const CollArgs& a, Status* st) {
   return &pos->second;
 }
 
-Status Communicator::execute(const CollArgs& a) {
+// execute()'s rare paths, out of line so that its own frame stays small: an
+// 8-byte all-reduce spends a good part of its time in call overhead.
+Status Communicator::precheck(const CollArgs& a) {
   WEFT_TRY(async_error());
   if (check_) {
     Status st = check_consistent(a);
@@ -439,37 +438,49 @@ Status Communicator::execute(const CollArgs& a) {
       return st;
     }
   }
+  return Status::Ok();
+}
+
+const void* Communicator::premul_input(const CollArgs& a) {
+  auto pm = premul_.find(static_cast<int>(a.op));
+  if (pm == premul_.end() || a.count == 0) return a.send;
+  // Pre-multiplied sum: scale this rank's input once, then a plain sum.
+  size_t n = sched::send_count({a.coll, nranks_, a.count, a.root, 0});
+  premul_input_.resize(n * reduce::dtype_size(a.dtype));
+  reduce::scale(premul_input_.data(), a.send, n, a.dtype, pm->second.scalar);
+  return premul_input_.data();
+}
+
+Status Communicator::call_failed(const CollArgs& a, Status st) {
+  explain_remote(&st);
+  st.prefix(std::string(sched::coll_name(a.coll)) + " #" + std::to_string(seq_) + " (count " +
+            std::to_string(a.count) + ", " + reduce::dtype_name(a.dtype) + "): ");
+  fail(st);
+  return st;
+}
+
+Status Communicator::execute(const CollArgs& a) {
+  if (failed_.load(std::memory_order_acquire) || check_) WEFT_TRY(precheck(a));
   Status st;
   const sched::RankPlan* plan = plan_for(a, &st);
   if (plan == nullptr) return st;
   ++seq_;
-  const void* send = a.send;
-  auto pm = a.op >= weftNumOps ? premul_.find(static_cast<int>(a.op)) : premul_.end();
-  if (pm != premul_.end() && a.count > 0) {
-    // Pre-multiplied sum: scale this rank's input once, then a plain sum.
-    size_t n = sched::send_count({a.coll, nranks_, a.count, a.root, 0});
-    premul_input_.resize(n * reduce::dtype_size(a.dtype));
-    reduce::scale(premul_input_.data(), a.send, n, a.dtype, pm->second.scalar);
-    send = premul_input_.data();
-  }
+  const void* send = a.op >= weftNumOps ? premul_input(a) : a.send;
   exec::Call call{plan, send, a.recv, a.dtype, elementwise_op(a.op), seq_, LazyDeadline(timeout_ms_)};
   st = exec_->run(call);
-  if (!st.ok()) {
-    explain_remote(&st);
-    st.prefix(std::string(sched::coll_name(a.coll)) + " #" + std::to_string(seq_) + " (count " +
-              std::to_string(a.count) + ", " + reduce::dtype_name(a.dtype) + "): ");
-    fail(st);
-    return st;
-  }
+  if (!st.ok()) return call_failed(a, std::move(st));
   bool has_result = !(a.coll == sched::Coll::Reduce && rank_ != a.root);
   if (a.op == weftAvg && a.count > 0 && has_result)
     reduce::divide(a.recv, a.recv, sched::recv_count({a.coll, nranks_, a.count, a.root, 0}), a.dtype,
                    nranks_);
-  return Status::Ok();
+  return st;
 }
 
 Status Communicator::run(const CollArgs& a) {
-  WEFT_TRY(validate(a));
+  if (!last_valid_ || !(*last_valid_ == a)) {
+    WEFT_TRY(validate(a));
+    if (a.op < weftNumOps) last_valid_ = a;
+  }
   if (pending_.load(std::memory_order_acquire) == 0) {
     std::lock_guard<std::mutex> lock(exec_mu_);
     return execute(a);

@@ -9,6 +9,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -40,6 +41,8 @@ struct CollArgs {
   weftDataType_t dtype = weftFloat32;
   weftRedOp_t op = weftSum;
   int root = 0;
+
+  bool operator==(const CollArgs&) const = default;
 };
 
 class Communicator final : public exec::Health {
@@ -80,8 +83,19 @@ class Communicator final : public exec::Health {
   Status connect_transports(const boot::UniqueId& id);
   Status check_consistent(const CollArgs& args);
   Status execute(const CollArgs& args);
-  const sched::RankPlan* plan_for(const CollArgs& args, Status* st);
+  // The plan of a call like the last one is at hand; others are looked up or built.
+  const sched::RankPlan* plan_for(const CollArgs& a, Status* st) {
+    if (last_plan_ != nullptr && plan_key(a) == last_key_) return last_plan_;
+    return find_plan(a, st);
+  }
+  static std::tuple<int, uint64_t, int, size_t> plan_key(const CollArgs& a) {
+    return {static_cast<int>(a.coll), static_cast<uint64_t>(a.count), a.root, reduce::dtype_size(a.dtype)};
+  }
+  const sched::RankPlan* find_plan(const CollArgs& args, Status* st);
   void fail(const Status& st);
+  [[gnu::noinline, gnu::cold]] Status precheck(const CollArgs& a);
+  [[gnu::noinline]] const void* premul_input(const CollArgs& a);
+  [[gnu::noinline, gnu::cold]] Status call_failed(const CollArgs& a, Status st);
   void explain_remote(Status* st);
   void worker_loop();
 
@@ -104,6 +118,10 @@ class Communicator final : public exec::Health {
   std::map<std::tuple<int, uint64_t, int, size_t>, sched::RankPlan> plans_;
   std::tuple<int, uint64_t, int, size_t> last_key_{};
   const sched::RankPlan* last_plan_ = nullptr;  // plans_[last_key_]
+  // The last blocking call that passed validate() (built-in ops only: a
+  // pre-multiplied op can be destroyed between calls); the same call again
+  // skips the checks.
+  std::optional<CollArgs> last_valid_;
 
   struct PreMul {
     weftDataType_t dtype;

@@ -91,6 +91,7 @@ bool ShmLink::item_done(const SendItem& item) const {
 }
 
 bool ShmLink::send_done(uint64_t ticket) {
+  if (queue_.empty() || ticket < queue_.front().ticket) return true;
   progress();
   if (queue_.empty() || ticket < queue_.front().ticket) return true;
   for (const SendItem& item : queue_)
