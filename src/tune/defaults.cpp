@@ -3,7 +3,7 @@
 //
 // Generic constants (the "* * 0 0" lines) stand for any algorithm and rank count;
 // the per-algorithm lines were fitted by scripts/calibrate to medians of
-// scripts/bench-algorithms on the development machine (2 cores shared with other
+// scripts/bench-algorithms on the development VMs (2 cores shared with other
 // work; fp32 sum; WEFT_CHUNK_BYTES 1 MiB), for 2 ranks and for 4 ranks. The 4-rank
 // fit also serves every other rank count (nranks 0): on 2 cores, 3 or more ranks are
 // oversubscribed just like 4. Size segments follow the shared-memory transport:
@@ -21,94 +21,94 @@ constexpr const char* kDefaults = R"(
 # machine to measure on); shm is one fit over every all-reduce algorithm at 4 ranks,
 # so an algorithm without its own lines is judged on the measured scale.
 net * * 0 0 2.5e-05 1e-09 1e-10
-shm * * 0 0 1.844e-06 7.871e-11 1e-10  # every algorithm at 4 ranks, 126 points
-# scripts/calibrate --split 64K,2M --generic-from 4 pooling three
-# scripts/bench-algorithms --repeat 2 sweeps taken while the shared machine was
-# lightly loaded or idle (2026-11-22, load 0.6-5 on 2 cores; medians of 12
-# samples). Sweeps under heavy load (8-15) rank the algorithms differently at small
-# sizes -- scheduling, not the algorithms, decides there -- so they were left out;
-# calibrate on the machine as it will be used.
-shm allreduce butterfly 2 0 2.066e-07 0 1e-10  # 7 points, worst error 59%
-shm allreduce butterfly 2 65536 0 1.832e-12 1e-10  # 3 points, worst error 60%
-shm allreduce butterfly 2 2097152 0 1.365e-10 1e-10  # 4 points, worst error 29%
-shm allreduce direct 2 0 2.759e-07 1.499e-11 1e-10  # 7 points, worst error 28%
-shm allreduce direct 2 65536 0 2.271e-11 1e-10  # 3 points, worst error 64%
-shm allreduce direct 2 2097152 0 1.842e-10 1e-10  # 4 points, worst error 22%
-shm allreduce double_tree 2 0 1.767e-07 0 1e-10  # 7 points, worst error 92%
-shm allreduce double_tree 2 65536 0 0 1e-10  # 3 points, worst error 118%
-shm allreduce double_tree 2 2097152 0.0002129 0 1e-10  # 4 points, worst error 31%
-shm allreduce naive 2 0 3.315e-07 0 1e-10  # 7 points, worst error 59%
-shm allreduce naive 2 65536 3.809e-06 1.019e-10 1e-10  # 3 points, worst error 8%
-shm allreduce naive 2 2097152 0 1.279e-10 1e-10  # 4 points, worst error 22%
-shm allreduce oneshot 2 0 2.372e-07 0 1e-10  # 7 points, worst error 71%
-shm allreduce oneshot 2 65536 0 4.785e-11 1e-10  # 3 points, worst error 17%
-shm allreduce oneshot 2 2097152 0 1.355e-10 1e-10  # 4 points, worst error 43%
-shm allreduce rabenseifner 2 0 2.805e-07 1.36e-11 1e-10  # 7 points, worst error 26%
-shm allreduce rabenseifner 2 65536 0 2.058e-11 1e-10  # 3 points, worst error 58%
-shm allreduce rabenseifner 2 2097152 0 1.373e-10 1e-10  # 4 points, worst error 31%
-shm allreduce recdoubling 2 0 4.978e-07 0 1e-10  # 7 points, worst error 44%
-shm allreduce recdoubling 2 65536 1.276e-05 5.184e-11 1e-10  # 3 points, worst error 13%
-shm allreduce recdoubling 2 2097152 0 1.477e-10 1e-10  # 4 points, worst error 35%
-shm allreduce ring 2 0 1.646e-05 1.319e-11 1e-10  # 7 points, worst error 2%
-shm allreduce ring 2 65536 1.281e-05 7.186e-11 1e-10  # 3 points, worst error 10%
-shm allreduce ring 2 2097152 0.0002046 0 1e-10  # 4 points, worst error 27%
-shm allreduce tree 2 0 1.564e-07 0 1e-10  # 7 points, worst error 88%
-shm allreduce tree 2 65536 0 7.71e-11 1e-10  # 3 points, worst error 23%
-shm allreduce tree 2 2097152 0.0001435 0 1e-10  # 4 points, worst error 17%
-shm allreduce butterfly 4 0 3.427e-06 0 1e-10  # 7 points, worst error 22%
-shm allreduce butterfly 0 0 3.427e-06 0 1e-10  # 7 points, worst error 22%
-shm allreduce butterfly 4 65536 0 1.226e-10 1e-10  # 3 points, worst error 43%
-shm allreduce butterfly 0 65536 0 1.226e-10 1e-10  # 3 points, worst error 43%
-shm allreduce butterfly 4 2097152 0 4.401e-10 1e-10  # 4 points, worst error 18%
-shm allreduce butterfly 0 2097152 0 4.401e-10 1e-10  # 4 points, worst error 18%
-shm allreduce direct 4 0 1.678e-06 4.24e-11 1e-10  # 7 points, worst error 24%
-shm allreduce direct 0 0 1.678e-06 4.24e-11 1e-10  # 7 points, worst error 24%
-shm allreduce direct 4 65536 0 9.574e-11 1e-10  # 3 points, worst error 47%
-shm allreduce direct 0 65536 0 9.574e-11 1e-10  # 3 points, worst error 47%
-shm allreduce direct 4 2097152 0 3.125e-10 1e-10  # 4 points, worst error 30%
-shm allreduce direct 0 2097152 0 3.125e-10 1e-10  # 4 points, worst error 30%
-shm allreduce double_tree 4 0 2.808e-06 1.742e-11 1e-10  # 7 points, worst error 18%
-shm allreduce double_tree 0 0 2.808e-06 1.742e-11 1e-10  # 7 points, worst error 18%
-shm allreduce double_tree 4 65536 0 6.045e-11 1e-10  # 3 points, worst error 45%
-shm allreduce double_tree 0 65536 0 6.045e-11 1e-10  # 3 points, worst error 45%
-shm allreduce double_tree 4 2097152 0.0005298 0 1e-10  # 4 points, worst error 26%
-shm allreduce double_tree 0 2097152 0.0005298 0 1e-10  # 4 points, worst error 26%
-shm allreduce naive 4 0 1.307e-06 0 1e-10  # 7 points, worst error 39%
-shm allreduce naive 0 0 1.307e-06 0 1e-10  # 7 points, worst error 39%
-shm allreduce naive 4 65536 0 4.673e-11 1e-10  # 3 points, worst error 9%
-shm allreduce naive 0 65536 0 4.673e-11 1e-10  # 3 points, worst error 9%
-shm allreduce naive 4 2097152 0 9.991e-11 1e-10  # 4 points, worst error 14%
-shm allreduce naive 0 2097152 0 9.991e-11 1e-10  # 4 points, worst error 14%
-shm allreduce oneshot 4 0 1.792e-06 4.312e-11 1e-10  # 7 points, worst error 18%
-shm allreduce oneshot 0 0 1.792e-06 4.312e-11 1e-10  # 7 points, worst error 18%
-shm allreduce oneshot 4 65536 3.197e-06 2.266e-10 1e-10  # 3 points, worst error 4%
-shm allreduce oneshot 0 65536 3.197e-06 2.266e-10 1e-10  # 3 points, worst error 4%
-shm allreduce oneshot 4 2097152 0 6.077e-10 1e-10  # 4 points, worst error 21%
-shm allreduce oneshot 0 2097152 0 6.077e-10 1e-10  # 4 points, worst error 21%
-shm allreduce rabenseifner 4 0 3.11e-06 4.203e-11 1e-10  # 7 points, worst error 20%
-shm allreduce rabenseifner 0 0 3.11e-06 4.203e-11 1e-10  # 7 points, worst error 20%
-shm allreduce rabenseifner 4 65536 0 1.436e-10 1e-10  # 3 points, worst error 29%
-shm allreduce rabenseifner 0 65536 0 1.436e-10 1e-10  # 3 points, worst error 29%
-shm allreduce rabenseifner 4 2097152 0 3.217e-10 1e-10  # 4 points, worst error 25%
-shm allreduce rabenseifner 0 2097152 0 3.217e-10 1e-10  # 4 points, worst error 25%
-shm allreduce recdoubling 4 0 3.306e-06 0 1e-10  # 7 points, worst error 26%
-shm allreduce recdoubling 0 0 3.306e-06 0 1e-10  # 7 points, worst error 26%
-shm allreduce recdoubling 4 65536 1.857e-05 1.094e-10 1e-10  # 3 points, worst error 4%
-shm allreduce recdoubling 0 65536 1.857e-05 1.094e-10 1e-10  # 3 points, worst error 4%
-shm allreduce recdoubling 4 2097152 0 2.531e-10 1e-10  # 4 points, worst error 6%
-shm allreduce recdoubling 0 2097152 0 2.531e-10 1e-10  # 4 points, worst error 6%
-shm allreduce ring 4 0 2.337e-06 2.178e-10 1e-10  # 7 points, worst error 35%
-shm allreduce ring 0 0 2.337e-06 2.178e-10 1e-10  # 7 points, worst error 35%
-shm allreduce ring 4 65536 0 1.642e-10 1e-10  # 3 points, worst error 48%
-shm allreduce ring 0 65536 0 1.642e-10 1e-10  # 3 points, worst error 48%
-shm allreduce ring 4 2097152 0.0005523 0 1e-10  # 4 points, worst error 12%
-shm allreduce ring 0 2097152 0.0005523 0 1e-10  # 4 points, worst error 12%
-shm allreduce tree 4 0 2.135e-06 0 1e-10  # 7 points, worst error 24%
-shm allreduce tree 0 0 2.135e-06 0 1e-10  # 7 points, worst error 24%
-shm allreduce tree 4 65536 4.339e-08 1.105e-10 1e-10  # 3 points, worst error 12%
-shm allreduce tree 0 65536 4.339e-08 1.105e-10 1e-10  # 3 points, worst error 12%
-shm allreduce tree 4 2097152 0 1.71e-10 1e-10  # 4 points, worst error 11%
-shm allreduce tree 0 2097152 0 1.71e-10 1e-10  # 4 points, worst error 11%
+# scripts/calibrate --split 64K,2M --generic-from 4 --from three scripts/bench-algorithms
+# --repeat 2 sweeps, one per VM this project has run on (samples pooled per point):
+# AMD EPYC Zen 5 (2026-11-22, bench-results/algorithms.json), Intel Xeon (2026-11-23,
+# algorithms-2026-11-23.json), AMD EPYC Zen 3 (2026-11-23, algorithms-2026-11-23-zen3.json).
+# A fit to one VM picks well there and poorly on the others (Zen 3 alone: 24 of 28
+# points within 10% there, 9 of 28 on Zen 5); calibrate on the machine that runs the jobs.
+shm * * 0 0 2.018e-06 1.227e-10 1e-10  # every algorithm at 4 ranks, 126 points
+shm allreduce butterfly 2 0 3.809e-07 7.764e-11 1e-10  # 7 points, worst error 26%
+shm allreduce butterfly 2 65536 0 9.064e-11 1e-10  # 3 points, worst error 28%
+shm allreduce butterfly 2 2097152 0 1.25e-10 1e-10  # 4 points, worst error 35%
+shm allreduce direct 2 0 2.392e-07 1.124e-10 1e-10  # 7 points, worst error 24%
+shm allreduce direct 2 65536 0 9.354e-11 1e-10  # 3 points, worst error 19%
+shm allreduce direct 2 2097152 0 1.281e-10 1e-10  # 4 points, worst error 34%
+shm allreduce double_tree 2 0 3.937e-07 9.812e-11 1e-10  # 7 points, worst error 24%
+shm allreduce double_tree 2 65536 0 5.166e-11 1e-10  # 3 points, worst error 36%
+shm allreduce double_tree 2 2097152 0.0002226 0 1e-10  # 4 points, worst error 25%
+shm allreduce naive 2 0 2.878e-07 9.918e-11 1e-10  # 7 points, worst error 64%
+shm allreduce naive 2 65536 0 7.173e-11 1e-10  # 3 points, worst error 17%
+shm allreduce naive 2 2097152 0 9.89e-11 1e-10  # 4 points, worst error 34%
+shm allreduce oneshot 2 0 3e-07 7.951e-11 1e-10  # 7 points, worst error 35%
+shm allreduce oneshot 2 65536 0 7.345e-11 1e-10  # 3 points, worst error 23%
+shm allreduce oneshot 2 2097152 0 2.357e-10 1e-10  # 4 points, worst error 40%
+shm allreduce rabenseifner 2 0 2.429e-07 9.697e-11 1e-10  # 7 points, worst error 24%
+shm allreduce rabenseifner 2 65536 0 8.253e-11 1e-10  # 3 points, worst error 25%
+shm allreduce rabenseifner 2 2097152 0 1.218e-10 1e-10  # 4 points, worst error 36%
+shm allreduce recdoubling 2 0 2.94e-07 3.904e-11 1e-10  # 7 points, worst error 35%
+shm allreduce recdoubling 2 65536 0 3.965e-11 1e-10  # 3 points, worst error 30%
+shm allreduce recdoubling 2 2097152 0 1.188e-10 1e-10  # 4 points, worst error 28%
+shm allreduce ring 2 0 2.768e-07 1.179e-10 1e-10  # 7 points, worst error 20%
+shm allreduce ring 2 65536 0 9.787e-11 1e-10  # 3 points, worst error 26%
+shm allreduce ring 2 2097152 0.0001495 0 1e-10  # 4 points, worst error 29%
+shm allreduce tree 2 0 2.977e-07 9.132e-11 1e-10  # 7 points, worst error 43%
+shm allreduce tree 2 65536 2.4e-06 6.573e-11 1e-10  # 3 points, worst error 12%
+shm allreduce tree 2 2097152 0.0001128 0 1e-10  # 4 points, worst error 30%
+shm allreduce butterfly 4 0 3.084e-06 1.707e-10 1e-10  # 7 points, worst error 17%
+shm allreduce butterfly 0 0 3.084e-06 1.707e-10 1e-10  # 7 points, worst error 17%
+shm allreduce butterfly 4 65536 0 2.523e-10 1e-10  # 3 points, worst error 24%
+shm allreduce butterfly 0 65536 0 2.523e-10 1e-10  # 3 points, worst error 24%
+shm allreduce butterfly 4 2097152 0 3.423e-10 1e-10  # 4 points, worst error 22%
+shm allreduce butterfly 0 2097152 0 3.423e-10 1e-10  # 4 points, worst error 22%
+shm allreduce direct 4 0 1.735e-06 1.498e-10 1e-10  # 7 points, worst error 21%
+shm allreduce direct 0 0 1.735e-06 1.498e-10 1e-10  # 7 points, worst error 21%
+shm allreduce direct 4 65536 0 2.151e-10 1e-10  # 3 points, worst error 5%
+shm allreduce direct 0 65536 0 2.151e-10 1e-10  # 3 points, worst error 5%
+shm allreduce direct 4 2097152 0 2.881e-10 1e-10  # 4 points, worst error 33%
+shm allreduce direct 0 2097152 0 2.881e-10 1e-10  # 4 points, worst error 33%
+shm allreduce double_tree 4 0 2.613e-06 9.263e-11 1e-10  # 7 points, worst error 13%
+shm allreduce double_tree 0 0 2.613e-06 9.263e-11 1e-10  # 7 points, worst error 13%
+shm allreduce double_tree 4 65536 0 9.94e-11 1e-10  # 3 points, worst error 24%
+shm allreduce double_tree 0 65536 0 9.94e-11 1e-10  # 3 points, worst error 24%
+shm allreduce double_tree 4 2097152 0.0004779 0 1e-10  # 4 points, worst error 33%
+shm allreduce double_tree 0 2097152 0.0004779 0 1e-10  # 4 points, worst error 33%
+shm allreduce naive 4 0 1.368e-06 9.994e-12 1e-10  # 7 points, worst error 9%
+shm allreduce naive 0 0 1.368e-06 9.994e-12 1e-10  # 7 points, worst error 9%
+shm allreduce naive 4 65536 0 4.649e-11 1e-10  # 3 points, worst error 15%
+shm allreduce naive 0 65536 0 4.649e-11 1e-10  # 3 points, worst error 15%
+shm allreduce naive 4 2097152 0 8.792e-11 1e-10  # 4 points, worst error 25%
+shm allreduce naive 0 2097152 0 8.792e-11 1e-10  # 4 points, worst error 25%
+shm allreduce oneshot 4 0 2.432e-06 2.589e-10 1e-10  # 7 points, worst error 16%
+shm allreduce oneshot 0 0 2.432e-06 2.589e-10 1e-10  # 7 points, worst error 16%
+shm allreduce oneshot 4 65536 1.513e-06 2.452e-10 1e-10  # 3 points, worst error 2%
+shm allreduce oneshot 0 65536 1.513e-06 2.452e-10 1e-10  # 3 points, worst error 2%
+shm allreduce oneshot 4 2097152 0 5.275e-10 1e-10  # 4 points, worst error 35%
+shm allreduce oneshot 0 2097152 0 5.275e-10 1e-10  # 4 points, worst error 35%
+shm allreduce rabenseifner 4 0 2.311e-06 1.386e-10 1e-10  # 7 points, worst error 14%
+shm allreduce rabenseifner 0 0 2.311e-06 1.386e-10 1e-10  # 7 points, worst error 14%
+shm allreduce rabenseifner 4 65536 0 2.206e-10 1e-10  # 3 points, worst error 29%
+shm allreduce rabenseifner 0 65536 0 2.206e-10 1e-10  # 3 points, worst error 29%
+shm allreduce rabenseifner 4 2097152 0 3.122e-10 1e-10  # 4 points, worst error 30%
+shm allreduce rabenseifner 0 2097152 0 3.122e-10 1e-10  # 4 points, worst error 30%
+shm allreduce recdoubling 4 0 4.386e-06 1.066e-10 1e-10  # 7 points, worst error 17%
+shm allreduce recdoubling 0 0 4.386e-06 1.066e-10 1e-10  # 7 points, worst error 17%
+shm allreduce recdoubling 4 65536 6.068e-06 3.227e-10 1e-10  # 3 points, worst error 3%
+shm allreduce recdoubling 0 65536 6.068e-06 3.227e-10 1e-10  # 3 points, worst error 3%
+shm allreduce recdoubling 4 2097152 0 3.377e-10 1e-10  # 4 points, worst error 13%
+shm allreduce recdoubling 0 2097152 0 3.377e-10 1e-10  # 4 points, worst error 13%
+shm allreduce ring 4 0 2.137e-06 2.123e-10 1e-10  # 7 points, worst error 40%
+shm allreduce ring 0 0 2.137e-06 2.123e-10 1e-10  # 7 points, worst error 40%
+shm allreduce ring 4 65536 0 2.339e-10 1e-10  # 3 points, worst error 9%
+shm allreduce ring 0 65536 0 2.339e-10 1e-10  # 3 points, worst error 9%
+shm allreduce ring 4 2097152 0.0003693 0 1e-10  # 4 points, worst error 16%
+shm allreduce ring 0 2097152 0.0003693 0 1e-10  # 4 points, worst error 16%
+shm allreduce tree 4 0 2.953e-06 3.662e-11 1e-10  # 7 points, worst error 7%
+shm allreduce tree 0 0 2.953e-06 3.662e-11 1e-10  # 7 points, worst error 7%
+shm allreduce tree 4 65536 3.606e-06 1.195e-10 1e-10  # 3 points, worst error 8%
+shm allreduce tree 0 65536 3.606e-06 1.195e-10 1e-10  # 3 points, worst error 8%
+shm allreduce tree 4 2097152 0.0001474 0 1e-10  # 4 points, worst error 14%
+shm allreduce tree 0 2097152 0.0001474 0 1e-10  # 4 points, worst error 14%
 )";
 
 }  // namespace
