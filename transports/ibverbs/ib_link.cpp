@@ -47,13 +47,13 @@ IbLink::IbLink(int peer, std::string peer_name, std::unique_ptr<QueuePair> qp, L
       recv_credits_(opts.slots, opts.credit_batch) {}
 
 IbLink::~IbLink() {
+  Registrar reg = qp_->registrar();
+  qp_.reset();  // first: nothing may reach the memory deregistered below
   for (OutMsg& m : out_)
     if (m.registered) cache_->release(m.region);
   cache_.reset();
-  Registrar reg = qp_->registrar();
   if (staging_region_.handle != nullptr) reg.dereg(staging_region_);
   if (ring_region_.handle != nullptr) reg.dereg(ring_region_);
-  qp_.reset();
   std::free(ring_);
 }
 

@@ -1,7 +1,5 @@
 #include "transports/ibverbs/ib_transport.h"
 
-#include <cstring>
-
 #include "base/log.h"
 #include "base/params.h"
 #include "transports/ibverbs/conn_info.h"
