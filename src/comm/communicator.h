@@ -88,7 +88,9 @@ class Communicator final : public exec::Health {
     if (last_plan_ != nullptr && plan_key(a) == last_key_) return last_plan_;
     return find_plan(a, st);
   }
-  static std::tuple<int, uint64_t, int, size_t> plan_key(const CollArgs& a) {
+  // (coll, count, root, element size): what a plan depends on.
+  using PlanKey = std::tuple<int, uint64_t, int, size_t>;
+  static PlanKey plan_key(const CollArgs& a) {
     return {static_cast<int>(a.coll), static_cast<uint64_t>(a.count), a.root, reduce::dtype_size(a.dtype)};
   }
   const sched::RankPlan* find_plan(const CollArgs& args, Status* st);
@@ -114,9 +116,8 @@ class Communicator final : public exec::Health {
   std::unique_ptr<tune::Tuner> tuner_;  // picks each call's algorithm
   uint64_t seq_ = 0;
 
-  // (coll, count, root, element size) -> this rank's plan from the tuner's pick.
-  std::map<std::tuple<int, uint64_t, int, size_t>, sched::RankPlan> plans_;
-  std::tuple<int, uint64_t, int, size_t> last_key_{};
+  std::map<PlanKey, sched::RankPlan> plans_;  // this rank's plans from the tuner's picks
+  PlanKey last_key_{};
   const sched::RankPlan* last_plan_ = nullptr;  // plans_[last_key_]
   // The last blocking call that passed validate() (built-in ops only: a
   // pre-multiplied op can be destroyed between calls); the same call again

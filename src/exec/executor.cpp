@@ -179,7 +179,8 @@ Status Executor::receive(Call& call, const sched::Step& step, transport::Link* l
   op.tag = tag(call, received_[static_cast<size_t>(step.peer)]);
   op.bytes = bytes;
   if (send_in_flight(dst, bytes)) {
-    if (!sends_done(dst, bytes)) return receive_guarded(call, step, link, op);
+    if (!sends_done(dst, bytes))
+      return receive_guarded(call, link, op, dst, src, step.kind != sched::Kind::Recv);
     // Already read: the sends just retire and the receive lands directly (a link
     // fills a plain destination with fewer copies than it feeds a consumer).
     WEFT_TRY(wait_sends_overlapping(call, dst, bytes));
@@ -191,11 +192,9 @@ Status Executor::receive(Call& call, const sched::Step& step, transport::Link* l
 }
 
 // Out of line: its std::function and staging would weigh on every receive.
-Status Executor::receive_guarded(Call& call, const sched::Step& step, transport::Link* link,
-                                 transport::RecvOp& op) {
-  unsigned char* dst = resolve(call, step.dst);
-  const unsigned char* src = resolve(call, step.src);
-  GuardedReceive guarded(dst, src, step.kind != sched::Kind::Recv, elem_size_, call.dtype, call.op, staging_,
+Status Executor::receive_guarded(Call& call, transport::Link* link, transport::RecvOp& op,
+                                 unsigned char* dst, const unsigned char* src, bool reduce) {
+  GuardedReceive guarded(dst, src, reduce, elem_size_, call.dtype, call.op, staging_,
                          [&](size_t offset, size_t n) { return sends_done(dst + offset, n); });
   op.consumer = &guarded;
   WEFT_TRY(recv(call, link, op));

@@ -80,8 +80,8 @@ class Executor {
   static uint64_t tag(const Call& call, Counter& c);
   Status recv(Call& call, transport::Link* link, transport::RecvOp& op);
   Status receive(Call& call, const sched::Step& step, transport::Link* link);
-  [[gnu::noinline]] Status receive_guarded(Call& call, const sched::Step& step, transport::Link* link,
-                                           transport::RecvOp& op);
+  [[gnu::noinline]] Status receive_guarded(Call& call, transport::Link* link, transport::RecvOp& op,
+                                           unsigned char* dst, const unsigned char* src, bool reduce);
   bool send_in_flight(const unsigned char* p, size_t bytes) const;
   // No send of ours that overlaps [p, p + bytes) is still being read.
   bool sends_done(const unsigned char* p, size_t bytes) const;
