@@ -85,11 +85,13 @@ typedef struct {
   int blocking;     /* 1: init returns when the communicator is ready (only mode) */
   int64_t timeoutMs; /* deadline of every wait in this communicator; <= 0: WEFT_TIMEOUT_MS */
   const char* commName; /* shown in log lines; may be NULL */
+  const char* algo;     /* algorithm choice in WEFT_ALGO's syntax, for this communicator
+                         * only (overrides WEFT_ALGO); NULL: WEFT_ALGO */
 } weftConfig_t;
 
 #define WEFT_CONFIG_MAGIC 0x77656674u
 #define WEFT_CONFIG_INITIALIZER \
-  { sizeof(weftConfig_t), WEFT_CONFIG_MAGIC, WEFT_VERSION_CODE, 1, 0, NULL }
+  { sizeof(weftConfig_t), WEFT_CONFIG_MAGIC, WEFT_VERSION_CODE, 1, 0, NULL, NULL }
 
 weftResult_t weftGetVersion(int* version);
 const char* weftGetErrorString(weftResult_t result);

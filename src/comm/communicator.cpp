@@ -3,6 +3,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstring>
 
 #include "algorithms/registry.h"
@@ -61,12 +62,20 @@ Status Communicator::create(const boot::UniqueId& id, int nranks, int rank,
 Status Communicator::init(const boot::UniqueId& id, const weftConfig_t* config) {
   timeout_ms_ = params::TIMEOUT_MS();
   check_ = params::CHECK() != 0;
+  tune::Options topt = tune::Options::from_params();
   if (config != nullptr) {
-    if (config->magic != WEFT_CONFIG_MAGIC || config->size != sizeof(weftConfig_t))
+    // A program built against an older weft.h passes a shorter struct (size set by
+    // its initializer); fields past its end keep their defaults.
+    constexpr size_t kFirstSize = offsetof(weftConfig_t, algo);
+    if (config->magic != WEFT_CONFIG_MAGIC || config->size < kFirstSize || config->size > sizeof(weftConfig_t))
       return Error(weftInvalidArgument,
                    "weftCommInitRankConfig: config was not initialized with WEFT_CONFIG_INITIALIZER");
     if (config->timeoutMs > 0) timeout_ms_ = config->timeoutMs;
     if (config->commName != nullptr) name_ = config->commName;
+    if (config->size > offsetof(weftConfig_t, algo) && config->algo != nullptr) {
+      topt.algo = config->algo;
+      topt.algo_source = "weftConfig_t.algo";
+    }
   }
   if (rank_ == 0) {
     WEFT_INFO(INIT, "weft %s, %d ranks, reduce kernels: %s", WEFT_VERSION_STRING,
@@ -85,7 +94,6 @@ Status Communicator::init(const boot::UniqueId& id, const weftConfig_t* config) 
   // Ranks reached over shared memory share this host: all of them -> shm constants.
   int local_ranks = 1;
   for (auto& l : links_) local_ranks += std::strncmp(l->name(), "shm", 3) == 0 ? 1 : 0;
-  tune::Options topt = tune::Options::from_params();
   topt.log_table = rank_ == 0;
   st = tune::Tuner::create(nranks_, local_ranks, topt, &tuner_);
   if (!st.ok()) {

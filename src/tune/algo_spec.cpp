@@ -56,15 +56,15 @@ struct Pending {
   std::vector<std::string> names;
 };
 
-Status add_name(const std::string& spec, std::string name, bool first, Pending* p) {
+Status add_name(const std::string& what, std::string name, bool first, Pending* p) {
   bool neg = !name.empty() && name[0] == '^';
   if (neg) name = trim_lower(name.substr(1));
-  if (name.empty()) return Error(weftInvalidArgument, "WEFT_ALGO=%s: empty algorithm name", spec.c_str());
+  if (name.empty()) return Error(weftInvalidArgument, "%s: empty algorithm name", what.c_str());
   if (first) p->exclude = neg;
   else if (neg)
     return Error(weftInvalidArgument,
-                 "WEFT_ALGO=%s: '^' excludes the whole list and must come first ('^a,b'), not before '%s'",
-                 spec.c_str(), name.c_str());
+                 "%s: '^' excludes the whole list and must come first ('^a,b'), not before '%s'",
+                 what.c_str(), name.c_str());
   p->given = true;
   p->names.push_back(name);
   return Status::Ok();
@@ -72,9 +72,11 @@ Status add_name(const std::string& spec, std::string name, bool first, Pending* 
 
 }  // namespace
 
-Status parse_algo_spec(const std::string& text, AlgoSpec* out) {
+Status parse_algo_spec(const std::string& text, AlgoSpec* out, const char* source) {
   *out = AlgoSpec{};
   out->text = text;
+  out->source = source;
+  const std::string what = out->describe();
   Pending global;
   std::array<Pending, kNumColls> colls;
   for (const std::string& group : split(text, ';')) {
@@ -89,16 +91,16 @@ Status parse_algo_spec(const std::string& text, AlgoSpec* out) {
         sched::Coll c;
         if (!parse_coll(cname, &c))
           return Error(weftInvalidArgument,
-                       "WEFT_ALGO=%s: unknown collective '%s' (known: allreduce, broadcast, reduce, "
+                       "%s: unknown collective '%s' (known: allreduce, broadcast, reduce, "
                        "allgather, reducescatter, alltoall)",
-                       text.c_str(), cname.c_str());
+                       what.c_str(), cname.c_str());
         target = &colls[static_cast<size_t>(c)];
         if (target->given)
-          return Error(weftInvalidArgument, "WEFT_ALGO=%s: '%s' is given twice", text.c_str(), cname.c_str());
+          return Error(weftInvalidArgument, "%s: '%s' is given twice", what.c_str(), cname.c_str());
         first = true;
         tok = trim_lower(tok.substr(colon + 1));
       }
-      WEFT_TRY(add_name(text, tok, first, target));
+      WEFT_TRY(add_name(what, tok, first, target));
       first = false;
     }
   }
@@ -108,15 +110,15 @@ Status parse_algo_spec(const std::string& text, AlgoSpec* out) {
     const auto c = static_cast<sched::Coll>(i);
     for (const std::string& n : colls[i].names)
       if (algo::find_algorithm(c, n) == nullptr)
-        return Error(weftInvalidArgument, "WEFT_ALGO=%s: %s has no algorithm '%s' (available: %s)",
-                     text.c_str(), sched::coll_name(c), n.c_str(), names_of(c).c_str());
+        return Error(weftInvalidArgument, "%s: %s has no algorithm '%s' (available: %s)",
+                     what.c_str(), sched::coll_name(c), n.c_str(), names_of(c).c_str());
   }
   for (const std::string& n : global.names) {
     bool known = false;
     for (const algo::Algorithm& a : algo::all_algorithms()) known = known || n == a.name;
     if (!known)
-      return Error(weftInvalidArgument, "WEFT_ALGO=%s: unknown algorithm '%s' (available: %s)",
-                   text.c_str(), n.c_str(), all_names().c_str());
+      return Error(weftInvalidArgument, "%s: unknown algorithm '%s' (available: %s)",
+                   what.c_str(), n.c_str(), all_names().c_str());
   }
 
   for (size_t i = 0; i < kNumColls; ++i) {
@@ -133,8 +135,8 @@ Status parse_algo_spec(const std::string& text, AlgoSpec* out) {
     bool any_left = false;
     for (const algo::Algorithm* a : algo::algorithms_for(c)) any_left = any_left || f.allows(a->name);
     if (f.active && !any_left)
-      return Error(weftInvalidArgument, "WEFT_ALGO=%s excludes every %s algorithm (available: %s)",
-                   text.c_str(), sched::coll_name(c), names_of(c).c_str());
+      return Error(weftInvalidArgument, "%s excludes every %s algorithm (available: %s)",
+                   what.c_str(), sched::coll_name(c), names_of(c).c_str());
   }
   return Status::Ok();
 }

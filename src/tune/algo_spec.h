@@ -33,12 +33,14 @@ struct CollFilter {
 };
 
 struct AlgoSpec {
-  std::string text;  // as given, for error messages
+  std::string text;                  // as given, for error messages
+  std::string source = "WEFT_ALGO";  // where it came from: WEFT_ALGO or weftConfig_t.algo
   std::array<CollFilter, kNumColls> per_coll;
 
+  std::string describe() const { return source + "=" + text; }
   const CollFilter& filter(sched::Coll c) const { return per_coll[static_cast<size_t>(c)]; }
 };
 
-Status parse_algo_spec(const std::string& text, AlgoSpec* out);
+Status parse_algo_spec(const std::string& text, AlgoSpec* out, const char* source = "WEFT_ALGO");
 
 }  // namespace weft::tune

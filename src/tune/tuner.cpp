@@ -35,10 +35,11 @@ Status Tuner::create(int nranks, int local_ranks, const Options& opt, std::uniqu
   t->cls_ = local_ranks >= nranks ? LinkClass::Shm : LinkClass::Net;
   t->table_ = default_table();
   if (!opt.tuning_file.empty()) WEFT_TRY(load_tuning_file(opt.tuning_file, &t->table_));
-  WEFT_TRY(parse_algo_spec(opt.algo, &t->spec_));
+  WEFT_TRY(parse_algo_spec(opt.algo, &t->spec_, opt.algo_source));
   if (opt.log_table && log::enabled(log::Level::Info, log::Subsys::TUNE)) {
-    WEFT_INFO(TUNE, "%d ranks, %d on this host: link class %s; WEFT_ALGO=%s; constants from %s:",
-              nranks, local_ranks, link_class_name(t->cls_), opt.algo.empty() ? "(auto)" : opt.algo.c_str(),
+    WEFT_INFO(TUNE, "%d ranks, %d on this host: link class %s; %s=%s; constants from %s:",
+              nranks, local_ranks, link_class_name(t->cls_), opt.algo_source,
+              opt.algo.empty() ? "(auto)" : opt.algo.c_str(),
               opt.tuning_file.empty() ? "built-in defaults" : opt.tuning_file.c_str());
     std::istringstream lines(format_table(t->table_));
     for (std::string line; std::getline(lines, line);) WEFT_INFO(TUNE, "  %s", line.c_str());
@@ -85,8 +86,8 @@ Status Tuner::choose(sched::Coll coll, const sched::BuildArgs& args, size_t elem
     std::string avail;
     for (const algo::Algorithm* a : algo::algorithms_for(coll))
       if (algo::supports(*a, args)) avail += (avail.empty() ? "" : ", ") + std::string(a->name);
-    return Error(weftInvalidArgument, "WEFT_ALGO=%s: no algorithm it allows can run %s with %d ranks (available: %s)",
-                 spec_.text.c_str(), sched::coll_name(coll), args.nranks,
+    return Error(weftInvalidArgument, "%s: no algorithm it allows can run %s with %d ranks (available: %s)",
+                 spec_.describe().c_str(), sched::coll_name(coll), args.nranks,
                  avail.empty() ? "none" : avail.c_str());
   }
   // Strictly lower wins, so ties go to the earlier (registry-order) algorithm.

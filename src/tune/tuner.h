@@ -30,7 +30,8 @@
 namespace weft::tune {
 
 struct Options {
-  std::string algo;          // WEFT_ALGO
+  std::string algo;          // WEFT_ALGO, or weftConfig_t.algo where a communicator sets it
+  const char* algo_source = "WEFT_ALGO";  // which of the two, for messages
   std::string tuning_file;   // WEFT_TUNING_FILE; empty: the built-in defaults
   bool log_table = true;     // print the constants at INFO (one rank is enough)
   static Options from_params();

@@ -5,6 +5,9 @@
 //   weft-bad-input args            invalid arguments on a healthy communicator
 //   weft-bad-input nranks          ranks disagree on nranks at init
 //   weft-bad-input count           ranks disagree on count (run with and without WEFT_CHECK=1)
+//   weft-bad-input config          weftConfig_t: a bad algorithm choice, a good one, an
+//                                  older header's shorter struct, a corrupt one
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -62,6 +65,48 @@ int main(int argc, char** argv) {
                 rank, rc, weftGetErrorString(rc), weftGetLastError(comm));
     weftCommAbort(comm);
     return ok ? 0 : 1;
+  }
+
+  if (mode == "config") {
+    // Each further communicator's id comes from rank 0 over the first one.
+    auto open = [&](weftConfig_t* config, weftComm_t* out) {
+      weftUniqueId id{};
+      if (rank == 0 && weftGetUniqueId(&id) != weftSuccess) return weftInternalError;
+      weftResult_t rc = weftBroadcast(&id, &id, sizeof(id), weftUint8, 0, comm, nullptr);
+      return rc != weftSuccess ? rc : weftCommInitRankConfig(out, 2, id, rank, config);
+    };
+    weftComm_t forced = nullptr;
+    weftConfig_t config = WEFT_CONFIG_INITIALIZER;
+    config.algo = "allreduce:nosuch";
+    expect("config.algo names no algorithm", open(&config, &forced), weftInvalidArgument, nullptr,
+           "weftConfig_t.algo=allreduce:nosuch");
+    config.algo = "allreduce:ring";
+    weftResult_t rc = open(&config, &forced);
+    std::printf("%s: config.algo ring: got %d (%s)\n", rc == weftSuccess ? "PASS" : "FAIL", rc,
+                rc == weftSuccess ? "" : weftGetLastError(nullptr));
+    failures += rc == weftSuccess ? 0 : 1;
+    if (rc == weftSuccess) {
+      rc = weftAllReduce(buf.data(), buf.data(), 1024, weftFloat32, weftSum, forced, nullptr);
+      bool good = rc == weftSuccess && buf[0] == 2.0f && buf[1023] == 2.0f;
+      std::printf("%s: allreduce on the ring-only communicator\n", good ? "PASS" : "FAIL");
+      failures += good ? 0 : 1;
+      weftCommDestroy(forced);
+    }
+    // A program built against a weft.h without the algo field passes a shorter size.
+    weftConfig_t older = WEFT_CONFIG_INITIALIZER;
+    older.size = offsetof(weftConfig_t, algo);
+    older.algo = "allreduce:nosuch";  // past the struct it claims: never read
+    rc = open(&older, &forced);
+    std::printf("%s: older weftConfig_t size: got %d (%s)\n", rc == weftSuccess ? "PASS" : "FAIL", rc,
+                rc == weftSuccess ? "" : weftGetLastError(nullptr));
+    failures += rc == weftSuccess ? 0 : 1;
+    if (rc == weftSuccess) weftCommDestroy(forced);
+    weftConfig_t corrupt = WEFT_CONFIG_INITIALIZER;
+    corrupt.size = 7;
+    expect("corrupt weftConfig_t size", open(&corrupt, &forced), weftInvalidArgument, nullptr,
+           "WEFT_CONFIG_INITIALIZER");
+    weftCommDestroy(comm);
+    return failures == 0 ? 0 : 1;
   }
 
   expect("NULL sendbuff", weftAllReduce(nullptr, buf.data(), 4, weftFloat32, weftSum, comm, nullptr),

@@ -59,6 +59,10 @@ void PrintPerfUsage(FILE* out) {
       "      --memalloc       buffers from weftMemAlloc instead of malloc\n"
       "      --json FILE      also write rank 0's rows as JSON\n"
       "      --csv FILE       also write rank 0's rows as CSV\n"
+      "      --calibrate FILE time every algorithm at each size (interleaved rounds of\n"
+      "                       ~10 ms batches; -n is not used), fit the tuner's constants\n"
+      "                       and write them to FILE for WEFT_TUNING_FILE (keeps FILE's\n"
+      "                       lines for other collectives and rank counts)\n"
       "  -h, --help           this text\n",
       CollectiveNames());
 }
@@ -139,6 +143,9 @@ bool ParsePerfArgs(int argc, char** argv, PerfOptions* opt, bool* help, std::str
       opt->json_path = value;
     } else if (name == "--csv") {
       opt->csv_path = value;
+    } else if (name == "--calibrate") {
+      opt->calibrate_path = value;
+      ok = !value.empty();
     } else {
       *error = "unknown option '" + a + "'";
       return false;
@@ -150,6 +157,14 @@ bool ParsePerfArgs(int argc, char** argv, PerfOptions* opt, bool* help, std::str
   }
   if (opt->min_bytes > opt->max_bytes) {
     *error = "-b (minbytes) is larger than -e (maxbytes)";
+    return false;
+  }
+  if (!opt->calibrate_path.empty() && (!opt->algo.empty() || opt->types.size() != 1 || opt->ops.size() != 1)) {
+    *error = "--calibrate times every algorithm of one datatype and op: no -a, -d all or -o all";
+    return false;
+  }
+  if (!opt->calibrate_path.empty() && opt->min_bytes == opt->max_bytes) {
+    *error = "--calibrate fits lines through several sizes: give a sweep, e.g. -b 8 -e 256M -f 4";
     return false;
   }
   if (opt->step_factor <= 1 && opt->step_bytes == 0 && opt->min_bytes != opt->max_bytes) {

@@ -28,6 +28,7 @@ struct PerfOptions {
   bool memalloc = false;
   std::string json_path;
   std::string csv_path;
+  std::string calibrate_path;  // --calibrate: fit the tuner instead of the sweep table
 };
 
 // "8", "64K", "1M", "2G" (binary multiples, either case).

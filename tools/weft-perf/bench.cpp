@@ -11,24 +11,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-void Barrier(const Job& job) {
-  int32_t token = 0;
-  weftResult_t rc = weftAllReduce(&token, &token, 1, weftInt32, weftSum, job.comm, nullptr);
-  if (rc != weftSuccess) DieOnApiError(job, "weftAllReduce (barrier)", rc);
-}
-
-double MaxOverRanks(const Job& job, double v) {
-  weftResult_t rc = weftAllReduce(&v, &v, 1, weftFloat64, weftMax, job.comm, nullptr);
-  if (rc != weftSuccess) DieOnApiError(job, "weftAllReduce (time max)", rc);
-  return v;
-}
-
-int64_t SumOverRanks(const Job& job, int64_t v) {
-  weftResult_t rc = weftAllReduce(&v, &v, 1, weftInt64, weftSum, job.comm, nullptr);
-  if (rc != weftSuccess) DieOnApiError(job, "weftAllReduce (#wrong sum)", rc);
-  return v;
-}
-
 Measurement Measure(const Job& job, const Collective& coll, const PerfOptions& opt,
                     const Buffers& b, const RowSpec& row, bool in_place, size_t row_bytes) {
   auto run = [&] {
@@ -59,6 +41,25 @@ Measurement Measure(const Job& job, const Collective& coll, const PerfOptions& o
 }
 
 }  // namespace
+
+void Barrier(const Job& job) {
+  int32_t token = 0;
+  weftResult_t rc = weftAllReduce(&token, &token, 1, weftInt32, weftSum, job.comm, nullptr);
+  if (rc != weftSuccess) DieOnApiError(job, "weftAllReduce (barrier)", rc);
+}
+
+double MaxOverRanks(const Job& job, double v) {
+  weftResult_t rc = weftAllReduce(&v, &v, 1, weftFloat64, weftMax, job.comm, nullptr);
+  if (rc != weftSuccess) DieOnApiError(job, "weftAllReduce (time max)", rc);
+  return v;
+}
+
+int64_t SumOverRanks(const Job& job, int64_t v) {
+  weftResult_t rc = weftAllReduce(&v, &v, 1, weftInt64, weftSum, job.comm, nullptr);
+  if (rc != weftSuccess) DieOnApiError(job, "weftAllReduce (#wrong sum)", rc);
+  return v;
+}
+
 
 void DieOnApiError(const Job& job, const std::string& call, weftResult_t rc) {
   std::fprintf(stderr, "weft-perf: rank %d: %s failed: %s: %s\n", job.rank, call.c_str(),

@@ -24,6 +24,12 @@ struct Job {
 // other ranks fail fast instead of waiting out their deadline) and exits 1.
 [[noreturn]] void DieOnApiError(const Job& job, const std::string& call, weftResult_t rc);
 
+// Collectives over the job's communicator for the measurement loop itself (weft
+// reduces its own timings; a failure ends the run through DieOnApiError).
+void Barrier(const Job& job);
+double MaxOverRanks(const Job& job, double v);
+int64_t SumOverRanks(const Job& job, int64_t v);
+
 struct SweepResult {
   std::vector<Row> rows;  // filled on every rank; rank 0 prints them
   int64_t wrong_total = 0;

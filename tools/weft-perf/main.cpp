@@ -3,6 +3,7 @@
 //   weft-run -n 4 weft-perf allreduce -b 8 -e 128M -f 2
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +12,7 @@
 
 #include "args.h"
 #include "bench.h"
+#include "calibrate.h"
 #include "collective.h"
 #include "datatype.h"
 #include "table.h"
@@ -40,6 +42,20 @@ std::vector<ProcInfo> GatherProcInfo(const Job& job) {
   return all;
 }
 
+// Ranks per host as the communicator derives them: one host -> every rank local;
+// equal consecutive blocks per host -> that block size; otherwise unknown (0).
+Placement Place(const std::vector<ProcInfo>& procs) {
+  Placement p;
+  const int n = static_cast<int>(procs.size());
+  auto same = [&](int a, int b) { return std::strcmp(procs[a].host, procs[b].host) == 0; };
+  p.local_ranks = static_cast<int>(std::count_if(procs.begin(), procs.end(),
+                                                 [&](const ProcInfo& q) { return std::strcmp(q.host, procs[0].host) == 0; }));
+  p.local_size = n % p.local_ranks == 0 ? p.local_ranks : 0;
+  for (int r = 0; r < n && p.local_size != 0; ++r)
+    if (!same(r, r - r % p.local_size)) p.local_size = 0;
+  return p;
+}
+
 void PrintHeader(const Job& job, const PerfOptions& opt, const Collective& coll,
                  const std::vector<ProcInfo>& procs) {
   // Canonical names (an alias like bf16 prints as bfloat16), or "all".
@@ -62,7 +78,7 @@ void PrintHeader(const Job& job, const PerfOptions& opt, const Collective& coll,
     std::printf("#  Rank %2zu Pid %6lld on %10s\n", r, static_cast<long long>(procs[r].pid),
                 procs[r].host);
   std::printf("#\n");
-  PrintColumnHeader(stdout);
+  if (opt.calibrate_path.empty()) PrintColumnHeader(stdout);
   std::fflush(stdout);
 }
 
@@ -160,6 +176,14 @@ int Main(int argc, char** argv) {
   buffers.send = Allocate(job, coll->SendCapacity(opt.max_bytes, job.nranks), opt.memalloc);
   buffers.recv = Allocate(job, coll->RecvCapacity(opt.max_bytes, job.nranks), opt.memalloc);
 
+  if (!opt.calibrate_path.empty()) {
+    int status = RunCalibration(job, *coll, opt, buffers, Place(procs));
+    if ((rc = weftBarrier(job.comm)) != weftSuccess) DieOnApiError(job, "weftBarrier", rc);
+    Release(buffers.send, opt.memalloc);
+    Release(buffers.recv, opt.memalloc);
+    if ((rc = weftCommDestroy(job.comm)) != weftSuccess) DieOnApiError(job, "weftCommDestroy", rc);
+    return status;
+  }
   SweepResult result = RunSweep(job, *coll, opt, buffers);
 
   int status = result.wrong_total > 0 ? 1 : 0;

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# weft-perf --calibrate end to end: every algorithm really runs (its own forced
+# communicator, seen in the COLL log), results are checked (-c 1), the file has a
+# line per (algorithm, size segment), calibrations of other rank counts and
+# collectives are kept while a repeat replaces its own block, the file loads as
+# WEFT_TUNING_FILE, and misuse is refused with a message.
+# Usage: test_calibrate.sh path/to/weft-run path/to/weft-perf
+set -u
+WR=${1:?usage: test_calibrate.sh weft-run weft-perf}
+PERF=${2:?usage: test_calibrate.sh weft-run weft-perf}
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/weft-calibrate-test.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+FILE=$TMP/tuning.txt
+FAILS=0
+fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+pass() { echo "ok:   $*"; }
+# weft-run's own --timeout ends every rank; `timeout` guards weft-run itself.
+calibrate() {
+  local n=$1; shift
+  timeout -s KILL 200 "$WR" -n "$n" --timeout 180 -- "$PERF" "$@" --calibrate "$FILE" >"$TMP/out" 2>"$TMP/err"
+}
+block() { grep -c "^# weft-perf --calibrate $1 $2 ranks shm:" "$FILE"; }
+
+WEFT_DEBUG=INFO WEFT_DEBUG_SUBSYS=COLL calibrate 3 allreduce -b 8 -e 4M -f 8 -w 1 -c 1
+rc=$?
+if [ $rc != 0 ]; then fail "3-rank calibration: exit $rc: $(tail -5 "$TMP/err")"; else
+  algos=$(awk '/^# +size /{for (i = 3; i <= NF - 3; ++i) print $i}' "$TMP/out")
+  [ "$(echo "$algos" | wc -w)" -ge 8 ] || fail "table lists too few algorithms: $algos"
+  for a in $algos; do
+    grep -q "allreduce count [0-9]*: algorithm $a," "$TMP/err" || fail "$a never ran (no COLL line)"
+    for from in 0 65536 2097152; do
+      grep -q "^shm allreduce $a 3 $from " "$FILE" || fail "no line for $a at 3 ranks from $from B"
+    done
+  done
+  grep -q "pick is within 10% of the fastest at [0-9]* of 7 sizes" "$TMP/out" || fail "no pick summary"
+  pass "3 ranks: $(echo $algos | wc -w) algorithms ran and were fitted"
+fi
+
+calibrate 2 allreduce -b 8 -e 1M -f 16 -w 1 -c 1 || fail "2-rank calibration: $(tail -3 "$TMP/err")"
+calibrate 2 reducescatter -b 1K -e 1M -f 8 -w 1 -c 1 || fail "reducescatter calibration: $(tail -3 "$TMP/err")"
+calibrate 3 allreduce -b 64 -e 1M -f 16 -w 1 -c 0 || fail "3-rank repeat: $(tail -3 "$TMP/err")"
+[ "$(block allreduce 3)" = 1 ] && [ "$(block allreduce 2)" = 1 ] && [ "$(block reducescatter 2)" = 1 ] &&
+  pass "blocks kept and replaced" || fail "blocks wrong: $(grep '^# weft-perf' "$FILE")"
+
+WEFT_TUNING_FILE=$FILE WEFT_DEBUG=INFO WEFT_DEBUG_SUBSYS=TUNE timeout -s KILL 100 "$WR" -n 3 --timeout 90 -- \
+  "$PERF" allreduce -b 8 -e 256K -f 8 -n 2 -w 1 -c 1 >"$TMP/out" 2>"$TMP/err"
+rc=$?
+[ $rc = 0 ] && grep -q "constants from $FILE" "$TMP/err" && pass "the file loads as WEFT_TUNING_FILE" ||
+  fail "using the file: exit $rc: $(grep -m3 -i 'error\|warn' "$TMP/err")"
+
+timeout -s KILL 60 "$WR" -n 2 --timeout 50 -- "$PERF" allreduce -a ring --calibrate "$FILE" >"$TMP/out" 2>"$TMP/err"
+[ $? = 2 ] && grep -q "no -a" "$TMP/err" && pass "-a with --calibrate refused" || fail "-a with --calibrate: $(cat "$TMP/err")"
+timeout -s KILL 60 "$WR" -n 2 --timeout 50 -- "$PERF" allreduce -b 1M -e 1M --calibrate "$FILE" >"$TMP/out" 2>"$TMP/err"
+[ $? = 2 ] && grep -q "give a sweep" "$TMP/err" && pass "one size refused" || fail "one size: $(cat "$TMP/err")"
+calibrate 2 sendrecv -b 8 -e 64
+[ $? = 2 ] && grep -q "no algorithms to choose from" "$TMP/err" && pass "sendrecv refused" ||
+  fail "sendrecv --calibrate: $(cat "$TMP/err")"
+
+[ $FAILS = 0 ] && echo "calibrate: all passed" || echo "calibrate: $FAILS failed"
+exit $((FAILS != 0))
