@@ -31,6 +31,6 @@ WEFT_PARAM_INT(IB_TIMEOUT, 18, "ibverbs: queue-pair ACK timeout exponent (4.096 
 WEFT_PARAM_INT(IB_RETRY_CNT, 7, "ibverbs: queue-pair retry count")
 WEFT_PARAM_INT(IB_SLOTS, 16, "ibverbs: slots in each receive ring a peer RDMA-writes into")
 WEFT_PARAM_INT(IB_SLOT_BYTES, 262144, "ibverbs: bytes per receive-ring slot, its 64-byte header included")
-WEFT_PARAM_STR(TUNING_FILE, "", "tuner constants file (written by scripts/calibrate); every rank must load the same one")
+WEFT_PARAM_STR(TUNING_FILE, "", "tuner constants file (written by weft-perf --calibrate or scripts/calibrate); every rank must load the same one")
 WEFT_PARAM_INT(TCP_SPIN_POLLS, 200, "tcp: empty receive polls in a row before the link sleeps in ppoll on its sockets")
 WEFT_PARAM_INT(TCP_BLOCK_US, 100, "tcp: longest such sleep in microseconds; 0 never sleeps (pure spinning)")

@@ -55,13 +55,15 @@ void PrintPerfUsage(FILE* out) {
       "                       bfloat16, or all (default float)\n"
       "  -o, --op OP          sum prod max min avg, or all (default sum)\n"
       "  -r, --root N         root rank of broadcast and reduce (default 0)\n"
-      "  -a, --algo NAME      force an algorithm (sets WEFT_ALGO)\n"
+      "  -a, --algo NAME      force an algorithm (sets WEFT_ALGO); 'all': every algorithm\n"
+      "                       and auto, interleaved in these processes (rounds of ~10 ms\n"
+      "                       batches; -n is not used), one row per size; --json writes\n"
+      "                       every sample\n"
       "      --memalloc       buffers from weftMemAlloc instead of malloc\n"
       "      --json FILE      also write rank 0's rows as JSON\n"
       "      --csv FILE       also write rank 0's rows as CSV\n"
-      "      --calibrate FILE time every algorithm at each size (interleaved rounds of\n"
-      "                       ~10 ms batches; -n is not used), fit the tuner's constants\n"
-      "                       and write them to FILE for WEFT_TUNING_FILE (keeps FILE's\n"
+      "      --calibrate FILE -a all, then fit the tuner's constants to the times and\n"
+      "                       write them to FILE for WEFT_TUNING_FILE (keeps FILE's\n"
       "                       lines for other collectives and rank counts)\n"
       "  -h, --help           this text\n",
       CollectiveNames());
@@ -159,12 +161,19 @@ bool ParsePerfArgs(int argc, char** argv, PerfOptions* opt, bool* help, std::str
     *error = "-b (minbytes) is larger than -e (maxbytes)";
     return false;
   }
-  if (!opt->calibrate_path.empty() && (!opt->algo.empty() || opt->types.size() != 1 || opt->ops.size() != 1)) {
-    *error = "--calibrate times every algorithm of one datatype and op: no -a, -d all or -o all";
-    return false;
+  if (!opt->calibrate_path.empty()) {
+    if (!opt->algo.empty() && opt->algo != "all") {
+      *error = "--calibrate times every algorithm (-a all); it takes no other -a";
+      return false;
+    }
+    if (opt->min_bytes == opt->max_bytes) {
+      *error = "--calibrate fits lines through several sizes: give a sweep, e.g. -b 8 -e 256M -f 4";
+      return false;
+    }
+    opt->algo = "all";
   }
-  if (!opt->calibrate_path.empty() && opt->min_bytes == opt->max_bytes) {
-    *error = "--calibrate fits lines through several sizes: give a sweep, e.g. -b 8 -e 256M -f 4";
+  if (opt->algo == "all" && (opt->types.size() != 1 || opt->ops.size() != 1 || !opt->csv_path.empty())) {
+    *error = "-a all compares algorithms at one datatype and op (no -d all, -o all) and writes no --csv";
     return false;
   }
   if (opt->step_factor <= 1 && opt->step_bytes == 0 && opt->min_bytes != opt->max_bytes) {

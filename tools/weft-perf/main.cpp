@@ -12,7 +12,7 @@
 
 #include "args.h"
 #include "bench.h"
-#include "calibrate.h"
+#include "compare.h"
 #include "collective.h"
 #include "datatype.h"
 #include "table.h"
@@ -78,7 +78,7 @@ void PrintHeader(const Job& job, const PerfOptions& opt, const Collective& coll,
     std::printf("#  Rank %2zu Pid %6lld on %10s\n", r, static_cast<long long>(procs[r].pid),
                 procs[r].host);
   std::printf("#\n");
-  if (opt.calibrate_path.empty()) PrintColumnHeader(stdout);
+  if (opt.algo != "all") PrintColumnHeader(stdout);
   std::fflush(stdout);
 }
 
@@ -142,7 +142,7 @@ int Main(int argc, char** argv) {
     return 2;
   }
   // -a only means something if it is in place before the communicator reads it.
-  if (!opt.algo.empty()) ::setenv("WEFT_ALGO", opt.algo.c_str(), 1);
+  if (!opt.algo.empty() && opt.algo != "all") ::setenv("WEFT_ALGO", opt.algo.c_str(), 1);
 
   Job job;
   weftConfig_t config = WEFT_CONFIG_INITIALIZER;
@@ -176,8 +176,8 @@ int Main(int argc, char** argv) {
   buffers.send = Allocate(job, coll->SendCapacity(opt.max_bytes, job.nranks), opt.memalloc);
   buffers.recv = Allocate(job, coll->RecvCapacity(opt.max_bytes, job.nranks), opt.memalloc);
 
-  if (!opt.calibrate_path.empty()) {
-    int status = RunCalibration(job, *coll, opt, buffers, Place(procs));
+  if (opt.algo == "all") {
+    int status = RunAlgoComparison(job, *coll, opt, buffers, Place(procs));
     if ((rc = weftBarrier(job.comm)) != weftSuccess) DieOnApiError(job, "weftBarrier", rc);
     Release(buffers.send, opt.memalloc);
     Release(buffers.recv, opt.memalloc);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# weft-perf --calibrate end to end: every algorithm really runs (its own forced
-# communicator, seen in the COLL log), results are checked (-c 1), the file has a
+# weft-perf -a all / --calibrate end to end: every algorithm really runs (its own
+# forced communicator, seen in the COLL log), and auto too; results are checked
+# (-c 1); -a all's JSON holds every sample; the --calibrate file has a
 # line per (algorithm, size segment), calibrations of other rank counts and
 # collectives are kept while a repeat replaces its own block, the file loads as
 # WEFT_TUNING_FILE, and misuse is refused with a message.
@@ -24,7 +25,7 @@ block() { grep -c "^# weft-perf --calibrate $1 $2 ranks shm:" "$FILE"; }
 WEFT_DEBUG=INFO WEFT_DEBUG_SUBSYS=COLL calibrate 3 allreduce -b 8 -e 4M -f 8 -w 1 -c 1
 rc=$?
 if [ $rc != 0 ]; then fail "3-rank calibration: exit $rc: $(tail -5 "$TMP/err")"; else
-  algos=$(awk '/^# +size /{for (i = 3; i <= NF - 3; ++i) print $i}' "$TMP/out")
+  algos=$(awk '/^# +size /{for (i = 3; $i != "fastest"; ++i) print $i}' "$TMP/out")
   [ "$(echo "$algos" | wc -w)" -ge 8 ] || fail "table lists too few algorithms: $algos"
   for a in $algos; do
     grep -q "allreduce count [0-9]*: algorithm $a," "$TMP/err" || fail "$a never ran (no COLL line)"
@@ -32,11 +33,31 @@ if [ $rc != 0 ]; then fail "3-rank calibration: exit $rc: $(tail -5 "$TMP/err")"
       grep -q "^shm allreduce $a 3 $from " "$FILE" || fail "no line for $a at 3 ranks from $from B"
     done
   done
-  grep -q "pick is within 10% of the fastest at [0-9]* of 7 sizes" "$TMP/out" || fail "no pick summary"
+  grep -q "auto within 10% of the fastest at [0-9]* of 7 sizes" "$TMP/out" || fail "no auto summary"
+  grep -q "the pick's own time is within 10% of the fastest at [0-9]* of 7 sizes" "$TMP/out" || fail "no pick summary"
   pass "3 ranks: $(echo $algos | wc -w) algorithms ran and were fitted"
 fi
 
 calibrate 2 allreduce -b 8 -e 1M -f 16 -w 1 -c 1 || fail "2-rank calibration: $(tail -3 "$TMP/err")"
+
+# -a all without --calibrate: the table and a JSON of every sample, no file change.
+before=$(md5sum <"$FILE")
+timeout -s KILL 100 "$WR" -n 2 --timeout 90 -- "$PERF" allreduce -b 8 -e 64K -f 64 -a all -c 1 \
+  --json "$TMP/all.json" >"$TMP/out" 2>"$TMP/err"
+rc=$?
+if [ $rc = 0 ] && python3 - "$TMP/all.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["nranks"] == 2 and d["rounds"] == 3, d
+assert [p["bytes"] for p in d["points"]] == [8, 512, 32768], d["points"]
+for p in d["points"]:
+    s = p["samples_us"]
+    assert "auto" in s and "ring" in s and len(s) >= 9, sorted(s)
+    assert all(len(v) == 3 and min(v) > 0 for v in s.values()), s
+    assert p["pick"] in s, p["pick"]
+PY
+then pass "-a all: table and JSON"; else fail "-a all: exit $rc $(tail -3 "$TMP/err")"; fi
+[ "$before" = "$(md5sum <"$FILE")" ] || fail "-a all changed the tuning file"
 calibrate 2 reducescatter -b 1K -e 1M -f 8 -w 1 -c 1 || fail "reducescatter calibration: $(tail -3 "$TMP/err")"
 calibrate 3 allreduce -b 64 -e 1M -f 16 -w 1 -c 0 || fail "3-rank repeat: $(tail -3 "$TMP/err")"
 [ "$(block allreduce 3)" = 1 ] && [ "$(block allreduce 2)" = 1 ] && [ "$(block reducescatter 2)" = 1 ] &&
@@ -49,7 +70,8 @@ rc=$?
   fail "using the file: exit $rc: $(grep -m3 -i 'error\|warn' "$TMP/err")"
 
 timeout -s KILL 60 "$WR" -n 2 --timeout 50 -- "$PERF" allreduce -a ring --calibrate "$FILE" >"$TMP/out" 2>"$TMP/err"
-[ $? = 2 ] && grep -q "no -a" "$TMP/err" && pass "-a with --calibrate refused" || fail "-a with --calibrate: $(cat "$TMP/err")"
+[ $? = 2 ] && grep -q "it takes no other -a" "$TMP/err" && pass "-a ring with --calibrate refused" ||
+  fail "-a ring with --calibrate: $(cat "$TMP/err")"
 timeout -s KILL 60 "$WR" -n 2 --timeout 50 -- "$PERF" allreduce -b 1M -e 1M --calibrate "$FILE" >"$TMP/out" 2>"$TMP/err"
 [ $? = 2 ] && grep -q "give a sweep" "$TMP/err" && pass "one size refused" || fail "one size: $(cat "$TMP/err")"
 calibrate 2 sendrecv -b 8 -e 64
