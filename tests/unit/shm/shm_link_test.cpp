@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/params.h"
 #include "transports/shm/memalloc.h"
 #include "transports/shm/shm_link.h"
 #include "transports/shm/shm_transport.h"
@@ -129,7 +130,7 @@ TEST(ShmLink, MemAllocBuffersAreReadInPlace) {
 TEST(ShmLink, LargeOrdinaryBuffersAreReadInPlaceOnlyWhereCmaPays) {
   // How a 1 MiB message reaches a reducing receiver shows its path: in place,
   // in WEFT_SHM_PULL_BYTES reads (4 of 256 KiB) or one mapped piece; through
-  // the FIFO, one piece per 16 KiB slot.
+  // the FIFO, one piece per WEFT_SHM_SLOT_BYTES slot.
   const size_t bytes = 1 << 20;
   auto data = pattern(bytes, 5);
   void* shared = nullptr;
@@ -142,7 +143,8 @@ TEST(ShmLink, LargeOrdinaryBuffersAreReadInPlaceOnlyWhereCmaPays) {
     transport::RecvOp op;
     op.consumer = &ordinary;
     ASSERT_TRUE(transfer(p.l0[0].get(), p.l1[0].get(), data.data(), bytes, op, 1).ok());
-    EXPECT_EQ(ordinary.pieces, cma ? 4 : 64) << (cma ? "cma" : "fifo");
+    const int slots = static_cast<int>(bytes / static_cast<size_t>(params::SHM_SLOT_BYTES()));
+    EXPECT_EQ(ordinary.pieces, cma ? 4 : slots) << (cma ? "cma" : "fifo");
     transport::RecvOp op2;
     op2.consumer = &mapped;
     ASSERT_TRUE(transfer(p.l0[0].get(), p.l1[0].get(), shared, bytes, op2, 2).ok());
@@ -154,14 +156,16 @@ TEST(ShmLink, LargeOrdinaryBuffersAreReadInPlaceOnlyWhereCmaPays) {
 
 TEST(ShmLink, ManyQueuedSendsOverflowTheFifoAndStillArriveInOrder) {
   Pair p(false);
-  // 40 messages of 20 KB: more than the FIFO holds, so most wait in the queue.
+  // Twice as many 20 KB messages as the FIFO has slots (each takes at least
+  // one): more than it holds, so most wait in the queue.
+  const int n = 2 * static_cast<int>(params::SHM_SLOTS());
   std::vector<std::vector<unsigned char>> msgs;
   std::vector<uint64_t> tickets;
-  for (int i = 0; i < 40; ++i) {
+  for (int i = 0; i < n; ++i) {
     msgs.push_back(pattern(20000, i));
     tickets.push_back(p.l0[0]->send(msgs.back().data(), 20000, 100 + i));
   }
-  for (int i = 0; i < 40; ++i) {
+  for (int i = 0; i < n; ++i) {
     std::vector<unsigned char> out(20000);
     transport::RecvOp op;
     op.dst = out.data();
