@@ -272,28 +272,32 @@ bool WriteJson(const Job& job, const PerfOptions& opt, const Results& r,
   return static_cast<bool>(out);
 }
 
-// Runs `calls` (warm-up and batch sizing first) for every contender at every point,
-// kRounds times round-robin.
+// Size by size: warm-up and batch sizing, then kRounds rounds over every contender
+// that can run the size, each round starting one contender later. Neighbouring
+// measurements of one size are seconds apart, not a whole sweep, so drift barely
+// separates the contenders, and the rotation keeps any one of them from always
+// following the same other one.
 void Measure(const Job& job, const Collective& coll, const PerfOptions& opt, const Buffers& buffers,
              Results* r) {
   std::vector<Contender*> all;
   for (Contender& f : r->forced) all.push_back(&f);
   all.push_back(&r->automatic);
-  for (Contender* c : all) {
-    c->seconds.assign(r->points.size(), {});
-    for (size_t i = 0; i < r->points.size(); ++i) {
+  for (Contender* c : all) c->seconds.assign(r->points.size(), {});
+  for (size_t i = 0; i < r->points.size(); ++i) {
+    const Point& p = r->points[i];
+    for (Contender* c : all) {
       if (!c->ran(i)) continue;
-      for (int w = 0; w < std::max(opt.warmup, 1); ++w) TimeCalls(job, coll, buffers, r->points[i], c->comm, 1);
-      const double one = TimeCalls(job, coll, buffers, r->points[i], c->comm, 1);
+      for (int w = 0; w < std::max(opt.warmup, 1); ++w) TimeCalls(job, coll, buffers, p, c->comm, 1);
+      const double one = TimeCalls(job, coll, buffers, p, c->comm, 1);
       c->calls[i] = static_cast<int>(
           std::clamp(std::ceil(kBatchSeconds / std::max(one, 1e-9)), 1.0, static_cast<double>(kMaxBatch)));
     }
+    for (int round = 0; round < kRounds; ++round)
+      for (size_t k = 0; k < all.size(); ++k) {
+        Contender* c = all[(k + static_cast<size_t>(round)) % all.size()];
+        if (c->ran(i)) c->seconds[i].push_back(TimeCalls(job, coll, buffers, p, c->comm, c->calls[i]));
+      }
   }
-  for (int round = 0; round < kRounds; ++round)
-    for (Contender* c : all)
-      for (size_t i = 0; i < r->points.size(); ++i)
-        if (c->ran(i))
-          c->seconds[i].push_back(TimeCalls(job, coll, buffers, r->points[i], c->comm, c->calls[i]));
 }
 
 // With -c 1, every contender's result at every size once: a time of a wrong answer

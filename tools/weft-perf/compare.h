@@ -4,10 +4,11 @@
 // "auto" is one more communicator with no forced choice (WEFT_ALGO and
 // WEFT_TUNING_FILE as set).
 //
-// They are measured round-robin, kRounds times over, and each point keeps its
-// median: on a shared machine the speed drifts within minutes, and interleaving
-// spreads that drift over every algorithm instead of charging it to whichever ran
-// during a slow spell (separate runs per algorithm disagreed by 2x). The table gives,
+// They are measured size by size, round-robin, kRounds times over (each round
+// starting one contender later), and each point keeps its median: on a shared
+// machine the speed drifts within minutes, and measuring one size's contenders
+// seconds apart keeps that drift from deciding which is fastest (separate runs per
+// algorithm disagreed by 2x). The table gives,
 // per size, each algorithm's time, the fastest, auto's pick and auto's own time
 // over the fastest's.
 //
