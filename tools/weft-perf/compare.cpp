@@ -362,13 +362,12 @@ int RunAlgoComparison(const Job& job, const Collective& coll, const PerfOptions&
   }
   Measure(job, coll, opt, buffers, &r);
   const int64_t wrong = opt.check ? CheckAll(job, coll, buffers, r) : 0;
-  r.forced.push_back(std::move(r.automatic));  // all of them to destroy
-  for (Contender& c : r.forced) {
+  auto destroy = [&](Contender& c) {
     weftResult_t rc = weftCommDestroy(c.comm);
-    if (rc != weftSuccess) DieOnApiError(job, "weftCommDestroy (comparison)", rc);
-  }
-  r.automatic = std::move(r.forced.back());
-  r.forced.pop_back();
+    if (rc != weftSuccess) DieOnApiError(job, std::string("weftCommDestroy (") + c.name() + ")", rc);
+  };
+  for (Contender& c : r.forced) destroy(c);
+  destroy(r.automatic);
   if (wrong > 0) {
     if (job.rank == 0)
       std::fprintf(stderr, "weft-perf: -a all: %lld wrong elements%s\n", static_cast<long long>(wrong),
