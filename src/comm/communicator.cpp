@@ -72,7 +72,7 @@ Status Communicator::init(const boot::UniqueId& id, const weftConfig_t* config) 
                    "weftCommInitRankConfig: config was not initialized with WEFT_CONFIG_INITIALIZER");
     if (config->timeoutMs > 0) timeout_ms_ = config->timeoutMs;
     if (config->commName != nullptr) name_ = config->commName;
-    if (config->size > offsetof(weftConfig_t, algo) && config->algo != nullptr) {
+    if (config->size > kFirstSize && config->algo != nullptr) {
       topt.algo = config->algo;
       topt.algo_source = "weftConfig_t.algo";
     }

@@ -60,7 +60,6 @@ int64_t SumOverRanks(const Job& job, int64_t v) {
   return v;
 }
 
-
 void DieOnApiError(const Job& job, const std::string& call, weftResult_t rc) {
   std::fprintf(stderr, "weft-perf: rank %d: %s failed: %s: %s\n", job.rank, call.c_str(),
                weftGetErrorString(rc), weftGetLastError(job.comm));

@@ -3,7 +3,6 @@
 //   weft-run -n 4 weft-perf allreduce -b 8 -e 128M -f 2
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -48,8 +47,8 @@ Placement Place(const std::vector<ProcInfo>& procs) {
   Placement p;
   const int n = static_cast<int>(procs.size());
   auto same = [&](int a, int b) { return std::strcmp(procs[a].host, procs[b].host) == 0; };
-  p.local_ranks = static_cast<int>(std::count_if(procs.begin(), procs.end(),
-                                                 [&](const ProcInfo& q) { return std::strcmp(q.host, procs[0].host) == 0; }));
+  p.local_ranks = 0;
+  for (int r = 0; r < n; ++r) p.local_ranks += same(r, 0) ? 1 : 0;
   p.local_size = n % p.local_ranks == 0 ? p.local_ranks : 0;
   for (int r = 0; r < n && p.local_size != 0; ++r)
     if (!same(r, r - r % p.local_size)) p.local_size = 0;
@@ -122,6 +121,37 @@ int StopEarly(const Job& job, const std::string& message) {
   return 2;
 }
 
+// The nccl-tests table: the sweep, the footer, and rank 0's --json/--csv files.
+// Returns the exit status (1 on wrong elements or a file error).
+int RunTable(const Job& job, const Collective& coll, const PerfOptions& opt, const Buffers& buffers) {
+  SweepResult result = RunSweep(job, coll, opt, buffers);
+  int status = result.wrong_total > 0 ? 1 : 0;
+  if (job.rank != 0) return status;
+  PrintFooter(stdout, result.wrong_total, result.avg_busbw);
+  std::string error;
+  if (!opt.json_path.empty()) {
+    JsonRun run;
+    run.collective = coll.Name();
+    run.nranks = job.nranks;
+    run.iters = opt.iters;
+    run.warmup = opt.warmup;
+    run.check = opt.check;
+    run.algo = opt.algo;
+    run.memalloc = opt.memalloc;
+    run.wrong_total = result.wrong_total;
+    run.avg_busbw = result.avg_busbw;
+    if (!WriteJson(opt.json_path, run, result.rows, &error)) {
+      std::fprintf(stderr, "weft-perf: %s\n", error.c_str());
+      status = 1;
+    }
+  }
+  if (!opt.csv_path.empty() && !WriteCsv(opt.csv_path, result.rows, &error)) {
+    std::fprintf(stderr, "weft-perf: %s\n", error.c_str());
+    status = 1;
+  }
+  return status;
+}
+
 int Main(int argc, char** argv) {
   PerfOptions opt;
   bool help = false;
@@ -176,40 +206,8 @@ int Main(int argc, char** argv) {
   buffers.send = Allocate(job, coll->SendCapacity(opt.max_bytes, job.nranks), opt.memalloc);
   buffers.recv = Allocate(job, coll->RecvCapacity(opt.max_bytes, job.nranks), opt.memalloc);
 
-  if (opt.algo == "all") {
-    int status = RunAlgoComparison(job, *coll, opt, buffers, Place(procs));
-    if ((rc = weftBarrier(job.comm)) != weftSuccess) DieOnApiError(job, "weftBarrier", rc);
-    Release(buffers.send, opt.memalloc);
-    Release(buffers.recv, opt.memalloc);
-    if ((rc = weftCommDestroy(job.comm)) != weftSuccess) DieOnApiError(job, "weftCommDestroy", rc);
-    return status;
-  }
-  SweepResult result = RunSweep(job, *coll, opt, buffers);
-
-  int status = result.wrong_total > 0 ? 1 : 0;
-  if (job.rank == 0) {
-    PrintFooter(stdout, result.wrong_total, result.avg_busbw);
-    if (!opt.json_path.empty()) {
-      JsonRun run;
-      run.collective = coll->Name();
-      run.nranks = job.nranks;
-      run.iters = opt.iters;
-      run.warmup = opt.warmup;
-      run.check = opt.check;
-      run.algo = opt.algo;
-      run.memalloc = opt.memalloc;
-      run.wrong_total = result.wrong_total;
-      run.avg_busbw = result.avg_busbw;
-      if (!WriteJson(opt.json_path, run, result.rows, &error)) {
-        std::fprintf(stderr, "weft-perf: %s\n", error.c_str());
-        status = 1;
-      }
-    }
-    if (!opt.csv_path.empty() && !WriteCsv(opt.csv_path, result.rows, &error)) {
-      std::fprintf(stderr, "weft-perf: %s\n", error.c_str());
-      status = 1;
-    }
-  }
+  int status = opt.algo == "all" ? RunAlgoComparison(job, *coll, opt, buffers, Place(procs))
+                                  : RunTable(job, *coll, opt, buffers);
   // weft-run stops every rank as soon as one exits non-zero; without this a run with
   // wrong elements could lose rank 0's last row, its footer and --json/--csv files.
   if ((rc = weftBarrier(job.comm)) != weftSuccess) DieOnApiError(job, "weftBarrier", rc);
