@@ -116,6 +116,17 @@ weftResult_t weftCommAbort(weftComm_t comm);
 weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* asyncError);
 weftResult_t weftCommCount(const weftComm_t comm, int* count);
 weftResult_t weftCommUserRank(const weftComm_t comm, int* rank);
+/* The algorithm this communicator runs a collective of this shape with, e.g.
+ * "ring": what WEFT_ALGO or weftConfig_t.algo force, else the automatic choice.
+ * collective: "allreduce", "broadcast", "reduce", "allgather", "reducescatter" or
+ * "alltoall"; count as the collective takes it; root only matters for rooted ones.
+ * With online tuning (WEFT_TUNE_ONLINE=1, the default) the first calls of each size
+ * class time a few candidates: until they are done *settled is 0 (may be NULL) and
+ * *algorithm is the cost model's pick; afterwards the measured winner. Local: no
+ * communication, no effect on the next calls. */
+weftResult_t weftCommGetAlgorithm(weftComm_t comm, const char* collective, size_t count,
+                                  weftDataType_t datatype, int root, const char** algorithm,
+                                  int* settled);
 
 /* Memory backed by shared memory that peers on the host map directly, so
  * collectives on it need no copies. Usable like malloc'ed memory. */

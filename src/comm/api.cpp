@@ -208,6 +208,25 @@ weftResult_t weftCommUserRank(const weftComm_t comm, int* rank) {
   return weftSuccess;
 }
 
+weftResult_t weftCommGetAlgorithm(weftComm_t comm, const char* collective, size_t count, weftDataType_t datatype,
+                                  int root, const char** algorithm, int* settled) {
+  weftResult_t rc;
+  weft::Communicator* c = lookup(comm, "weftCommGetAlgorithm", &rc);
+  if (c == nullptr) return rc;
+  weft::CollArgs a;
+  if (collective == nullptr || !weft::tune::parse_coll(collective, &a.coll))
+    return invalid("weftCommGetAlgorithm: unknown collective '%s' (allreduce, broadcast, reduce, allgather, "
+                   "reducescatter, alltoall)", collective ? collective : "(null)");
+  if (algorithm == nullptr) return invalid("%s: algorithm is NULL", "weftCommGetAlgorithm");
+  a.count = count;
+  a.dtype = datatype;
+  a.root = root;
+  bool done = true;
+  rc = report(c->query_algorithm(a, algorithm, &done));
+  if (rc == weftSuccess && settled != nullptr) *settled = done ? 1 : 0;
+  return rc;
+}
+
 weftResult_t weftMemAlloc(void** ptr, size_t size) { return report(weft::shm::mem_alloc(size, ptr)); }
 
 weftResult_t weftMemFree(void* ptr) {

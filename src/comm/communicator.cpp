@@ -3,6 +3,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstring>
 
@@ -411,28 +412,80 @@ Status Communicator::check_consistent(const CollArgs& a) {
   return Status::Ok();
 }
 
-const sched::RankPlan* Communicator::find_plan(const CollArgs& a, Status* st) {
-  // The tuner's pick depends only on this key, so it is made once per key.
-  const size_t esize = reduce::dtype_size(a.dtype);
-  auto key = plan_key(a);
-  auto it = plans_.find(key);
-  if (it != plans_.end()) {
-    last_key_ = key;
-    return last_plan_ = &it->second;
-  }
-  uint64_t slice = static_cast<uint64_t>(params::CHUNK_BYTES()) / esize;
-  sched::BuildArgs b{a.coll, nranks_, a.count, a.root, slice};
+sched::BuildArgs Communicator::build_args(const CollArgs& a) const {
+  sched::BuildArgs b{a.coll, nranks_, a.count, a.root,
+                     static_cast<uint64_t>(params::CHUNK_BYTES()) / reduce::dtype_size(a.dtype)};
   b.local_size = local_size_;
-  // The tuner picks by predicted time, or what WEFT_ALGO forces (tune/tuner.h).
-  const algo::Algorithm* alg = nullptr;
-  *st = tuner_->choose(a.coll, b, esize, &alg);
+  return b;
+}
+
+const sched::RankPlan& Communicator::plan_of(const CollArgs& a, const algo::Algorithm* alg,
+                                             const sched::BuildArgs& b) {
+  auto [pos, inserted] = plans_.try_emplace({plan_key(a), alg});
+  if (inserted) {
+    pos->second = alg->build(b, rank_);
+    WEFT_INFO(COLL, "%s count %llu: algorithm %s, %zu steps", sched::coll_name(a.coll),
+              static_cast<unsigned long long>(a.count), alg->name, pos->second.steps.size());
+  }
+  return pos->second;
+}
+
+const sched::RankPlan* Communicator::find_plan(const CollArgs& a, Status* st, tune::Trial** trial) {
+  // The tuner picks by predicted time or what WEFT_ALGO forces, and while the call's
+  // size class is being measured, by turns (tune/online.h).
+  const sched::BuildArgs b = build_args(a);
+  tune::Pick pick;
+  *st = tuner_->pick(a.coll, b, reduce::dtype_size(a.dtype), &pick);
   if (!st->ok()) return nullptr;
-  auto [pos, inserted] = plans_.emplace(key, alg->build(b, rank_));
-  last_key_ = key;
-  last_plan_ = &pos->second;
-  WEFT_INFO(COLL, "%s count %llu: algorithm %s, %zu steps", sched::coll_name(a.coll),
-            static_cast<unsigned long long>(a.count), alg->name, pos->second.steps.size());
-  return &pos->second;
+  const sched::RankPlan& plan = plan_of(a, pick.algo, b);
+  *trial = pick.trial;
+  // Only a settled pick may serve the next call of this shape without asking again.
+  last_key_ = plan_key(a);
+  last_plan_ = pick.trial == nullptr ? &plan : nullptr;
+  return &plan;
+}
+
+// The last call of a size class's trial: the ranks agree on every candidate's time
+// (the slowest rank's, by an all-reduce with max over this communicator, run by the
+// model's pick), then all settle on the same winner.
+Status Communicator::measured(const CollArgs& a, tune::Trial* trial, double seconds) {
+  if (!trial->record(seconds)) return Status::Ok();
+  std::vector<double> times = trial->local_times();
+  const CollArgs agree{sched::Coll::AllReduce, times.data(), times.data(), times.size(), weftFloat64, weftMax, 0};
+  const sched::BuildArgs b = build_args(agree);
+  const algo::Algorithm* alg = nullptr;
+  Status st = tuner_->choose(agree.coll, b, sizeof(double), &alg);
+  if (st.ok()) {
+    ++seq_;
+    exec::Call call{&plan_of(agree, alg, b), agree.send, agree.recv, agree.dtype, reduce::Op::Max, seq_,
+                    LazyDeadline(timeout_ms_)};
+    st = exec_->run(call);
+  }
+  if (!st.ok()) {
+    explain_remote(&st);
+    st.prefix(std::string("online tuning of ") + sched::coll_name(a.coll) + " (count " + std::to_string(a.count) +
+              "): agreeing on the measured times: ");
+    fail(st);
+    return st;
+  }
+  trial->settle(times);
+  if (rank_ == 0)
+    WEFT_INFO(TUNE, "%s %llu B (size class %d, %d ranks) measured, slowest rank: %s", sched::coll_name(a.coll),
+              static_cast<unsigned long long>(a.count * reduce::dtype_size(a.dtype)),
+              tune::size_class(a.count * reduce::dtype_size(a.dtype)), nranks_, trial->explain().c_str());
+  return Status::Ok();
+}
+
+Status Communicator::query_algorithm(const CollArgs& a, const char** name, bool* settled) {
+  if (static_cast<int>(a.dtype) < 0 || a.dtype >= weftNumTypes)
+    return Error(weftInvalidArgument, "weftCommGetAlgorithm: invalid datatype %d", static_cast<int>(a.dtype));
+  if (a.root < 0 || a.root >= nranks_)
+    return Error(weftInvalidArgument, "weftCommGetAlgorithm: root %d is out of range [0, %d)", a.root, nranks_);
+  std::lock_guard<std::mutex> lock(exec_mu_);
+  const algo::Algorithm* alg = nullptr;
+  WEFT_TRY(tuner_->query(a.coll, build_args(a), reduce::dtype_size(a.dtype), &alg, settled));
+  *name = alg->name;
+  return Status::Ok();
 }
 
 // execute()'s rare paths, out of line so that its own frame stays small: an
@@ -470,13 +523,17 @@ Status Communicator::call_failed(const CollArgs& a, Status st) {
 Status Communicator::execute(const CollArgs& a) {
   if (failed_.load(std::memory_order_acquire) || check_) WEFT_TRY(precheck(a));
   Status st;
-  const sched::RankPlan* plan = plan_for(a, &st);
+  tune::Trial* trial = nullptr;
+  const sched::RankPlan* plan = plan_for(a, &st, &trial);
   if (plan == nullptr) return st;
   ++seq_;
   const void* send = a.op >= weftNumOps ? premul_input(a) : a.send;
   exec::Call call{plan, send, a.recv, a.dtype, elementwise_op(a.op), seq_, LazyDeadline(timeout_ms_)};
+  const auto t0 = trial != nullptr ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   st = exec_->run(call);
   if (!st.ok()) return call_failed(a, std::move(st));
+  if (trial != nullptr)
+    WEFT_TRY(measured(a, trial, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
   bool has_result = !(a.coll == sched::Coll::Reduce && rank_ != a.root);
   if (a.op == weftAvg && a.count > 0 && has_result)
     reduce::divide(a.recv, a.recv, sched::recv_count({a.coll, nranks_, a.count, a.root, 0}), a.dtype,

@@ -64,6 +64,10 @@ class Communicator final : public exec::Health {
   Status run_p2p(const std::vector<exec::P2P>& ops);
   Status validate_p2p(bool send, const void* buf, size_t count, weftDataType_t dtype, int peer) const;
 
+  // The algorithm a call of this shape runs now (weftCommGetAlgorithm); *settled
+  // false while online tuning is still measuring its size class.
+  Status query_algorithm(const CollArgs& args, const char** name, bool* settled);
+
   // Pre-multiplied sum ops: ids from weftNumOps up, valid for one datatype.
   Status create_premul(const void* scalar, weftDataType_t dtype, weftRedOp_t* op);
   Status destroy_premul(weftRedOp_t op);
@@ -83,17 +87,21 @@ class Communicator final : public exec::Health {
   Status connect_transports(const boot::UniqueId& id);
   Status check_consistent(const CollArgs& args);
   Status execute(const CollArgs& args);
-  // The plan of a call like the last one is at hand; others are looked up or built.
-  const sched::RankPlan* plan_for(const CollArgs& a, Status* st) {
+  // The plan of a call like the last one is at hand (its size class settled);
+  // others are looked up or built. *trial: time this call and record it there.
+  const sched::RankPlan* plan_for(const CollArgs& a, Status* st, tune::Trial** trial) {
     if (last_plan_ != nullptr && plan_key(a) == last_key_) return last_plan_;
-    return find_plan(a, st);
+    return find_plan(a, st, trial);
   }
-  // (coll, count, root, element size): what a plan depends on.
+  // (coll, count, root, element size): what a plan depends on, with its algorithm.
   using PlanKey = std::tuple<int, uint64_t, int, size_t>;
   static PlanKey plan_key(const CollArgs& a) {
     return {static_cast<int>(a.coll), static_cast<uint64_t>(a.count), a.root, reduce::dtype_size(a.dtype)};
   }
-  const sched::RankPlan* find_plan(const CollArgs& args, Status* st);
+  sched::BuildArgs build_args(const CollArgs& a) const;
+  const sched::RankPlan* find_plan(const CollArgs& args, Status* st, tune::Trial** trial);
+  const sched::RankPlan& plan_of(const CollArgs& a, const algo::Algorithm* alg, const sched::BuildArgs& b);
+  [[gnu::noinline]] Status measured(const CollArgs& a, tune::Trial* trial, double seconds);
   void fail(const Status& st);
   [[gnu::noinline, gnu::cold]] Status precheck(const CollArgs& a);
   [[gnu::noinline]] const void* premul_input(const CollArgs& a);
@@ -116,9 +124,10 @@ class Communicator final : public exec::Health {
   std::unique_ptr<tune::Tuner> tuner_;  // picks each call's algorithm
   uint64_t seq_ = 0;
 
-  std::map<PlanKey, sched::RankPlan> plans_;  // this rank's plans from the tuner's picks
+  // This rank's plans of the tuner's picks; a size class being measured has several.
+  std::map<std::pair<PlanKey, const algo::Algorithm*>, sched::RankPlan> plans_;
   PlanKey last_key_{};
-  const sched::RankPlan* last_plan_ = nullptr;  // plans_[last_key_]
+  const sched::RankPlan* last_plan_ = nullptr;  // the plan of last_key_'s settled pick
   // The last blocking call that passed validate() (built-in ops only: a
   // pre-multiplied op can be destroyed between calls); the same call again
   // skips the checks.

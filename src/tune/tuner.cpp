@@ -1,5 +1,6 @@
 #include "tune/tuner.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
@@ -22,6 +23,7 @@ Options Options::from_params() {
   Options o;
   o.algo = params::ALGO();
   o.tuning_file = params::TUNING_FILE();
+  o.online = OnlineOptions::from_params();
   return o;
 }
 
@@ -33,13 +35,14 @@ Status Tuner::create(int nranks, int local_ranks, const Options& opt, std::uniqu
   std::unique_ptr<Tuner> t(new Tuner);
   t->nranks_ = nranks;
   t->cls_ = local_ranks >= nranks ? LinkClass::Shm : LinkClass::Net;
+  t->online_ = opt.online;
   t->table_ = default_table();
   if (!opt.tuning_file.empty()) WEFT_TRY(load_tuning_file(opt.tuning_file, &t->table_));
   WEFT_TRY(parse_algo_spec(opt.algo, &t->spec_, opt.algo_source));
   if (opt.log_table && log::enabled(log::Level::Info, log::Subsys::TUNE)) {
-    WEFT_INFO(TUNE, "%d ranks, %d on this host: link class %s; %s=%s; constants from %s:",
+    WEFT_INFO(TUNE, "%d ranks, %d on this host: link class %s; %s=%s; online tuning %s; constants from %s:",
               nranks, local_ranks, link_class_name(t->cls_), opt.algo_source,
-              opt.algo.empty() ? "(auto)" : opt.algo.c_str(),
+              opt.algo.empty() ? "(auto)" : opt.algo.c_str(), opt.online.enabled ? "on" : "off",
               opt.tuning_file.empty() ? "built-in defaults" : opt.tuning_file.c_str());
     std::istringstream lines(format_table(t->table_));
     for (std::string line; std::getline(lines, line);) WEFT_INFO(TUNE, "  %s", line.c_str());
@@ -72,6 +75,24 @@ std::vector<Prediction> Tuner::candidates(sched::Coll coll, const sched::BuildAr
   return out;
 }
 
+Status Tuner::model_pick(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size,
+                         std::vector<Prediction>* cands, const Prediction** best) const {
+  *cands = candidates(coll, args, elem_size);
+  if (cands->empty()) {
+    std::string avail;
+    for (const algo::Algorithm* a : algo::algorithms_for(coll))
+      if (algo::supports(*a, args)) avail += (avail.empty() ? "" : ", ") + std::string(a->name);
+    return Error(weftInvalidArgument, "%s: no algorithm it allows can run %s with %d ranks (available: %s)",
+                 spec_.describe().c_str(), sched::coll_name(coll), args.nranks,
+                 avail.empty() ? "none" : avail.c_str());
+  }
+  // Strictly lower wins, so ties go to the earlier (registry-order) algorithm.
+  *best = &(*cands)[0];
+  for (const Prediction& p : *cands)
+    if (p.seconds < (*best)->seconds) *best = &p;
+  return Status::Ok();
+}
+
 Status Tuner::choose(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size,
                      const algo::Algorithm** out) {
   const auto key = std::make_tuple(static_cast<int>(coll), args.nranks, args.count, elem_size, args.root,
@@ -81,19 +102,9 @@ Status Tuner::choose(sched::Coll coll, const sched::BuildArgs& args, size_t elem
     *out = hit->second;
     return Status::Ok();
   }
-  std::vector<Prediction> cands = candidates(coll, args, elem_size);
-  if (cands.empty()) {
-    std::string avail;
-    for (const algo::Algorithm* a : algo::algorithms_for(coll))
-      if (algo::supports(*a, args)) avail += (avail.empty() ? "" : ", ") + std::string(a->name);
-    return Error(weftInvalidArgument, "%s: no algorithm it allows can run %s with %d ranks (available: %s)",
-                 spec_.describe().c_str(), sched::coll_name(coll), args.nranks,
-                 avail.empty() ? "none" : avail.c_str());
-  }
-  // Strictly lower wins, so ties go to the earlier (registry-order) algorithm.
-  const Prediction* best = &cands[0];
-  for (const Prediction& p : cands)
-    if (p.seconds < best->seconds) best = &p;
+  std::vector<Prediction> cands;
+  const Prediction* best = nullptr;
+  WEFT_TRY(model_pick(coll, args, elem_size, &cands, &best));
   *out = best->algo;
   picks_.emplace(key, best->algo);
 
@@ -110,6 +121,66 @@ Status Tuner::choose(sched::Coll coll, const sched::BuildArgs& args, size_t elem
               static_cast<unsigned long long>(bytes), size_class(bytes), args.nranks,
               link_class_name(cls_), line.c_str(), best->algo->name);
   }
+  return Status::Ok();
+}
+
+Trial Tuner::new_trial(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size) const {
+  std::vector<std::pair<const algo::Algorithm*, double>> ranked;
+  if (online_.enabled)
+    for (const Prediction& p : candidates(coll, args, elem_size))
+      if (p.algo->cost != nullptr) ranked.emplace_back(p.algo, p.seconds);
+  // Stable: equal predictions keep registry order, as choose() breaks ties.
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+  return Trial(ranked, online_);
+}
+
+Status Tuner::pick(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size, Pick* out) {
+  const uint64_t bytes = args.count * elem_size;
+  *out = {};
+  if (online_.enabled && bytes > 0) {
+    const auto key = std::make_pair(static_cast<int>(coll), size_class(bytes));
+    auto it = trials_.find(key);
+    if (it == trials_.end()) {
+      // The model's pick first: it is the trial's first candidate, and choose()
+      // explains the predictions at INFO and rejects an impossible forced choice.
+      const algo::Algorithm* model = nullptr;
+      WEFT_TRY(choose(coll, args, elem_size, &model));
+      it = trials_.emplace(key, new_trial(coll, args, elem_size)).first;
+    }
+    Trial& t = it->second;
+    const algo::Algorithm* a = t.settled() ? t.winner() : t.ncands() > 0 ? t.current() : nullptr;
+    // A count the class's pick cannot run (a size class spans counts) takes the
+    // model's pick and is not timed.
+    if (a != nullptr && algo::supports(*a, args)) {
+      out->algo = a;
+      out->trial = t.settled() ? nullptr : &t;
+      return Status::Ok();
+    }
+  }
+  return choose(coll, args, elem_size, &out->algo);
+}
+
+Status Tuner::query(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size,
+                    const algo::Algorithm** out, bool* settled) const {
+  const uint64_t bytes = args.count * elem_size;
+  *settled = true;
+  if (online_.enabled && bytes > 0) {
+    auto it = trials_.find(std::make_pair(static_cast<int>(coll), size_class(bytes)));
+    // A class without a trial yet: whether its first call would start measuring.
+    const Trial t = it != trials_.end() ? it->second : new_trial(coll, args, elem_size);
+    const algo::Algorithm* a = t.settled() ? t.winner() : t.ncands() > 0 ? t.current() : nullptr;
+    if (a != nullptr && algo::supports(*a, args)) {
+      *settled = t.settled();
+      if (*settled) {
+        *out = a;
+        return Status::Ok();
+      }
+    }
+  }
+  std::vector<Prediction> cands;
+  const Prediction* best = nullptr;
+  WEFT_TRY(model_pick(coll, args, elem_size, &cands, &best));
+  *out = best->algo;
   return Status::Ok();
 }
 

@@ -4,10 +4,11 @@
 // own alpha-beta-gamma formula (algorithms/registry.h) with the constants of the
 // communicator's link class (table.h).
 //
-// Every rank must pick the same algorithm: the choice depends only on the call,
-// the rank count, whether all ranks share one host, and the table, so every rank
-// must load the same tuning file. That is also why constants are not measured at
-// init: per-rank timings differ and would need an agreement round.
+// Every rank must pick the same algorithm: the model's choice depends only on the
+// call, the rank count, whether all ranks share one host, and the table, so every
+// rank must load the same tuning file. pick() adds online tuning (online.h): the
+// first calls of a size class try the model's best few candidates, and the
+// communicator agrees on their times before the class settles.
 //
 // Not thread-safe: the communicator calls it under its execution lock.
 #pragma once
@@ -25,6 +26,7 @@
 #include "base/status.h"
 #include "sched/schedule.h"
 #include "tune/algo_spec.h"
+#include "tune/online.h"
 #include "tune/table.h"
 
 namespace weft::tune {
@@ -34,12 +36,20 @@ struct Options {
   const char* algo_source = "WEFT_ALGO";  // which of the two, for messages
   std::string tuning_file;   // WEFT_TUNING_FILE; empty: the built-in defaults
   bool log_table = true;     // print the constants at INFO (one rank is enough)
+  OnlineOptions online;      // WEFT_TUNE_*
   static Options from_params();
 };
 
 struct Prediction {
   const algo::Algorithm* algo;
   double seconds;
+};
+
+// What runs one call: the algorithm, and while its size class is still being
+// measured, the trial to record the call's time in (else nullptr).
+struct Pick {
+  const algo::Algorithm* algo = nullptr;
+  Trial* trial = nullptr;
 };
 
 class Tuner {
@@ -49,11 +59,20 @@ class Tuner {
   static Status create(int nranks, int local_ranks, std::unique_ptr<Tuner>* out);
   static Status create(int nranks, int local_ranks, const Options& opt, std::unique_ptr<Tuner>* out);
 
-  // *out = the algorithm to run `args` (args.coll must equal coll) with elements of
-  // elem_size bytes. weftInvalidArgument if WEFT_ALGO names a choice that cannot
-  // run this call.
+  // *out = the model's algorithm for `args` (args.coll must equal coll) with
+  // elements of elem_size bytes: the lowest prediction among what WEFT_ALGO allows.
+  // weftInvalidArgument if WEFT_ALGO names a choice that cannot run this call.
   Status choose(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size,
                 const algo::Algorithm** out);
+  // The algorithm of one call with online tuning: the settled winner of the call's
+  // (collective, size class), or the candidate whose turn it is, or choose()'s pick
+  // where online tuning is off, has one candidate, or the class's pick cannot run
+  // this call. Advances nothing: the communicator records the time in out->trial.
+  Status pick(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size, Pick* out);
+  // What pick() would run now, without starting a trial; *settled false while the
+  // class is still being measured (later calls may run another algorithm).
+  Status query(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size,
+               const algo::Algorithm** out, bool* settled) const;
 
   // Every candidate that could run `args` under the forced choice, with its
   // predicted time, in registry order (what choose() compares; for tests and tools).
@@ -77,6 +96,15 @@ class Tuner {
   // (collective, ranks, count, element size, root, slice, local size) -> pick, so the
   // per-call cost of choosing is one map lookup.
   std::map<std::tuple<int, int, uint64_t, size_t, int, uint64_t, int>, const algo::Algorithm*> picks_;
+  OnlineOptions online_;
+  // (collective, size class) -> its online trial, made at the class's first call.
+  std::map<std::pair<int, int>, Trial> trials_;
+  // Every candidate (as candidates()) and the lowest prediction among them (ties:
+  // registry order); weftInvalidArgument naming the forced choice if none can run.
+  Status model_pick(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size,
+                    std::vector<Prediction>* cands, const Prediction** best) const;
+  // The trial a call of `args` starts, from the model's ranking for it.
+  Trial new_trial(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size) const;
 };
 
 // The power-of-two bucket of a byte count: 0 for 0 bytes, else floor(log2(bytes)) + 1.

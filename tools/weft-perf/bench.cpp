@@ -1,5 +1,6 @@
 #include "bench.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +21,7 @@ Measurement Measure(const Job& job, const Collective& coll, const PerfOptions& o
   // Timed on the check pattern too, so -c 1 and -c 0 time the same kind of data.
   if (opt.check) coll.FillInputs(b, in_place, row, job.rank, job.nranks);
   for (int i = 0; i < opt.warmup; ++i) run();
+  WarmUntilTuned(coll, row, job.comm, run);
   // Start together, so one rank's late arrival is not charged to the collective.
   Barrier(job);
   Clock::time_point t0 = Clock::now();
@@ -41,6 +43,22 @@ Measurement Measure(const Job& job, const Collective& coll, const PerfOptions& o
 }
 
 }  // namespace
+
+bool Tuned(const Collective& coll, const RowSpec& row, weftComm_t comm) {
+  const char* algo = nullptr;
+  int settled = 1;
+  // sendrecv has no algorithm to query: an error here means "nothing to tune".
+  return weftCommGetAlgorithm(comm, coll.Name(), row.count, row.type, std::max(row.root, 0), &algo, &settled) !=
+             weftSuccess ||
+         settled != 0;
+}
+
+void WarmUntilTuned(const Collective& coll, const RowSpec& row, weftComm_t comm, const std::function<void()>& run) {
+  // Every rank sees the same calls, so every rank settles at the same call and
+  // leaves this loop together; the cap only guards against a library bug.
+  constexpr int kMaxCalls = 100000;
+  for (int i = 0; i < kMaxCalls && !Tuned(coll, row, comm); ++i) run();
+}
 
 void Barrier(const Job& job) {
   int32_t token = 0;

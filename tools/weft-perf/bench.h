@@ -4,6 +4,7 @@
 // call. Times are the max over ranks, #wrong the sum, both reduced with weft itself.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,12 @@ struct Job {
 void Barrier(const Job& job);
 double MaxOverRanks(const Job& job, double v);
 int64_t SumOverRanks(const Job& job, int64_t v);
+
+// Online tuning (WEFT_TUNE_ONLINE) spends the first calls of each size class timing
+// candidate algorithms; a benchmark wants the steady state, so after the warm-up
+// calls it runs more (run()) until `comm` has settled row's size class.
+bool Tuned(const Collective& coll, const RowSpec& row, weftComm_t comm);
+void WarmUntilTuned(const Collective& coll, const RowSpec& row, weftComm_t comm, const std::function<void()>& run);
 
 struct SweepResult {
   std::vector<Row> rows;  // filled on every rank; rank 0 prints them

@@ -134,6 +134,7 @@ struct Results {
   std::vector<Point> points;
   std::vector<Contender> forced;
   Contender automatic;
+  std::vector<const weft::algo::Algorithm*> auto_picks;  // per point: what auto ran, once tuned
   std::string key;  // "# weft-perf --calibrate <coll> <n> ranks <class>"
   tune::LinkClass cls = tune::LinkClass::Shm;
 };
@@ -283,11 +284,21 @@ void Measure(const Job& job, const Collective& coll, const PerfOptions& opt, con
   for (Contender& f : r->forced) all.push_back(&f);
   all.push_back(&r->automatic);
   for (Contender* c : all) c->seconds.assign(r->points.size(), {});
+  r->auto_picks.assign(r->points.size(), nullptr);
   for (size_t i = 0; i < r->points.size(); ++i) {
     const Point& p = r->points[i];
     for (Contender* c : all) {
       if (!c->ran(i)) continue;
       for (int w = 0; w < std::max(opt.warmup, 1); ++w) TimeCalls(job, coll, buffers, p, c->comm, 1);
+      WarmUntilTuned(coll, p.row, c->comm, [&] {
+        weftResult_t rc = coll.Run(buffers, false, p.row, c->comm);
+        if (rc != weftSuccess) DieOnApiError(job, coll.Describe(p.row, false), rc);
+      });
+      const char* name = nullptr;
+      if (c == &r->automatic &&
+          weftCommGetAlgorithm(c->comm, coll.Name(), p.row.count, p.row.type, std::max(p.row.root, 0), &name,
+                               nullptr) == weftSuccess)
+        r->auto_picks[i] = weft::algo::find_algorithm(r->coll, name);
       const double one = TimeCalls(job, coll, buffers, p, c->comm, 1);
       c->calls[i] = static_cast<int>(
           std::clamp(std::ceil(kBatchSeconds / std::max(one, 1e-9)), 1.0, static_cast<double>(kMaxBatch)));
@@ -376,27 +387,25 @@ int RunAlgoComparison(const Job& job, const Collective& coll, const PerfOptions&
   }
   if (job.rank != 0) return 0;
 
-  // The auto communicator's tuner had the same inputs: the process environment.
-  std::vector<const weft::algo::Algorithm*> picks, new_picks;
-  tune::Options now = tune::Options::from_params();
-  now.log_table = false;
-  if (!Picks(job, r, where, now, &picks)) return 1;
+  std::vector<const weft::algo::Algorithm*> new_picks;
   std::vector<tune::FittedEntry> fitted;
   if (!opt.calibrate_path.empty()) {
     if (!Calibrate(job, opt, r, where, &fitted)) return 1;
+    // The file's model alone: what the tuner starts measuring from (and all it
+    // uses with WEFT_TUNE_ONLINE=0).
     tune::Options to;
     to.tuning_file = opt.calibrate_path;
     to.log_table = false;
     if (!Picks(job, r, where, to, &new_picks)) return 1;
   }
-  PrintTable(opt, r, picks, new_picks);
+  PrintTable(opt, r, r.auto_picks, new_picks);
   if (!fitted.empty()) {
     std::printf("#\n# fitted, written to %s:\n", opt.calibrate_path.c_str());
     std::istringstream lines(tune::format_fitted(fitted));
     for (std::string line; std::getline(lines, line);) std::printf("#   %s\n", line.c_str());
   }
   std::fflush(stdout);
-  return opt.json_path.empty() || WriteJson(job, opt, r, picks) ? 0 : 1;
+  return opt.json_path.empty() || WriteJson(job, opt, r, r.auto_picks) ? 0 : 1;
 }
 
 }  // namespace weftperf

@@ -1,0 +1,73 @@
+#include "tune/online.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "base/params.h"
+
+namespace weft::tune {
+
+OnlineOptions OnlineOptions::from_params() {
+  OnlineOptions o;
+  o.enabled = params::TUNE_ONLINE() != 0;
+  o.rounds = static_cast<int>(std::clamp<int64_t>(params::TUNE_ROUNDS(), 1, 99));
+  o.max_candidates = static_cast<int>(std::clamp<int64_t>(params::TUNE_CANDIDATES(), 1, 64));
+  o.range = std::max<double>(1.0, static_cast<double>(params::TUNE_RANGE_PCT()) / 100.0);
+  o.turn_seconds = std::max<double>(0.0, static_cast<double>(params::TUNE_TURN_US()) * 1e-6);
+  return o;
+}
+
+Trial::Trial(const std::vector<std::pair<const algo::Algorithm*, double>>& cands, const OnlineOptions& opt)
+    : rounds_(opt.rounds) {
+  const double best = cands.empty() ? 0 : cands.front().second;
+  for (const auto& [a, predicted] : cands)
+    if (static_cast<int>(cands_.size()) < opt.max_candidates && predicted <= best * opt.range)
+      cands_.push_back({a, predicted, {}});
+  // Small calls are timed in batches: one 1 us call is mostly timer and scheduler.
+  const double calls = best > 0 ? std::ceil(opt.turn_seconds / best) : 1.0;
+  turn_calls_ = static_cast<int>(std::clamp(calls, 1.0, static_cast<double>(opt.max_turn_calls)));
+  if (cands_.size() == 1) winner_ = cands_.front().algo;  // nothing to compare
+}
+
+bool Trial::record(double seconds) {
+  turn_seconds_ += seconds;
+  if (++calls_in_turn_ < turn_calls_) return false;
+  cands_[static_cast<size_t>(turn_ % ncands())].turns.push_back(turn_seconds_ / calls_in_turn_);
+  calls_in_turn_ = 0;
+  turn_seconds_ = 0;
+  return ++turn_ == ncands() * rounds_;
+}
+
+std::vector<double> Trial::local_times() const {
+  std::vector<double> out;
+  for (const Cand& c : cands_) {
+    std::vector<double> t = c.turns;
+    std::sort(t.begin(), t.end());
+    out.push_back(t.empty() ? 0.0 : (t[(t.size() - 1) / 2] + t[t.size() / 2]) / 2);
+  }
+  return out;
+}
+
+const algo::Algorithm* Trial::settle(const std::vector<double>& times) {
+  agreed_ = times;
+  size_t best = 0;
+  for (size_t i = 1; i < cands_.size() && i < times.size(); ++i)
+    if (times[i] < times[best]) best = i;
+  winner_ = cands_[best].algo;
+  return winner_;
+}
+
+std::string Trial::explain() const {
+  std::string s;
+  char buf[96];
+  for (size_t i = 0; i < cands_.size() && i < agreed_.size(); ++i) {
+    std::snprintf(buf, sizeof(buf), "%s%s %.3g us", s.empty() ? "" : ", ", cands_[i].algo->name, agreed_[i] * 1e6);
+    s += buf;
+  }
+  std::snprintf(buf, sizeof(buf), " -> %s (model: %s; %d turns of %d calls each)", winner_ ? winner_->name : "-",
+                cands_.front().algo->name, rounds_, turn_calls_);
+  return s + buf;
+}
+
+}  // namespace weft::tune

@@ -1,0 +1,82 @@
+// Online tuning: the first calls of each (collective, size class) time the
+// algorithms the cost model ranks near its pick, and the fastest, by the slowest
+// rank's clock, runs every later call of that class.
+//
+// Why: a model with fitted constants still mispicks where its formulas miss the
+// executor's real costs, and a tuning file fits one machine on one day; measuring
+// the calls themselves needs neither. Intel MPI's autotuner (I_MPI_TUNING_AUTO) does
+// the same; weft does it by default (WEFT_TUNE_ONLINE=0: the model alone).
+//
+// Every rank must run the same algorithm for the same call, so the schedule of
+// which call runs which candidate depends only on the call sequence (the same on
+// every rank) and the model (the same table everywhere); only the final comparison
+// uses times, and those are agreed first: the communicator all-reduces each
+// candidate's median with max (the slowest rank's time is the call's) before
+// Trial::settle picks the lowest.
+//
+// A trial is pure bookkeeping: the communicator times each call it is told to and
+// runs the agreement; nothing here touches a clock or a peer.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "algorithms/registry.h"
+
+namespace weft::tune {
+
+struct OnlineOptions {
+  bool enabled = true;           // WEFT_TUNE_ONLINE
+  int rounds = 3;                // WEFT_TUNE_ROUNDS: turns per candidate; its time is their median
+  int max_candidates = 8;        // WEFT_TUNE_CANDIDATES: the model's best this many at most ...
+  double range = 3.0;            // WEFT_TUNE_RANGE_PCT / 100: ... predicted within range x the best
+  double turn_seconds = 200e-6;  // WEFT_TUNE_TURN_US: a turn's calls add up to about this much
+                                 // predicted time ...
+  int max_turn_calls = 64;       // ... in 1 to this many calls
+  static OnlineOptions from_params();
+};
+
+// One (collective, size class): its candidates in the model's order (best first),
+// the calls so far, and, once settled, the winner.
+class Trial {
+ public:
+  // cands: (algorithm, predicted seconds) in the model's order, best first, for the
+  // class's first call; only those within opt.range of the best are kept.
+  Trial(const std::vector<std::pair<const algo::Algorithm*, double>>& cands, const OnlineOptions& opt);
+
+  bool settled() const { return winner_ != nullptr; }
+  const algo::Algorithm* winner() const { return winner_; }
+  // The candidate the next measured call runs (not settled()).
+  const algo::Algorithm* current() const { return cands_[static_cast<size_t>(turn_ % ncands())].algo; }
+  // One measured call of current(): its seconds on this rank. True when every turn
+  // is measured: then agree on local_times() and settle().
+  bool record(double seconds);
+  // This rank's median turn time per candidate (per call), in candidate order.
+  std::vector<double> local_times() const;
+  // times: every rank's local_times(), element-wise max. Picks the lowest (ties: the
+  // model's order) and returns it.
+  const algo::Algorithm* settle(const std::vector<double>& times);
+  // "ring 12.1 us, tree 9.8 us -> tree (model: ring; 3 turns of 16 calls)", after settle().
+  std::string explain() const;
+
+  int ncands() const { return static_cast<int>(cands_.size()); }
+  int turn_calls() const { return turn_calls_; }
+
+ private:
+  struct Cand {
+    const algo::Algorithm* algo;
+    double predicted;
+    std::vector<double> turns;  // seconds per call, one per finished turn
+  };
+  std::vector<Cand> cands_;
+  int rounds_ = 0;
+  int turn_calls_ = 1;
+  int turn_ = 0;            // turns finished
+  int calls_in_turn_ = 0;   // calls of the current turn so far
+  double turn_seconds_ = 0; // their seconds
+  std::vector<double> agreed_;
+  const algo::Algorithm* winner_ = nullptr;
+};
+
+}  // namespace weft::tune

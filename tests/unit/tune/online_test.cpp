@@ -1,0 +1,210 @@
+// Online tuning: which candidates a size class's trial times, in what order of
+// calls, how its times become one per candidate, the winner, and how the tuner
+// hands calls to a trial (tune/online.h, Tuner::pick).
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "algorithms/registry.h"
+#include "tune/online.h"
+#include "tune/tuner.h"
+
+namespace weft::tune {
+namespace {
+
+using sched::BuildArgs;
+using sched::Coll;
+
+const algo::Algorithm* A(const char* name) {
+  const algo::Algorithm* a = algo::find_algorithm(Coll::AllReduce, name);
+  EXPECT_NE(a, nullptr) << name;
+  return a;
+}
+
+OnlineOptions opts(int rounds = 3, int max_cands = 8, double range = 3.0, double turn_s = 200e-6) {
+  OnlineOptions o;
+  o.rounds = rounds;
+  o.max_candidates = max_cands;
+  o.range = range;
+  o.turn_seconds = turn_s;
+  return o;
+}
+
+TEST(Trial, KeepsTheModelsBestWithinRangeAndCap) {
+  // Predicted 10, 20, 29, 31 us: range 3x keeps the first three.
+  Trial t({{A("ring"), 10e-6}, {A("tree"), 20e-6}, {A("butterfly"), 29e-6}, {A("naive"), 31e-6}}, opts());
+  EXPECT_EQ(t.ncands(), 3);
+  Trial capped({{A("ring"), 10e-6}, {A("tree"), 11e-6}, {A("butterfly"), 12e-6}}, opts(3, 2));
+  EXPECT_EQ(capped.ncands(), 2);
+  EXPECT_FALSE(t.settled());
+}
+
+TEST(Trial, OneCandidateIsSettledAtOnce) {
+  Trial t({{A("ring"), 10e-6}, {A("tree"), 100e-6}}, opts());
+  ASSERT_EQ(t.ncands(), 1);
+  EXPECT_TRUE(t.settled());
+  EXPECT_EQ(t.winner(), A("ring"));
+}
+
+TEST(Trial, TurnLengthFollowsThePrediction) {
+  EXPECT_EQ(Trial({{A("ring"), 10e-6}, {A("tree"), 11e-6}}, opts()).turn_calls(), 20);   // 200 us / 10 us
+  EXPECT_EQ(Trial({{A("ring"), 1e-7}, {A("tree"), 1e-7}}, opts()).turn_calls(), 64);     // capped
+  EXPECT_EQ(Trial({{A("ring"), 1.0}, {A("tree"), 1.1}}, opts()).turn_calls(), 1);        // at least one
+}
+
+TEST(Trial, TurnsGoRoundRobinAndEndAfterEveryRound) {
+  // 3 candidates, 2 rounds, turns of 20 calls: 120 calls in all.
+  Trial t({{A("ring"), 10e-6}, {A("tree"), 11e-6}, {A("butterfly"), 12e-6}}, opts(2));
+  ASSERT_EQ(t.turn_calls(), 20);
+  const algo::Algorithm* order[] = {A("ring"), A("tree"), A("butterfly")};
+  for (int call = 0; call < 120; ++call) {
+    ASSERT_EQ(t.current(), order[(call / 20) % 3]) << "call " << call;
+    const bool done = t.record(1e-6);
+    EXPECT_EQ(done, call == 119) << "call " << call;
+  }
+}
+
+TEST(Trial, EachCandidatesTimeIsItsMedianTurn) {
+  Trial t({{A("ring"), 1.0}, {A("tree"), 1.0}}, opts(3));  // one call per turn
+  ASSERT_EQ(t.turn_calls(), 1);
+  // ring's turns: 5, 1, 3 -> 3; tree's: 2, 9, 4 -> 4.
+  for (double s : {5.0, 2.0, 1.0, 9.0, 3.0, 4.0}) t.record(s);
+  const std::vector<double> local = t.local_times();
+  ASSERT_EQ(local.size(), 2u);
+  EXPECT_DOUBLE_EQ(local[0], 3.0);
+  EXPECT_DOUBLE_EQ(local[1], 4.0);
+}
+
+TEST(Trial, TurnTimeIsPerCall) {
+  Trial t({{A("ring"), 100e-6}, {A("tree"), 100e-6}}, opts(1));
+  ASSERT_EQ(t.turn_calls(), 2);
+  for (double s : {1.0, 3.0, 10.0, 30.0}) t.record(s);
+  EXPECT_DOUBLE_EQ(t.local_times()[0], 2.0);
+  EXPECT_DOUBLE_EQ(t.local_times()[1], 20.0);
+}
+
+TEST(Trial, SettlesOnTheAgreedFastestTiesToTheModelsOrder) {
+  Trial t({{A("ring"), 1.0}, {A("tree"), 1.0}, {A("butterfly"), 1.0}}, opts(1));
+  EXPECT_EQ(t.settle({3.0, 1.0, 2.0}), A("tree"));
+  EXPECT_TRUE(t.settled());
+  EXPECT_EQ(t.winner(), A("tree"));
+  EXPECT_NE(t.explain().find("-> tree (model: ring"), std::string::npos) << t.explain();
+  Trial tie({{A("ring"), 1.0}, {A("tree"), 1.0}}, opts(1));
+  EXPECT_EQ(tie.settle({2.0, 2.0}), A("ring"));
+}
+
+std::unique_ptr<Tuner> make(const std::string& algo, bool online) {
+  Options o;
+  o.algo = algo;
+  o.log_table = false;
+  o.online = opts(1);
+  o.online.enabled = online;
+  std::unique_ptr<Tuner> t;
+  Status st = Tuner::create(4, 4, o, &t);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return t;
+}
+
+// Runs the tuner's trial for one call shape to the end as a communicator would,
+// every call taking `secs(algorithm)`; returns the calls it took.
+int run_trial(Tuner& t, const BuildArgs& b, double (*secs)(const algo::Algorithm*)) {
+  for (int calls = 1; calls < 10000; ++calls) {
+    Pick p;
+    EXPECT_TRUE(t.pick(b.coll, b, 4, &p).ok());
+    if (p.trial == nullptr) return calls - 1;
+    if (p.trial->record(secs(p.algo))) p.trial->settle(p.trial->local_times());
+  }
+  ADD_FAILURE() << "the trial never ended";
+  return -1;
+}
+
+const algo::Algorithm* g_fastest = nullptr;  // run_trial's time function reads it
+
+TEST(TunerPick, MeasuresThenRunsTheMeasuredFastestForTheWholeSizeClass) {
+  auto t = make("", true);
+  const BuildArgs b{Coll::AllReduce, 4, 1 << 20, 0, 262144};  // 4 MiB of floats
+  const algo::Algorithm* model = nullptr;
+  ASSERT_TRUE(t->choose(Coll::AllReduce, b, 4, &model).ok());
+  Pick p;
+  ASSERT_TRUE(t->pick(Coll::AllReduce, b, 4, &p).ok());
+  ASSERT_NE(p.trial, nullptr) << "online tuning measures the first calls";
+  EXPECT_EQ(p.algo, model) << "the first turn is the model's pick";
+  ASSERT_GE(p.trial->ncands(), 2);
+  // Make the model's last-ranked candidate the fastest: a copy of the trial
+  // advanced to the last turn of the first round names it.
+  Trial copy = *p.trial;
+  for (int turn = 0; turn + 1 < copy.ncands(); ++turn)
+    for (int i = 0; i < copy.turn_calls(); ++i) copy.record(1.0);
+  g_fastest = copy.current();
+  ASSERT_NE(g_fastest, model);
+  const int calls = run_trial(*t, b, [](const algo::Algorithm* a) { return a == g_fastest ? 1e-6 : 5e-6; });
+  EXPECT_EQ(calls, p.trial->ncands() * 1 * p.trial->turn_calls()) << "one round";
+  bool settled = false;
+  const algo::Algorithm* q = nullptr;
+  ASSERT_TRUE(t->query(Coll::AllReduce, b, 4, &q, &settled).ok());
+  EXPECT_TRUE(settled);
+  EXPECT_EQ(q, g_fastest);
+  // Another count of the same size class runs the winner without measuring.
+  const BuildArgs b2{Coll::AllReduce, 4, (1 << 20) + 12345, 0, 262144};
+  Pick p2;
+  ASSERT_TRUE(t->pick(Coll::AllReduce, b2, 4, &p2).ok());
+  EXPECT_EQ(p2.trial, nullptr);
+  EXPECT_EQ(p2.algo, g_fastest);
+}
+
+TEST(TunerPick, QueryDoesNotStartATrial) {
+  auto t = make("", true);
+  const BuildArgs b{Coll::AllReduce, 4, 4096, 0, 262144};
+  bool settled = true;
+  const algo::Algorithm* q = nullptr;
+  ASSERT_TRUE(t->query(Coll::AllReduce, b, 4, &q, &settled).ok());
+  EXPECT_FALSE(settled);
+  const algo::Algorithm* model = nullptr;
+  ASSERT_TRUE(t->choose(Coll::AllReduce, b, 4, &model).ok());
+  EXPECT_EQ(q, model);
+  // Querying again and then calling: the first call is still the first turn.
+  ASSERT_TRUE(t->query(Coll::AllReduce, b, 4, &q, &settled).ok());
+  Pick p;
+  ASSERT_TRUE(t->pick(Coll::AllReduce, b, 4, &p).ok());
+  ASSERT_NE(p.trial, nullptr);
+  EXPECT_EQ(p.algo, model);
+}
+
+TEST(TunerPick, OffOrForcedMeansTheModelAlone) {
+  const BuildArgs b{Coll::AllReduce, 4, 4096, 0, 262144};
+  for (auto [algo, online] : {std::pair<const char*, bool>{"", false}, {"allreduce:ring", true}}) {
+    auto t = make(algo, online);
+    const algo::Algorithm* model = nullptr;
+    ASSERT_TRUE(t->choose(Coll::AllReduce, b, 4, &model).ok());
+    Pick p;
+    ASSERT_TRUE(t->pick(Coll::AllReduce, b, 4, &p).ok());
+    EXPECT_EQ(p.trial, nullptr) << algo;
+    EXPECT_EQ(p.algo, model) << algo;
+    bool settled = false;
+    const algo::Algorithm* q = nullptr;
+    ASSERT_TRUE(t->query(Coll::AllReduce, b, 4, &q, &settled).ok());
+    EXPECT_TRUE(settled) << algo;
+  }
+}
+
+TEST(TunerPick, AForcedListIsMeasuredAmongItsMembers) {
+  auto t = make("allreduce:ring,tree", true);
+  const BuildArgs b{Coll::AllReduce, 4, 1 << 20, 0, 262144};
+  for (int call = 0; call < 1000; ++call) {
+    Pick p;
+    ASSERT_TRUE(t->pick(Coll::AllReduce, b, 4, &p).ok());
+    const std::string name = p.algo->name;
+    EXPECT_TRUE(name == "ring" || name == "tree") << name;
+    if (p.trial == nullptr) return;
+    if (p.trial->record(name == "tree" ? 1e-6 : 2e-6)) {
+      EXPECT_EQ(p.trial->settle(p.trial->local_times()), A("tree"));
+    }
+  }
+  ADD_FAILURE() << "the trial never ended";
+}
+
+}  // namespace
+}  // namespace weft::tune
