@@ -445,9 +445,9 @@ const sched::RankPlan* Communicator::find_plan(const CollArgs& a, Status* st, tu
   return &plan;
 }
 
-// The last call of a size class's trial: the ranks agree on every candidate's time
-// (the slowest rank's, by an all-reduce with max over this communicator, run by the
-// model's pick), then all settle on the same winner.
+// The last call of a trial's round: the ranks agree on every candidate's time (the
+// slowest rank's, by an all-reduce with max over this communicator, run by the
+// model's pick), so that all keep the same candidates and settle on the same one.
 Status Communicator::measured(const CollArgs& a, tune::Trial* trial, double seconds) {
   if (!trial->record(seconds)) return Status::Ok();
   std::vector<double> times = trial->local_times();
@@ -468,8 +468,7 @@ Status Communicator::measured(const CollArgs& a, tune::Trial* trial, double seco
     fail(st);
     return st;
   }
-  trial->settle(times);
-  if (rank_ == 0)
+  if (trial->agreed(times) != nullptr && rank_ == 0)
     WEFT_INFO(TUNE, "%s %llu B (size class %d, %d ranks) measured, slowest rank: %s", sched::coll_name(a.coll),
               static_cast<unsigned long long>(a.count * reduce::dtype_size(a.dtype)),
               tune::size_class(a.count * reduce::dtype_size(a.dtype)), nranks_, trial->explain().c_str());

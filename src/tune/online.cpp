@@ -12,6 +12,7 @@ OnlineOptions OnlineOptions::from_params() {
   OnlineOptions o;
   o.enabled = params::TUNE_ONLINE() != 0;
   o.rounds = static_cast<int>(std::clamp<int64_t>(params::TUNE_ROUNDS(), 1, 99));
+  o.keep = std::max<double>(1.0, static_cast<double>(params::TUNE_KEEP_PCT()) / 100.0);
   o.max_candidates = static_cast<int>(std::clamp<int64_t>(params::TUNE_CANDIDATES(), 1, 64));
   o.range = std::max<double>(1.0, static_cast<double>(params::TUNE_RANGE_PCT()) / 100.0);
   o.turn_seconds = std::max<double>(0.0, static_cast<double>(params::TUNE_TURN_US()) * 1e-6);
@@ -19,11 +20,13 @@ OnlineOptions OnlineOptions::from_params() {
 }
 
 Trial::Trial(const std::vector<std::pair<const algo::Algorithm*, double>>& cands, const OnlineOptions& opt)
-    : rounds_(opt.rounds) {
+    : rounds_(opt.rounds), keep_(opt.keep) {
   const double best = cands.empty() ? 0 : cands.front().second;
   for (const auto& [a, predicted] : cands)
-    if (static_cast<int>(cands_.size()) < opt.max_candidates && predicted <= best * opt.range)
+    if (static_cast<int>(cands_.size()) < opt.max_candidates && predicted <= best * opt.range) {
+      active_.push_back(cands_.size());
       cands_.push_back({a, predicted, {}});
+    }
   // Small calls are timed in batches: one 1 us call is mostly timer and scheduler.
   const double calls = best > 0 ? std::ceil(opt.turn_seconds / best) : 1.0;
   turn_calls_ = static_cast<int>(std::clamp(calls, 1.0, static_cast<double>(opt.max_turn_calls)));
@@ -31,12 +34,19 @@ Trial::Trial(const std::vector<std::pair<const algo::Algorithm*, double>>& cands
 }
 
 bool Trial::record(double seconds) {
+  if (warm_) {
+    if (++turn_ == static_cast<int>(active_.size())) {
+      warm_ = false;
+      turn_ = 0;
+    }
+    return false;
+  }
   turn_seconds_ += seconds;
   if (++calls_in_turn_ < turn_calls_) return false;
-  cands_[static_cast<size_t>(turn_ % ncands())].turns.push_back(turn_seconds_ / calls_in_turn_);
+  cands_[active_[static_cast<size_t>(turn_)]].turns.push_back(turn_seconds_ / calls_in_turn_);
   calls_in_turn_ = 0;
   turn_seconds_ = 0;
-  return ++turn_ == ncands() * rounds_;
+  return ++turn_ == static_cast<int>(active_.size());
 }
 
 std::vector<double> Trial::local_times() const {
@@ -49,24 +59,31 @@ std::vector<double> Trial::local_times() const {
   return out;
 }
 
-const algo::Algorithm* Trial::settle(const std::vector<double>& times) {
-  agreed_ = times;
-  size_t best = 0;
-  for (size_t i = 1; i < cands_.size() && i < times.size(); ++i)
-    if (times[i] < times[best]) best = i;
-  winner_ = cands_[best].algo;
+const algo::Algorithm* Trial::agreed(const std::vector<double>& times) {
+  for (size_t i : active_) cands_[i].agreed = i < times.size() ? times[i] : 0.0;
+  size_t best = active_.front();
+  for (size_t i : active_)
+    if (cands_[i].agreed < cands_[best].agreed) best = i;
+  ++round_;
+  turn_ = 0;
+  std::vector<size_t> kept;
+  for (size_t i : active_)
+    if (cands_[i].agreed <= cands_[best].agreed * keep_) kept.push_back(i);
+  active_ = kept;
+  if (round_ >= rounds_ || active_.size() == 1) winner_ = cands_[best].algo;
   return winner_;
 }
 
 std::string Trial::explain() const {
   std::string s;
-  char buf[96];
-  for (size_t i = 0; i < cands_.size() && i < agreed_.size(); ++i) {
-    std::snprintf(buf, sizeof(buf), "%s%s %.3g us", s.empty() ? "" : ", ", cands_[i].algo->name, agreed_[i] * 1e6);
+  char buf[128];
+  for (const Cand& c : cands_) {
+    std::snprintf(buf, sizeof(buf), "%s%s %.3g us (%zu turn%s)", s.empty() ? "" : ", ", c.algo->name, c.agreed * 1e6,
+                  c.turns.size(), c.turns.size() == 1 ? "" : "s");
     s += buf;
   }
-  std::snprintf(buf, sizeof(buf), " -> %s (model: %s; %d turns of %d calls each)", winner_ ? winner_->name : "-",
-                cands_.front().algo->name, rounds_, turn_calls_);
+  std::snprintf(buf, sizeof(buf), " -> %s (model: %s; turns of %d calls, %d rounds)", winner_ ? winner_->name : "-",
+                cands_.front().algo->name, turn_calls_, round_);
   return s + buf;
 }
 

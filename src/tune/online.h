@@ -9,10 +9,13 @@
 //
 // Every rank must run the same algorithm for the same call, so the schedule of
 // which call runs which candidate depends only on the call sequence (the same on
-// every rank) and the model (the same table everywhere); only the final comparison
-// uses times, and those are agreed first: the communicator all-reduces each
-// candidate's median with max (the slowest rank's time is the call's) before
-// Trial::settle picks the lowest.
+// every rank), the model (the same table everywhere) and agreed times: after each
+// round (one turn per remaining candidate) the communicator all-reduces every
+// candidate's median turn with max (the slowest rank's time is the call's), and
+// Trial::agreed keeps only those within `keep` of the best for the next round, so
+// the last rounds spend their calls telling close candidates apart. Before the
+// first round each candidate runs one untimed call: a plan's first call builds it
+// and touches its scratch memory, costs no later call pays.
 //
 // A trial is pure bookkeeping: the communicator times each call it is told to and
 // runs the agreement; nothing here touches a clock or a peer.
@@ -28,7 +31,8 @@ namespace weft::tune {
 
 struct OnlineOptions {
   bool enabled = true;           // WEFT_TUNE_ONLINE
-  int rounds = 3;                // WEFT_TUNE_ROUNDS: turns per candidate; its time is their median
+  int rounds = 4;                // WEFT_TUNE_ROUNDS: rounds at most; a candidate's time is its median turn
+  double keep = 1.25;            // WEFT_TUNE_KEEP_PCT / 100: who stays for the next round
   int max_candidates = 8;        // WEFT_TUNE_CANDIDATES: the model's best this many at most ...
   double range = 3.0;            // WEFT_TUNE_RANGE_PCT / 100: ... predicted within range x the best
   double turn_seconds = 200e-6;  // WEFT_TUNE_TURN_US: a turn's calls add up to about this much
@@ -48,16 +52,18 @@ class Trial {
   bool settled() const { return winner_ != nullptr; }
   const algo::Algorithm* winner() const { return winner_; }
   // The candidate the next measured call runs (not settled()).
-  const algo::Algorithm* current() const { return cands_[static_cast<size_t>(turn_ % ncands())].algo; }
-  // One measured call of current(): its seconds on this rank. True when every turn
-  // is measured: then agree on local_times() and settle().
+  const algo::Algorithm* current() const { return cands_[active_[static_cast<size_t>(turn_)]].algo; }
+  // One call of current(): its seconds on this rank (ignored for the untimed first
+  // calls). True when a round has ended: then agree on local_times() and pass the
+  // result to agreed().
   bool record(double seconds);
   // This rank's median turn time per candidate (per call), in candidate order.
   std::vector<double> local_times() const;
-  // times: every rank's local_times(), element-wise max. Picks the lowest (ties: the
-  // model's order) and returns it.
-  const algo::Algorithm* settle(const std::vector<double>& times);
-  // "ring 12.1 us, tree 9.8 us -> tree (model: ring; 3 turns of 16 calls)", after settle().
+  // times: every rank's local_times(), element-wise max. Ends the round: keeps the
+  // candidates within `keep` of the fastest, or after the last round (or with one
+  // left) settles on the fastest (ties: the model's order), which it returns.
+  const algo::Algorithm* agreed(const std::vector<double>& times);
+  // "ring 12.1 us (4 turns), tree 19.8 us (1 turn) -> ring (model: tree; ...)", once settled.
   std::string explain() const;
 
   int ncands() const { return static_cast<int>(cands_.size()); }
@@ -68,14 +74,18 @@ class Trial {
     const algo::Algorithm* algo;
     double predicted;
     std::vector<double> turns;  // seconds per call, one per finished turn
+    double agreed = 0;          // its time as of the last agreement
   };
   std::vector<Cand> cands_;
+  std::vector<size_t> active_;  // indices into cands_ still measured
   int rounds_ = 0;
+  double keep_ = 1;
   int turn_calls_ = 1;
-  int turn_ = 0;            // turns finished
-  int calls_in_turn_ = 0;   // calls of the current turn so far
-  double turn_seconds_ = 0; // their seconds
-  std::vector<double> agreed_;
+  bool warm_ = true;         // the untimed first call of each candidate is still under way
+  int round_ = 0;            // rounds finished
+  int turn_ = 0;             // turns of this round finished
+  int calls_in_turn_ = 0;    // calls of the current turn so far
+  double turn_seconds_ = 0;  // their seconds
   const algo::Algorithm* winner_ = nullptr;
 };
 

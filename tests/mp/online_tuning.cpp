@@ -95,8 +95,9 @@ int main(int argc, char** argv) {
     const char* algo = nullptr;
     int settled = 0;
     int calls = 0;
-    // A bounded number of calls: 8 candidates x 3 turns x at most 64 calls.
-    for (; calls <= 8 * 3 * 64; ++calls) {
+    // A bounded number of calls: 8 candidates x (a warm-up call + 4 rounds x turns of
+    // at most 64 calls).
+    for (; calls <= 8 * (1 + 4 * 64); ++calls) {
       if (!ok(weftCommGetAlgorithm(comm, "allreduce", count, weftFloat32, 0, &algo, &settled), comm, "query"))
         break;
       if (settled) break;

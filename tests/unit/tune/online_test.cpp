@@ -24,13 +24,22 @@ const algo::Algorithm* A(const char* name) {
   return a;
 }
 
-OnlineOptions opts(int rounds = 3, int max_cands = 8, double range = 3.0, double turn_s = 200e-6) {
+OnlineOptions opts(int rounds = 3, int max_cands = 8, double range = 3.0, double turn_s = 200e-6,
+                   double keep = 1.25) {
   OnlineOptions o;
   o.rounds = rounds;
+  o.keep = keep;
   o.max_candidates = max_cands;
   o.range = range;
   o.turn_seconds = turn_s;
   return o;
+}
+
+// The untimed first call of every candidate, in the model's order.
+void warm(Trial& t) {
+  for (int i = 0; i < t.ncands(); ++i) {
+    ASSERT_FALSE(t.record(1e9)) << "a warm-up call ended a round";
+  }
 }
 
 TEST(Trial, KeepsTheModelsBestWithinRangeAndCap) {
@@ -55,32 +64,62 @@ TEST(Trial, TurnLengthFollowsThePrediction) {
   EXPECT_EQ(Trial({{A("ring"), 1.0}, {A("tree"), 1.1}}, opts()).turn_calls(), 1);        // at least one
 }
 
-TEST(Trial, TurnsGoRoundRobinAndEndAfterEveryRound) {
-  // 3 candidates, 2 rounds, turns of 20 calls: 120 calls in all.
+TEST(Trial, RoundsGoRoundRobinOverTheCandidatesStillIn) {
+  // 3 candidates, turns of 20 calls, 2 rounds.
   Trial t({{A("ring"), 10e-6}, {A("tree"), 11e-6}, {A("butterfly"), 12e-6}}, opts(2));
   ASSERT_EQ(t.turn_calls(), 20);
-  const algo::Algorithm* order[] = {A("ring"), A("tree"), A("butterfly")};
-  for (int call = 0; call < 120; ++call) {
-    ASSERT_EQ(t.current(), order[(call / 20) % 3]) << "call " << call;
-    const bool done = t.record(1e-6);
-    EXPECT_EQ(done, call == 119) << "call " << call;
+  const algo::Algorithm* first[] = {A("ring"), A("tree"), A("butterfly")};
+  for (int call = 0; call < 3; ++call) {
+    ASSERT_EQ(t.current(), first[call]) << "warm-up call " << call;
+    EXPECT_FALSE(t.record(1e9));  // untimed: a huge time changes nothing below
   }
+  for (int call = 0; call < 60; ++call) {
+    ASSERT_EQ(t.current(), first[call / 20]) << "call " << call;
+    EXPECT_EQ(t.record(1e-6), call == 59) << "call " << call;
+  }
+  // butterfly is 30% slower than ring: out (keep 1.25); tree at 20% stays.
+  EXPECT_EQ(t.agreed({1.0, 1.2, 1.3}), nullptr);
+  EXPECT_FALSE(t.settled());
+  const algo::Algorithm* second[] = {A("ring"), A("tree")};
+  for (int call = 0; call < 40; ++call) {
+    ASSERT_EQ(t.current(), second[call / 20]) << "call " << call;
+    EXPECT_EQ(t.record(1e-6), call == 39) << "call " << call;
+  }
+  // The last round: the fastest of those still in.
+  EXPECT_EQ(t.agreed({3.0, 2.0, 0.5}), A("tree"));
+  EXPECT_TRUE(t.settled());
+}
+
+TEST(Trial, OneLeftAfterARoundSettlesEarly) {
+  Trial t({{A("ring"), 1.0}, {A("tree"), 1.0}, {A("butterfly"), 1.0}}, opts(5));
+  warm(t);
+  for (int call = 0; call < 3; ++call) t.record(1.0);
+  EXPECT_EQ(t.agreed({2.0, 1.0, 3.0}), A("tree"));
+  EXPECT_TRUE(t.settled());
 }
 
 TEST(Trial, EachCandidatesTimeIsItsMedianTurn) {
-  Trial t({{A("ring"), 1.0}, {A("tree"), 1.0}}, opts(3));  // one call per turn
+  Trial t({{A("ring"), 1.0}, {A("tree"), 1.0}}, opts(3, 8, 3.0, 200e-6, 100.0));  // one call per turn, all stay
   ASSERT_EQ(t.turn_calls(), 1);
+  warm(t);
   // ring's turns: 5, 1, 3 -> 3; tree's: 2, 9, 4 -> 4.
-  for (double s : {5.0, 2.0, 1.0, 9.0, 3.0, 4.0}) t.record(s);
+  const double turns[3][2] = {{5.0, 2.0}, {1.0, 9.0}, {3.0, 4.0}};
+  for (const auto& round : turns) {
+    EXPECT_FALSE(t.record(round[0]));
+    EXPECT_TRUE(t.record(round[1]));
+    t.agreed(t.local_times());
+  }
   const std::vector<double> local = t.local_times();
   ASSERT_EQ(local.size(), 2u);
   EXPECT_DOUBLE_EQ(local[0], 3.0);
   EXPECT_DOUBLE_EQ(local[1], 4.0);
+  EXPECT_EQ(t.winner(), A("ring"));
 }
 
 TEST(Trial, TurnTimeIsPerCall) {
   Trial t({{A("ring"), 100e-6}, {A("tree"), 100e-6}}, opts(1));
   ASSERT_EQ(t.turn_calls(), 2);
+  warm(t);
   for (double s : {1.0, 3.0, 10.0, 30.0}) t.record(s);
   EXPECT_DOUBLE_EQ(t.local_times()[0], 2.0);
   EXPECT_DOUBLE_EQ(t.local_times()[1], 20.0);
@@ -88,12 +127,16 @@ TEST(Trial, TurnTimeIsPerCall) {
 
 TEST(Trial, SettlesOnTheAgreedFastestTiesToTheModelsOrder) {
   Trial t({{A("ring"), 1.0}, {A("tree"), 1.0}, {A("butterfly"), 1.0}}, opts(1));
-  EXPECT_EQ(t.settle({3.0, 1.0, 2.0}), A("tree"));
+  warm(t);
+  for (int call = 0; call < 3; ++call) t.record(1.0);
+  EXPECT_EQ(t.agreed({3.0, 1.0, 2.0}), A("tree"));
   EXPECT_TRUE(t.settled());
   EXPECT_EQ(t.winner(), A("tree"));
   EXPECT_NE(t.explain().find("-> tree (model: ring"), std::string::npos) << t.explain();
   Trial tie({{A("ring"), 1.0}, {A("tree"), 1.0}}, opts(1));
-  EXPECT_EQ(tie.settle({2.0, 2.0}), A("ring"));
+  warm(tie);
+  for (int call = 0; call < 2; ++call) tie.record(1.0);
+  EXPECT_EQ(tie.agreed({2.0, 2.0}), A("ring"));
 }
 
 std::unique_ptr<Tuner> make(const std::string& algo, bool online) {
@@ -115,7 +158,7 @@ int run_trial(Tuner& t, const BuildArgs& b, double (*secs)(const algo::Algorithm
     Pick p;
     EXPECT_TRUE(t.pick(b.coll, b, 4, &p).ok());
     if (p.trial == nullptr) return calls - 1;
-    if (p.trial->record(secs(p.algo))) p.trial->settle(p.trial->local_times());
+    if (p.trial->record(secs(p.algo))) p.trial->agreed(p.trial->local_times());
   }
   ADD_FAILURE() << "the trial never ended";
   return -1;
@@ -136,12 +179,13 @@ TEST(TunerPick, MeasuresThenRunsTheMeasuredFastestForTheWholeSizeClass) {
   // Make the model's last-ranked candidate the fastest: a copy of the trial
   // advanced to the last turn of the first round names it.
   Trial copy = *p.trial;
+  warm(copy);
   for (int turn = 0; turn + 1 < copy.ncands(); ++turn)
     for (int i = 0; i < copy.turn_calls(); ++i) copy.record(1.0);
   g_fastest = copy.current();
   ASSERT_NE(g_fastest, model);
   const int calls = run_trial(*t, b, [](const algo::Algorithm* a) { return a == g_fastest ? 1e-6 : 5e-6; });
-  EXPECT_EQ(calls, p.trial->ncands() * 1 * p.trial->turn_calls()) << "one round";
+  EXPECT_EQ(calls, p.trial->ncands() * (1 + p.trial->turn_calls())) << "a warm-up call each, one round";
   bool settled = false;
   const algo::Algorithm* q = nullptr;
   ASSERT_TRUE(t->query(Coll::AllReduce, b, 4, &q, &settled).ok());
@@ -198,9 +242,12 @@ TEST(TunerPick, AForcedListIsMeasuredAmongItsMembers) {
     ASSERT_TRUE(t->pick(Coll::AllReduce, b, 4, &p).ok());
     const std::string name = p.algo->name;
     EXPECT_TRUE(name == "ring" || name == "tree") << name;
-    if (p.trial == nullptr) return;
+    if (p.trial == nullptr) {
+      EXPECT_EQ(name, "tree") << "the measured fastest";
+      return;
+    }
     if (p.trial->record(name == "tree" ? 1e-6 : 2e-6)) {
-      EXPECT_EQ(p.trial->settle(p.trial->local_times()), A("tree"));
+      p.trial->agreed(p.trial->local_times());
     }
   }
   ADD_FAILURE() << "the trial never ended";
