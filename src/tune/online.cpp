@@ -12,6 +12,7 @@ OnlineOptions OnlineOptions::from_params() {
   OnlineOptions o;
   o.enabled = params::TUNE_ONLINE() != 0;
   o.rounds = static_cast<int>(std::clamp<int64_t>(params::TUNE_ROUNDS(), 1, 99));
+  o.final_rounds = static_cast<int>(std::clamp<int64_t>(params::TUNE_FINAL_ROUNDS(), 0, 99));
   o.keep = std::max<double>(1.0, static_cast<double>(params::TUNE_KEEP_PCT()) / 100.0);
   o.max_candidates = static_cast<int>(std::clamp<int64_t>(params::TUNE_CANDIDATES(), 1, 64));
   o.range = std::max<double>(1.0, static_cast<double>(params::TUNE_RANGE_PCT()) / 100.0);
@@ -20,7 +21,7 @@ OnlineOptions OnlineOptions::from_params() {
 }
 
 Trial::Trial(const std::vector<std::pair<const algo::Algorithm*, double>>& cands, const OnlineOptions& opt)
-    : rounds_(opt.rounds), keep_(opt.keep) {
+    : rounds_(opt.rounds), final_rounds_(opt.final_rounds), keep_(opt.keep) {
   const double best = cands.empty() ? 0 : cands.front().second;
   for (const auto& [a, predicted] : cands)
     if (static_cast<int>(cands_.size()) < opt.max_candidates && predicted <= best * opt.range) {
@@ -34,16 +35,9 @@ Trial::Trial(const std::vector<std::pair<const algo::Algorithm*, double>>& cands
 }
 
 bool Trial::record(double seconds) {
-  if (warm_) {
-    if (++turn_ == static_cast<int>(active_.size())) {
-      warm_ = false;
-      turn_ = 0;
-    }
-    return false;
-  }
-  turn_seconds_ += seconds;
-  if (++calls_in_turn_ < turn_calls_) return false;
-  cands_[active_[static_cast<size_t>(turn_)]].turns.push_back(turn_seconds_ / calls_in_turn_);
+  if (calls_in_turn_++ > 0) turn_seconds_ += seconds;
+  if (calls_in_turn_ <= turn_calls_) return false;
+  cands_[active_[static_cast<size_t>(turn_)]].turns.push_back(turn_seconds_ / turn_calls_);
   calls_in_turn_ = 0;
   turn_seconds_ = 0;
   return ++turn_ == static_cast<int>(active_.size());
@@ -66,11 +60,13 @@ const algo::Algorithm* Trial::agreed(const std::vector<double>& times) {
     if (cands_[i].agreed < cands_[best].agreed) best = i;
   ++round_;
   turn_ = 0;
-  std::vector<size_t> kept;
-  for (size_t i : active_)
-    if (cands_[i].agreed <= cands_[best].agreed * keep_) kept.push_back(i);
-  active_ = kept;
-  if (round_ >= rounds_ || active_.size() == 1) winner_ = cands_[best].algo;
+  if (round_ >= rounds_) {
+    std::vector<size_t> kept;
+    for (size_t i : active_)
+      if (cands_[i].agreed <= cands_[best].agreed * keep_) kept.push_back(i);
+    active_ = kept;
+  }
+  if (round_ >= rounds_ + final_rounds_ || active_.size() == 1) winner_ = cands_[best].algo;
   return winner_;
 }
 

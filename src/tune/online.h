@@ -11,11 +11,13 @@
 // which call runs which candidate depends only on the call sequence (the same on
 // every rank), the model (the same table everywhere) and agreed times: after each
 // round (one turn per remaining candidate) the communicator all-reduces every
-// candidate's median turn with max (the slowest rank's time is the call's), and
-// Trial::agreed keeps only those within `keep` of the best for the next round, so
-// the last rounds spend their calls telling close candidates apart. Before the
-// first round each candidate runs one untimed call: a plan's first call builds it
-// and touches its scratch memory, costs no later call pays.
+// candidate's median turn with max (the slowest rank's time is the call's). The
+// first `rounds` time every candidate (one slow turn, a preemption on an
+// oversubscribed host, cannot knock one out); then only those within `keep` of the
+// fastest stay for `final_rounds` more, which tell close candidates apart. Each turn
+// starts with one untimed call: the previous turn's algorithm left its own scratch
+// memory in the caches (and a plan's first call builds it), costs that a class
+// running one algorithm call after call does not pay.
 //
 // A trial is pure bookkeeping: the communicator times each call it is told to and
 // runs the agreement; nothing here touches a clock or a peer.
@@ -31,13 +33,15 @@ namespace weft::tune {
 
 struct OnlineOptions {
   bool enabled = true;           // WEFT_TUNE_ONLINE
-  int rounds = 4;                // WEFT_TUNE_ROUNDS: rounds at most; a candidate's time is its median turn
-  double keep = 1.25;            // WEFT_TUNE_KEEP_PCT / 100: who stays for the next round
+  int rounds = 3;                // WEFT_TUNE_ROUNDS: rounds that time every candidate
+  int final_rounds = 2;          // WEFT_TUNE_FINAL_ROUNDS: more rounds for the close ones ...
+  double keep = 1.25;            // WEFT_TUNE_KEEP_PCT / 100: ... within this of the fastest
+                                 // (a candidate's time: its median turn)
   int max_candidates = 8;        // WEFT_TUNE_CANDIDATES: the model's best this many at most ...
   double range = 3.0;            // WEFT_TUNE_RANGE_PCT / 100: ... predicted within range x the best
-  double turn_seconds = 200e-6;  // WEFT_TUNE_TURN_US: a turn's calls add up to about this much
-                                 // predicted time ...
-  int max_turn_calls = 64;       // ... in 1 to this many calls
+  double turn_seconds = 1e-3;    // WEFT_TUNE_TURN_US: a turn's timed calls add up to about this
+                                 // much predicted time ...
+  int max_turn_calls = 1024;     // ... in 1 to this many calls
   static OnlineOptions from_params();
 };
 
@@ -53,21 +57,22 @@ class Trial {
   const algo::Algorithm* winner() const { return winner_; }
   // The candidate the next measured call runs (not settled()).
   const algo::Algorithm* current() const { return cands_[active_[static_cast<size_t>(turn_)]].algo; }
-  // One call of current(): its seconds on this rank (ignored for the untimed first
-  // calls). True when a round has ended: then agree on local_times() and pass the
-  // result to agreed().
+  // One call of current(): its seconds on this rank (ignored for a turn's untimed
+  // first call). True when a round has ended: then agree on local_times() and pass
+  // the result to agreed().
   bool record(double seconds);
   // This rank's median turn time per candidate (per call), in candidate order.
   std::vector<double> local_times() const;
-  // times: every rank's local_times(), element-wise max. Ends the round: keeps the
-  // candidates within `keep` of the fastest, or after the last round (or with one
-  // left) settles on the fastest (ties: the model's order), which it returns.
+  // times: every rank's local_times(), element-wise max. Ends the round; from the
+  // last full round on keeps only the candidates within `keep` of the fastest, and
+  // after the last final round (or with one left) settles on the fastest (ties: the
+  // model's order), which it returns.
   const algo::Algorithm* agreed(const std::vector<double>& times);
   // "ring 12.1 us (4 turns), tree 19.8 us (1 turn) -> ring (model: tree; ...)", once settled.
   std::string explain() const;
 
   int ncands() const { return static_cast<int>(cands_.size()); }
-  int turn_calls() const { return turn_calls_; }
+  int turn_calls() const { return turn_calls_; }  // timed calls per turn (one more runs untimed)
 
  private:
   struct Cand {
@@ -79,12 +84,12 @@ class Trial {
   std::vector<Cand> cands_;
   std::vector<size_t> active_;  // indices into cands_ still measured
   int rounds_ = 0;
+  int final_rounds_ = 0;
   double keep_ = 1;
   int turn_calls_ = 1;
-  bool warm_ = true;         // the untimed first call of each candidate is still under way
   int round_ = 0;            // rounds finished
   int turn_ = 0;             // turns of this round finished
-  int calls_in_turn_ = 0;    // calls of the current turn so far
+  int calls_in_turn_ = 0;    // calls of the current turn so far, its untimed first one included
   double turn_seconds_ = 0;  // their seconds
   const algo::Algorithm* winner_ = nullptr;
 };

@@ -95,9 +95,8 @@ int main(int argc, char** argv) {
     const char* algo = nullptr;
     int settled = 0;
     int calls = 0;
-    // A bounded number of calls: 8 candidates x (a warm-up call + 4 rounds x turns of
-    // at most 64 calls).
-    for (; calls <= 8 * (1 + 4 * 64); ++calls) {
+    // A bounded number of calls: 8 candidates x 5 rounds x turns of at most 1 + 1024.
+    for (; calls <= 8 * 5 * 1025; ++calls) {
       if (!ok(weftCommGetAlgorithm(comm, "allreduce", count, weftFloat32, 0, &algo, &settled), comm, "query"))
         break;
       if (settled) break;

@@ -24,10 +24,12 @@ const algo::Algorithm* A(const char* name) {
   return a;
 }
 
-OnlineOptions opts(int rounds = 3, int max_cands = 8, double range = 3.0, double turn_s = 200e-6,
-                   double keep = 1.25) {
+// `rounds` full rounds and no final ones unless asked.
+OnlineOptions opts(int rounds = 3, int max_cands = 8, double range = 3.0, double turn_s = 1e-3,
+                   double keep = 1.25, int final_rounds = 0) {
   OnlineOptions o;
   o.rounds = rounds;
+  o.final_rounds = final_rounds;
   o.keep = keep;
   o.max_candidates = max_cands;
   o.range = range;
@@ -35,11 +37,13 @@ OnlineOptions opts(int rounds = 3, int max_cands = 8, double range = 3.0, double
   return o;
 }
 
-// The untimed first call of every candidate, in the model's order.
-void warm(Trial& t) {
-  for (int i = 0; i < t.ncands(); ++i) {
-    ASSERT_FALSE(t.record(1e9)) << "a warm-up call ended a round";
-  }
+// One whole turn: the untimed first call (a huge time that must not count), then
+// turn_calls() calls of `seconds` each. Returns what the last record() said.
+bool turn(Trial& t, double seconds) {
+  EXPECT_FALSE(t.record(1e9));
+  bool end = false;
+  for (int i = 0; i < t.turn_calls(); ++i) end = t.record(seconds);
+  return end;
 }
 
 TEST(Trial, KeepsTheModelsBestWithinRangeAndCap) {
@@ -59,54 +63,53 @@ TEST(Trial, OneCandidateIsSettledAtOnce) {
 }
 
 TEST(Trial, TurnLengthFollowsThePrediction) {
-  EXPECT_EQ(Trial({{A("ring"), 10e-6}, {A("tree"), 11e-6}}, opts()).turn_calls(), 20);   // 200 us / 10 us
-  EXPECT_EQ(Trial({{A("ring"), 1e-7}, {A("tree"), 1e-7}}, opts()).turn_calls(), 64);     // capped
+  EXPECT_EQ(Trial({{A("ring"), 10e-6}, {A("tree"), 11e-6}}, opts()).turn_calls(), 100);  // 1 ms / 10 us
+  EXPECT_EQ(Trial({{A("ring"), 1e-7}, {A("tree"), 1e-7}}, opts()).turn_calls(), 1024);   // capped
   EXPECT_EQ(Trial({{A("ring"), 1.0}, {A("tree"), 1.1}}, opts()).turn_calls(), 1);        // at least one
 }
 
-TEST(Trial, RoundsGoRoundRobinOverTheCandidatesStillIn) {
-  // 3 candidates, turns of 20 calls, 2 rounds.
-  Trial t({{A("ring"), 10e-6}, {A("tree"), 11e-6}, {A("butterfly"), 12e-6}}, opts(2));
-  ASSERT_EQ(t.turn_calls(), 20);
+TEST(Trial, FinalRoundsGoRoundRobinOverTheCandidatesStillIn) {
+  // 3 candidates, turns of 1 untimed + 100 timed calls, 1 full round and 1 final one.
+  Trial t({{A("ring"), 10e-6}, {A("tree"), 11e-6}, {A("butterfly"), 12e-6}}, opts(1, 8, 3.0, 1e-3, 1.25, 1));
+  ASSERT_EQ(t.turn_calls(), 100);
   const algo::Algorithm* first[] = {A("ring"), A("tree"), A("butterfly")};
-  for (int call = 0; call < 3; ++call) {
-    ASSERT_EQ(t.current(), first[call]) << "warm-up call " << call;
-    EXPECT_FALSE(t.record(1e9));  // untimed: a huge time changes nothing below
-  }
-  for (int call = 0; call < 60; ++call) {
-    ASSERT_EQ(t.current(), first[call / 20]) << "call " << call;
-    EXPECT_EQ(t.record(1e-6), call == 59) << "call " << call;
+  for (int call = 0; call < 303; ++call) {
+    ASSERT_EQ(t.current(), first[call / 101]) << "call " << call;
+    EXPECT_EQ(t.record(1e-6), call == 302) << "call " << call;
   }
   // butterfly is 30% slower than ring: out (keep 1.25); tree at 20% stays.
   EXPECT_EQ(t.agreed({1.0, 1.2, 1.3}), nullptr);
   EXPECT_FALSE(t.settled());
   const algo::Algorithm* second[] = {A("ring"), A("tree")};
-  for (int call = 0; call < 40; ++call) {
-    ASSERT_EQ(t.current(), second[call / 20]) << "call " << call;
-    EXPECT_EQ(t.record(1e-6), call == 39) << "call " << call;
+  for (int call = 0; call < 202; ++call) {
+    ASSERT_EQ(t.current(), second[call / 101]) << "call " << call;
+    EXPECT_EQ(t.record(1e-6), call == 201) << "call " << call;
   }
   // The last round: the fastest of those still in.
   EXPECT_EQ(t.agreed({3.0, 2.0, 0.5}), A("tree"));
   EXPECT_TRUE(t.settled());
 }
 
-TEST(Trial, OneLeftAfterARoundSettlesEarly) {
-  Trial t({{A("ring"), 1.0}, {A("tree"), 1.0}, {A("butterfly"), 1.0}}, opts(5));
-  warm(t);
-  for (int call = 0; call < 3; ++call) t.record(1.0);
+TEST(Trial, FullRoundsKeepEveryCandidate) {
+  // 2 full rounds, 2 final: a candidate 3x slower in round 1 is still timed in round 2.
+  Trial t({{A("ring"), 1.0}, {A("tree"), 1.0}, {A("butterfly"), 1.0}}, opts(2, 8, 3.0, 1e-3, 1.25, 2));
+  ASSERT_EQ(t.turn_calls(), 1);
+  for (int k = 0; k < 3; ++k) EXPECT_EQ(turn(t, 1.0), k == 2);
+  EXPECT_EQ(t.agreed({3.0, 1.0, 3.0}), nullptr);
+  for (int k = 0; k < 3; ++k) EXPECT_EQ(turn(t, 1.0), k == 2) << "all three again";
+  // After the last full round only tree is within 25%: settled early.
   EXPECT_EQ(t.agreed({2.0, 1.0, 3.0}), A("tree"));
   EXPECT_TRUE(t.settled());
 }
 
 TEST(Trial, EachCandidatesTimeIsItsMedianTurn) {
-  Trial t({{A("ring"), 1.0}, {A("tree"), 1.0}}, opts(3, 8, 3.0, 200e-6, 100.0));  // one call per turn, all stay
+  Trial t({{A("ring"), 1.0}, {A("tree"), 1.0}}, opts(3));  // one timed call per turn, 3 full rounds
   ASSERT_EQ(t.turn_calls(), 1);
-  warm(t);
   // ring's turns: 5, 1, 3 -> 3; tree's: 2, 9, 4 -> 4.
   const double turns[3][2] = {{5.0, 2.0}, {1.0, 9.0}, {3.0, 4.0}};
   for (const auto& round : turns) {
-    EXPECT_FALSE(t.record(round[0]));
-    EXPECT_TRUE(t.record(round[1]));
+    EXPECT_FALSE(turn(t, round[0]));
+    EXPECT_TRUE(turn(t, round[1]));
     t.agreed(t.local_times());
   }
   const std::vector<double> local = t.local_times();
@@ -116,26 +119,23 @@ TEST(Trial, EachCandidatesTimeIsItsMedianTurn) {
   EXPECT_EQ(t.winner(), A("ring"));
 }
 
-TEST(Trial, TurnTimeIsPerCall) {
-  Trial t({{A("ring"), 100e-6}, {A("tree"), 100e-6}}, opts(1));
+TEST(Trial, TurnTimeIsPerTimedCall) {
+  Trial t({{A("ring"), 500e-6}, {A("tree"), 500e-6}}, opts(1));
   ASSERT_EQ(t.turn_calls(), 2);
-  warm(t);
-  for (double s : {1.0, 3.0, 10.0, 30.0}) t.record(s);
+  for (double s : {1e9, 1.0, 3.0, 1e9, 10.0, 30.0}) t.record(s);
   EXPECT_DOUBLE_EQ(t.local_times()[0], 2.0);
   EXPECT_DOUBLE_EQ(t.local_times()[1], 20.0);
 }
 
 TEST(Trial, SettlesOnTheAgreedFastestTiesToTheModelsOrder) {
   Trial t({{A("ring"), 1.0}, {A("tree"), 1.0}, {A("butterfly"), 1.0}}, opts(1));
-  warm(t);
-  for (int call = 0; call < 3; ++call) t.record(1.0);
+  for (int k = 0; k < 3; ++k) turn(t, 1.0);
   EXPECT_EQ(t.agreed({3.0, 1.0, 2.0}), A("tree"));
   EXPECT_TRUE(t.settled());
   EXPECT_EQ(t.winner(), A("tree"));
   EXPECT_NE(t.explain().find("-> tree (model: ring"), std::string::npos) << t.explain();
   Trial tie({{A("ring"), 1.0}, {A("tree"), 1.0}}, opts(1));
-  warm(tie);
-  for (int call = 0; call < 2; ++call) tie.record(1.0);
+  for (int k = 0; k < 2; ++k) turn(tie, 1.0);
   EXPECT_EQ(tie.agreed({2.0, 2.0}), A("ring"));
 }
 
@@ -179,13 +179,11 @@ TEST(TunerPick, MeasuresThenRunsTheMeasuredFastestForTheWholeSizeClass) {
   // Make the model's last-ranked candidate the fastest: a copy of the trial
   // advanced to the last turn of the first round names it.
   Trial copy = *p.trial;
-  warm(copy);
-  for (int turn = 0; turn + 1 < copy.ncands(); ++turn)
-    for (int i = 0; i < copy.turn_calls(); ++i) copy.record(1.0);
+  for (int k = 0; k + 1 < copy.ncands(); ++k) turn(copy, 1.0);
   g_fastest = copy.current();
   ASSERT_NE(g_fastest, model);
   const int calls = run_trial(*t, b, [](const algo::Algorithm* a) { return a == g_fastest ? 1e-6 : 5e-6; });
-  EXPECT_EQ(calls, p.trial->ncands() * (1 + p.trial->turn_calls())) << "a warm-up call each, one round";
+  EXPECT_EQ(calls, p.trial->ncands() * (1 + p.trial->turn_calls())) << "one round of turns";
   bool settled = false;
   const algo::Algorithm* q = nullptr;
   ASSERT_TRUE(t->query(Coll::AllReduce, b, 4, &q, &settled).ok());
