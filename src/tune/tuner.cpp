@@ -36,13 +36,14 @@ Status Tuner::create(int nranks, int local_ranks, const Options& opt, std::uniqu
   t->nranks_ = nranks;
   t->cls_ = local_ranks >= nranks ? LinkClass::Shm : LinkClass::Net;
   t->online_ = opt.online;
+  t->online_.enabled = opt.online.enabled && nranks > 1;  // one rank: every algorithm is a local copy
   t->table_ = default_table();
   if (!opt.tuning_file.empty()) WEFT_TRY(load_tuning_file(opt.tuning_file, &t->table_));
   WEFT_TRY(parse_algo_spec(opt.algo, &t->spec_, opt.algo_source));
   if (opt.log_table && log::enabled(log::Level::Info, log::Subsys::TUNE)) {
     WEFT_INFO(TUNE, "%d ranks, %d on this host: link class %s; %s=%s; online tuning %s; constants from %s:",
               nranks, local_ranks, link_class_name(t->cls_), opt.algo_source,
-              opt.algo.empty() ? "(auto)" : opt.algo.c_str(), opt.online.enabled ? "on" : "off",
+              opt.algo.empty() ? "(auto)" : opt.algo.c_str(), t->online_.enabled ? "on" : "off",
               opt.tuning_file.empty() ? "built-in defaults" : opt.tuning_file.c_str());
     std::istringstream lines(format_table(t->table_));
     for (std::string line; std::getline(lines, line);) WEFT_INFO(TUNE, "  %s", line.c_str());

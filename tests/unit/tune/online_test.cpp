@@ -139,14 +139,14 @@ TEST(Trial, SettlesOnTheAgreedFastestTiesToTheModelsOrder) {
   EXPECT_EQ(tie.agreed({2.0, 2.0}), A("ring"));
 }
 
-std::unique_ptr<Tuner> make(const std::string& algo, bool online) {
+std::unique_ptr<Tuner> make(const std::string& algo, bool online, int nranks = 4) {
   Options o;
   o.algo = algo;
   o.log_table = false;
   o.online = opts(1);
   o.online.enabled = online;
   std::unique_ptr<Tuner> t;
-  Status st = Tuner::create(4, 4, o, &t);
+  Status st = Tuner::create(nranks, nranks, o, &t);
   EXPECT_TRUE(st.ok()) << st.message();
   return t;
 }
@@ -230,6 +230,14 @@ TEST(TunerPick, OffOrForcedMeansTheModelAlone) {
     ASSERT_TRUE(t->query(Coll::AllReduce, b, 4, &q, &settled).ok());
     EXPECT_TRUE(settled) << algo;
   }
+}
+
+TEST(TunerPick, OneRankHasNothingToMeasure) {
+  auto t = make("", true, 1);
+  const BuildArgs b{Coll::AllReduce, 1, 4096, 0, 262144};
+  Pick p;
+  ASSERT_TRUE(t->pick(Coll::AllReduce, b, 4, &p).ok());
+  EXPECT_EQ(p.trial, nullptr);
 }
 
 TEST(TunerPick, AForcedListIsMeasuredAmongItsMembers) {
