@@ -519,20 +519,31 @@ Status Communicator::call_failed(const CollArgs& a, Status st) {
   return st;
 }
 
+// A call like the last one runs its settled plan with nothing else to decide; any
+// other shape goes through the tuner, out of line (execute_new_shape).
 Status Communicator::execute(const CollArgs& a) {
   if (failed_.load(std::memory_order_acquire) || check_) WEFT_TRY(precheck(a));
+  if (last_plan_ == nullptr || !(plan_key(a) == last_key_)) return execute_new_shape(a);
+  return run_plan(a, last_plan_);
+}
+
+Status Communicator::execute_new_shape(const CollArgs& a) {
   Status st;
   tune::Trial* trial = nullptr;
-  const sched::RankPlan* plan = plan_for(a, &st, &trial);
+  const sched::RankPlan* plan = find_plan(a, &st, &trial);
   if (plan == nullptr) return st;
+  if (trial == nullptr) return run_plan(a, plan);
+  const auto t0 = std::chrono::steady_clock::now();
+  WEFT_TRY(run_plan(a, plan));
+  return measured(a, trial, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+}
+
+inline Status Communicator::run_plan(const CollArgs& a, const sched::RankPlan* plan) {
   ++seq_;
   const void* send = a.op >= weftNumOps ? premul_input(a) : a.send;
   exec::Call call{plan, send, a.recv, a.dtype, elementwise_op(a.op), seq_, LazyDeadline(timeout_ms_)};
-  const auto t0 = trial != nullptr ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-  st = exec_->run(call);
+  Status st = exec_->run(call);
   if (!st.ok()) return call_failed(a, std::move(st));
-  if (trial != nullptr)
-    WEFT_TRY(measured(a, trial, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
   bool has_result = !(a.coll == sched::Coll::Reduce && rank_ != a.root);
   if (a.op == weftAvg && a.count > 0 && has_result)
     reduce::divide(a.recv, a.recv, sched::recv_count({a.coll, nranks_, a.count, a.root, 0}), a.dtype,

@@ -87,18 +87,16 @@ class Communicator final : public exec::Health {
   Status connect_transports(const boot::UniqueId& id);
   Status check_consistent(const CollArgs& args);
   Status execute(const CollArgs& args);
-  // The plan of a call like the last one is at hand (its size class settled);
-  // others are looked up or built. *trial: time this call and record it there.
-  const sched::RankPlan* plan_for(const CollArgs& a, Status* st, tune::Trial** trial) {
-    if (last_plan_ != nullptr && plan_key(a) == last_key_) return last_plan_;
-    return find_plan(a, st, trial);
-  }
+  [[gnu::noinline]] Status execute_new_shape(const CollArgs& a);
+  Status run_plan(const CollArgs& a, const sched::RankPlan* plan);
   // (coll, count, root, element size): what a plan depends on, with its algorithm.
   using PlanKey = std::tuple<int, uint64_t, int, size_t>;
   static PlanKey plan_key(const CollArgs& a) {
     return {static_cast<int>(a.coll), static_cast<uint64_t>(a.count), a.root, reduce::dtype_size(a.dtype)};
   }
   sched::BuildArgs build_args(const CollArgs& a) const;
+  // The plan of the tuner's pick for a call of a new shape; *trial: time this call
+  // and record it there (its size class is being measured).
   const sched::RankPlan* find_plan(const CollArgs& args, Status* st, tune::Trial** trial);
   const sched::RankPlan& plan_of(const CollArgs& a, const algo::Algorithm* alg, const sched::BuildArgs& b);
   [[gnu::noinline]] Status measured(const CollArgs& a, tune::Trial* trial, double seconds);
