@@ -57,6 +57,13 @@ class Trial {
   const algo::Algorithm* winner() const { return winner_; }
   // The candidate the next measured call runs (not settled()).
   const algo::Algorithm* current() const { return cands_[active_[static_cast<size_t>(turn_)]].algo; }
+  // What a call of `args` in this class runs: the winner, or the candidate whose turn
+  // it is; nullptr where there is none or it cannot run this count (a size class
+  // spans counts), and then the model's pick runs, untimed.
+  const algo::Algorithm* runs(const sched::BuildArgs& args) const {
+    const algo::Algorithm* a = settled() ? winner() : ncands() > 0 ? current() : nullptr;
+    return a != nullptr && algo::supports(*a, args) ? a : nullptr;
+  }
   // One call of current(): its seconds on this rank (ignored for a turn's untimed
   // first call). True when a round has ended: then agree on local_times() and pass
   // the result to agreed().

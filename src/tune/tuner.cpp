@@ -149,10 +149,7 @@ Status Tuner::pick(sched::Coll coll, const sched::BuildArgs& args, size_t elem_s
       it = trials_.emplace(key, new_trial(coll, args, elem_size)).first;
     }
     Trial& t = it->second;
-    const algo::Algorithm* a = t.settled() ? t.winner() : t.ncands() > 0 ? t.current() : nullptr;
-    // A count the class's pick cannot run (a size class spans counts) takes the
-    // model's pick and is not timed.
-    if (a != nullptr && algo::supports(*a, args)) {
+    if (const algo::Algorithm* a = t.runs(args)) {
       out->algo = a;
       out->trial = t.settled() ? nullptr : &t;
       return Status::Ok();
@@ -168,9 +165,9 @@ Status Tuner::query(sched::Coll coll, const sched::BuildArgs& args, size_t elem_
   if (online_.enabled && bytes > 0) {
     auto it = trials_.find(std::make_pair(static_cast<int>(coll), size_class(bytes)));
     // A class without a trial yet: whether its first call would start measuring.
-    const Trial t = it != trials_.end() ? it->second : new_trial(coll, args, elem_size);
-    const algo::Algorithm* a = t.settled() ? t.winner() : t.ncands() > 0 ? t.current() : nullptr;
-    if (a != nullptr && algo::supports(*a, args)) {
+    const Trial fresh = it != trials_.end() ? Trial({}, online_) : new_trial(coll, args, elem_size);
+    const Trial& t = it != trials_.end() ? it->second : fresh;
+    if (const algo::Algorithm* a = t.runs(args)) {
       *settled = t.settled();
       if (*settled) {
         *out = a;
