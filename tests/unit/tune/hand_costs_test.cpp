@@ -1,0 +1,250 @@
+// The tuner's pick against costs worked out by hand. Each test loads a small
+// tuning file with constants chosen here, writes the cost formulas of the
+// contending algorithms (the comment above each builder in algorithms/*.cpp) with
+// those constants, and asserts the pick and every contender's predicted time
+// equal to the hand arithmetic. Nothing expected is computed by the tuner or the
+// cost functions under test.
+//
+// The tuners are made with fewer ranks on this host than in all (link class
+// "net"): the built-in table has only generic net constants, so the file below
+// decides every constant used.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "algorithms/registry.h"
+#include "tune/table.h"
+#include "tune/tuner.h"
+
+namespace weft::tune {
+namespace {
+
+using sched::BuildArgs;
+using sched::Coll;
+
+// A tuning file for the test's lifetime.
+class TuningFile {
+ public:
+  explicit TuningFile(const std::string& text) {
+    char path[] = "/tmp/weft-hand-costs-XXXXXX";
+    int fd = mkstemp(path);
+    EXPECT_GE(fd, 0);
+    if (fd >= 0) close(fd);
+    path_ = path;
+    std::ofstream(path_) << text;
+  }
+  ~TuningFile() { std::remove(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Every all-reduce algorithm except ring, recdoubling and hierarchical costs
+// 1 s per message and nothing per byte. Each of them sends at least one message
+// at 4, 6 or 8 ranks (alpha coefficients at 4 ranks: tree 2*lg(4) = 4,
+// double_tree 2(depth + k - 1) >= 2, butterfly 2 (recursive doubling below 2048
+// elements, else 2*lg(4) = 4), rabenseifner 4, direct 6, naive 6, oneshot 3), so
+// each predicts >= 1 s, far above any ring or recdoubling time below (< 25 ms).
+constexpr const char* kPricedOut =
+    "net allreduce tree 0 0 1 0 0\n"
+    "net allreduce double_tree 0 0 1 0 0\n"
+    "net allreduce butterfly 0 0 1 0 0\n"
+    "net allreduce rabenseifner 0 0 1 0 0\n"
+    "net allreduce direct 0 0 1 0 0\n"
+    "net allreduce naive 0 0 1 0 0\n"
+    "net allreduce oneshot 0 0 1 0 0\n";
+
+// Generic net constants: alpha = 10 us per message, beta = 1 ns per byte sent,
+// gamma = 0.4 ns per byte reduced (ring, recdoubling and hierarchical use them).
+std::string table_a() { return std::string("net * * 0 0 1e-05 1e-09 4e-10\n") + kPricedOut; }
+
+std::unique_ptr<Tuner> tuner(const TuningFile& f, int nranks, int local, const std::string& algo = "") {
+  Options o;
+  o.algo = algo;
+  o.tuning_file = f.path();
+  o.log_table = false;
+  o.online.enabled = false;
+  std::unique_ptr<Tuner> t;
+  Status st = Tuner::create(nranks, local, o, &t);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return t;
+}
+
+// float elements; no pipeline slices (slice_elems 0: the ring's k = 1).
+BuildArgs allreduce(int nranks, uint64_t count, int local_size = 0) {
+  BuildArgs b;
+  b.coll = Coll::AllReduce;
+  b.nranks = nranks;
+  b.count = count;
+  b.slice_elems = 0;
+  b.local_size = local_size;
+  return b;
+}
+
+std::string choose(Tuner& t, const BuildArgs& b) {
+  const algo::Algorithm* a = nullptr;
+  Status st = t.choose(b.coll, b, 4, &a);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return a != nullptr ? a->name : "(none)";
+}
+
+double predicted(const Tuner& t, const char* name, const BuildArgs& b) {
+  const algo::Algorithm* a = algo::find_algorithm(b.coll, name);
+  EXPECT_NE(a, nullptr) << name;
+  return a != nullptr ? t.predict(*a, b, 4) : -1;
+}
+
+// Hand-computed seconds are compared to 1e-12 s (1 ps): the predictions are sums
+// of a few products, exact to ~1e-18 s at these magnitudes.
+constexpr double kPs = 1e-12;
+
+// 4 ranks, table A, N = 4 * count bytes:
+//   ring (n-1 = 3, k = 1): 2(n-1)k alpha + 2(n-1)/n N beta + (n-1)/n N gamma
+//                        = 6 alpha + 1.5 N beta + 0.75 N gamma = 60 us + 1.8 ns * N
+//   recdoubling (p = 4, lg p = 2, no fold): lg p (alpha + N beta + N gamma)
+//                        = 2 alpha + 2 N beta + 2 N gamma        = 20 us + 2.8 ns * N
+// ring - recdoubling = 40 us - 1 ns * N: equal at N = 40000 B = 10000 floats.
+TEST(HandCosts, LatencyBoundSmallCallPicksRecursiveDoubling) {
+  TuningFile f(table_a());
+  auto t = tuner(f, 4, 1);
+  ASSERT_EQ(t->link_class(), LinkClass::Net);
+  const BuildArgs b = allreduce(4, 1);  // N = 4 B
+  // recdoubling: 20 us + 2.8 ns * 4 = 20.0112 us; ring: 60 us + 1.8 ns * 4 = 60.0072 us.
+  EXPECT_NEAR(predicted(*t, "recdoubling", b), 20.0112e-6, kPs);
+  EXPECT_NEAR(predicted(*t, "ring", b), 60.0072e-6, kPs);
+  // A priced-out one: tree = 2 lg(4) k alpha = 4 * 1 s.
+  EXPECT_NEAR(predicted(*t, "tree", b), 4.0, kPs);
+  EXPECT_EQ(choose(*t, b), "recdoubling");
+}
+
+TEST(HandCosts, BandwidthBoundLargeCallPicksTheRing) {
+  TuningFile f(table_a());
+  auto t = tuner(f, 4, 1);
+  const BuildArgs b = allreduce(4, 1 << 20);  // N = 4194304 B
+  // recdoubling: 20 us + 2.8 ns * 4194304 = 20 us + 11744.0512 us = 11764.0512 us
+  // ring:        60 us + 1.8 ns * 4194304 = 60 us +  7549.7472 us =  7609.7472 us
+  EXPECT_NEAR(predicted(*t, "recdoubling", b), 11764.0512e-6, kPs);
+  EXPECT_NEAR(predicted(*t, "ring", b), 7609.7472e-6, kPs);
+  EXPECT_EQ(choose(*t, b), "ring");
+}
+
+TEST(HandCosts, CrossoverJustBelowAndAbove) {
+  TuningFile f(table_a());
+  auto t = tuner(f, 4, 1);
+  // 9999 floats, N = 39996 B: recdoubling 20 + 111.9888 = 131.9888 us,
+  //                           ring        60 +  71.9928 = 131.9928 us (4 ns more).
+  const BuildArgs below = allreduce(4, 9999);
+  EXPECT_NEAR(predicted(*t, "recdoubling", below), 131.9888e-6, kPs);
+  EXPECT_NEAR(predicted(*t, "ring", below), 131.9928e-6, kPs);
+  EXPECT_EQ(choose(*t, below), "recdoubling");
+  // 10001 floats, N = 40004 B: recdoubling 20 + 112.0112 = 132.0112 us,
+  //                            ring        60 +  72.0072 = 132.0072 us (4 ns less).
+  const BuildArgs above = allreduce(4, 10001);
+  EXPECT_NEAR(predicted(*t, "recdoubling", above), 132.0112e-6, kPs);
+  EXPECT_NEAR(predicted(*t, "ring", above), 132.0072e-6, kPs);
+  EXPECT_EQ(choose(*t, above), "ring");
+}
+
+// Constants that are powers of two, so that every product and sum above is exact:
+// alpha = 2^-17 s, beta = 2^-30 s/B, gamma = 0. At 4 ranks:
+//   ring        = 6 alpha + 1.5 N beta,  recdoubling = 2 alpha + 2 N beta,
+// equal where 4 alpha = 0.5 N beta: N = 8 * 2^13 = 65536 B = 16384 floats, where
+// both are 6 * 2^-17 + 1.5 * 2^16 * 2^-30 = (6 + 12) * 2^-17 = 18 * 2^-17 s exactly.
+// A tie goes to the earlier algorithm in registry order: ring (before recdoubling).
+TEST(HandCosts, ExactTieGoesToRegistryOrder) {
+  TuningFile f(std::string("net * * 0 0 7.62939453125e-06 9.31322574615478515625e-10 0\n") + kPricedOut);
+  auto t = tuner(f, 4, 1);
+  const double unit = 1.0 / 131072;  // 2^-17 s
+  const BuildArgs tie = allreduce(4, 16384);
+  EXPECT_EQ(predicted(*t, "ring", tie), 18 * unit);
+  EXPECT_EQ(predicted(*t, "recdoubling", tie), 18 * unit);
+  EXPECT_EQ(choose(*t, tie), "ring");
+  // ring - recdoubling = 4 alpha - 0.5 N beta = (4 * 8192 - N / 2) * 2^-30 s:
+  // 16383 floats (N = 65532): (32768 - 32766) * 2^-30 > 0, recdoubling;
+  // 16385 floats (N = 65540): (32768 - 32770) * 2^-30 < 0, ring.
+  EXPECT_EQ(choose(*t, allreduce(4, 16383)), "recdoubling");
+  EXPECT_EQ(choose(*t, allreduce(4, 16385)), "ring");
+}
+
+// hierarchical runs only where local_size divides the rank count (its supports());
+// its cost() returns 0 where it cannot run, so offering it there would make it win.
+// 6 ranks, table A, N = 4194304 B (1 Mi floats):
+//   hierarchical, L = 3 per host, M = 2 hosts:
+//     2(L-1)(alpha + N/L beta) + (L-1) N/L gamma + 2(M-1)(alpha + N/(LM) beta) + (M-1) N/(LM) gamma
+//     = 4 alpha + 4/3 N beta + 2/3 N gamma + 2 alpha + 1/3 N beta + 1/6 N gamma
+//     = 6 alpha + 5/3 N beta + 5/6 N gamma = 60 us + (5/3 + 1/3) ns * N = 60 us + 8388.608 us
+//   ring: 10 alpha + 10/6 N beta + 5/6 N gamma = 100 us + 2 ns * N = 8488.608 us
+//   recdoubling, p = 4, one fold: 2(alpha + N beta + N gamma) + 2(alpha + N beta) + N gamma
+//     = 4 alpha + 4 N beta + 3 N gamma = 40 us + 5.2 ns * N = 40 us + 21810.3808 us
+TEST(HandCosts, AlgorithmThatCannotRunTheRankCountIsNeverPicked) {
+  TuningFile f(table_a());
+  auto t = tuner(f, 6, 3);
+  const BuildArgs three_per_host = allreduce(6, 1 << 20, 3);
+  EXPECT_NEAR(predicted(*t, "hierarchical", three_per_host), 8448.608e-6, kPs);
+  EXPECT_NEAR(predicted(*t, "ring", three_per_host), 8488.608e-6, kPs);
+  EXPECT_NEAR(predicted(*t, "recdoubling", three_per_host), 21850.3808e-6, kPs);
+  EXPECT_EQ(choose(*t, three_per_host), "hierarchical");
+
+  // 4 per host: 6 % 4 != 0, so hierarchical cannot run; the ring is next.
+  auto t4 = tuner(f, 6, 4);
+  const BuildArgs four_per_host = allreduce(6, 1 << 20, 4);
+  EXPECT_NEAR(predicted(*t4, "ring", four_per_host), 8488.608e-6, kPs);
+  EXPECT_EQ(choose(*t4, four_per_host), "ring");
+  for (const Prediction& p : t4->candidates(Coll::AllReduce, four_per_host, 4))
+    EXPECT_STRNE(p.algo->name, "hierarchical");
+  // Forcing it there is an error, not a silent fallback.
+  auto forced = tuner(f, 6, 4, "allreduce:hierarchical");
+  const algo::Algorithm* a = nullptr;
+  Status st = forced->choose(Coll::AllReduce, four_per_host, 4, &a);
+  EXPECT_EQ(st.code(), weftInvalidArgument) << st.message();
+  EXPECT_NE(st.message().find("WEFT_ALGO=allreduce:hierarchical"), std::string::npos) << st.message();
+}
+
+// WEFT_ALGO (Options::algo) over table A at 4 ranks; the unforced picks are the
+// tests above: recdoubling at 1 float, ring at 1 Mi floats.
+TEST(HandCosts, ForcedChoiceOverridesTheModel) {
+  TuningFile f(table_a());
+  // One name: it runs whatever it costs. tree at 1 float = 4 s (above), the ring 60.0072 us.
+  auto tree = tuner(f, 4, 1, "allreduce:tree");
+  EXPECT_EQ(choose(*tree, allreduce(4, 1)), "tree");
+  EXPECT_EQ(choose(*tree, allreduce(4, 1 << 20)), "tree");
+  // recdoubling where the ring is cheaper (11764.0512 us against 7609.7472 us).
+  auto rd = tuner(f, 4, 1, "allreduce:recdoubling");
+  EXPECT_EQ(choose(*rd, allreduce(4, 1 << 20)), "recdoubling");
+  // A list: the cheapest of those listed. tree,ring at 1 float: ring (60.0072 us)
+  // although recdoubling (20.0112 us) would win unforced.
+  auto list = tuner(f, 4, 1, "tree,ring");
+  EXPECT_EQ(choose(*list, allreduce(4, 1)), "ring");
+  ASSERT_EQ(list->candidates(Coll::AllReduce, allreduce(4, 1), 4).size(), 2u);
+  // An exclusion: without ring, 1 Mi floats go to recdoubling (11764.0512 us; the
+  // rest >= 1 s).
+  auto not_ring = tuner(f, 4, 1, "^ring");
+  EXPECT_EQ(choose(*not_ring, allreduce(4, 1 << 20)), "recdoubling");
+  // Unforced, for contrast (same table, same calls).
+  auto model = tuner(f, 4, 1);
+  EXPECT_EQ(choose(*model, allreduce(4, 1)), "recdoubling");
+  EXPECT_EQ(choose(*model, allreduce(4, 1 << 20)), "ring");
+}
+
+// The tuning file's per-size entries: from 64 KiB up, recdoubling gets alpha = 0
+// and beta = gamma = 0.1 ns/B (table A otherwise). At 4 ranks, 1 Mi floats:
+//   recdoubling = 2(0 + N * 0.1 ns + N * 0.1 ns) = 0.4 ns * 4194304 = 1677.7216 us,
+//   ring = 7609.7472 us (above): recdoubling now wins. Below 64 KiB nothing changes:
+//   at 10001 floats (40004 B) the ring still wins (132.0072 us vs 132.0112 us).
+TEST(HandCosts, SizeSegmentOfTheTableApplies) {
+  TuningFile f(table_a() + "net allreduce recdoubling 0 65536 0 1e-10 1e-10\n");
+  auto t = tuner(f, 4, 1);
+  const BuildArgs large = allreduce(4, 1 << 20);
+  EXPECT_NEAR(predicted(*t, "recdoubling", large), 1677.7216e-6, kPs);
+  EXPECT_EQ(choose(*t, large), "recdoubling");
+  EXPECT_NEAR(predicted(*t, "recdoubling", allreduce(4, 10001)), 132.0112e-6, kPs);
+  EXPECT_EQ(choose(*t, allreduce(4, 10001)), "ring");
+}
+
+}  // namespace
+}  // namespace weft::tune
