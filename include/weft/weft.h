@@ -82,7 +82,8 @@ typedef struct {
   size_t size;      /* sizeof(weftConfig_t), set by the initializer */
   unsigned magic;   /* set by the initializer */
   unsigned version; /* WEFT_VERSION_CODE, set by the initializer */
-  int blocking;     /* 1: init returns when the communicator is ready (only mode) */
+  int blocking;     /* 1: init returns when the communicator is ready (the only mode:
+                     * 0 is refused with weftInvalidArgument) */
   int64_t timeoutMs; /* deadline of every wait in this communicator; <= 0: WEFT_TIMEOUT_MS */
   const char* commName; /* shown in log lines; may be NULL */
   const char* algo;     /* algorithm choice in WEFT_ALGO's syntax, for this communicator
@@ -139,16 +140,21 @@ weftResult_t weftAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                            weftDataType_t datatype, weftRedOp_t op, weftComm_t comm,
                            weftStream_t stream);
 
-/* Non-blocking: posts the operation on the communicator's queue (operations run
- * in the order posted) and returns a request. The buffers must stay valid and
+/* Non-blocking: posts the operation to the communicator's queue on the progress
+ * engine and returns a request. A communicator's collectives run one at a time in
+ * the order posted; neighbouring point-to-point operations run beside each other;
+ * different communicators progress concurrently. The buffers must stay valid and
  * untouched until the request completes. */
 weftResult_t weftAllReduceAsync(const void* sendbuff, void* recvbuff, size_t count,
                                 weftDataType_t datatype, weftRedOp_t op, weftComm_t comm,
                                 weftRequest_t* request);
-/* *done = 1 when complete (the request is then freed and its result returned). */
-weftResult_t weftTest(weftRequest_t request, int* done);
-/* Waits for completion, frees the request and returns the operation's result. */
-weftResult_t weftWait(weftRequest_t request);
+/* Complete: *done = 1, the request is freed, *request set to NULL and the
+ * operation's result returned. Pending: *done = 0 and weftInProgress. A NULL
+ * *request (freed earlier) is complete: *done = 1, weftSuccess. */
+weftResult_t weftTest(weftRequest_t* request, int* done);
+/* Waits for completion, frees the request, sets *request to NULL and returns the
+ * operation's result. A NULL *request returns weftSuccess at once. */
+weftResult_t weftWait(weftRequest_t* request);
 
 /* The other collectives, with NCCL's signatures. Host memory: stream must be NULL
  * and the call returns when the result is in place. In-place forms follow NCCL:
@@ -172,6 +178,13 @@ weftResult_t weftSend(const void* sendbuff, size_t count, weftDataType_t datatyp
                       weftComm_t comm, weftStream_t stream);
 weftResult_t weftRecv(void* recvbuff, size_t count, weftDataType_t datatype, int peer,
                       weftComm_t comm, weftStream_t stream);
+/* Non-blocking point to point: posted like the *Async collectives. Sends and
+ * receives posted one after another run beside each other, so a rank may post
+ * its receive before its send; receives from one peer match its sends in order. */
+weftResult_t weftSendAsync(const void* sendbuff, size_t count, weftDataType_t datatype, int peer,
+                           weftComm_t comm, weftRequest_t* request);
+weftResult_t weftRecvAsync(void* recvbuff, size_t count, weftDataType_t datatype, int peer,
+                           weftComm_t comm, weftRequest_t* request);
 weftResult_t weftBarrier(weftComm_t comm);
 
 /* Calls between weftGroupStart and weftGroupEnd are recorded, not run; weftGroupEnd

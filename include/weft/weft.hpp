@@ -65,25 +65,17 @@ class Future {
   ~Future() { finish_quietly(); }
 
   bool valid() const { return req_ != nullptr; }
-  void wait() {
-    if (req_ == nullptr) return;
-    weftResult_t rc = weftWait(std::exchange(req_, nullptr));
-    check(rc);
-  }
+  void wait() { check(weftWait(&req_)); }
   // True once complete (rethrowing its error, if any).
   bool ready() {
-    if (req_ == nullptr) return true;
     int done = 0;
-    weftResult_t rc = weftTest(req_, &done);
-    if (done) req_ = nullptr;
-    check(rc);
+    weftResult_t rc = weftTest(&req_, &done);
+    if (rc != weftInProgress) check(rc);
     return done != 0;
   }
 
  private:
-  void finish_quietly() {
-    if (req_ != nullptr) weftWait(std::exchange(req_, nullptr));
-  }
+  void finish_quietly() { weftWait(&req_); }
   weftRequest_t req_ = nullptr;
 };
 
@@ -186,6 +178,57 @@ class Communicator {
                          Op op = Op::sum) {
     weftRequest_t req = nullptr;
     check(weftAllReduceAsync(in, out, count, dtype, static_cast<weftRedOp_t>(op), comm_, &req), comm_);
+    return Future(req);
+  }
+  template <typename T>
+  Future broadcast_async(std::span<T> data, int root) {
+    weftRequest_t req = nullptr;
+    check(weftBroadcastAsync(data.data(), data.data(), data.size(), datatype_of<T>(), root, comm_, &req), comm_);
+    return Future(req);
+  }
+  template <typename T>
+  Future reduce_async(std::span<const T> in, std::span<T> out, int root, Op op = Op::sum) {
+    weftRequest_t req = nullptr;
+    check(weftReduceAsync(in.data(), out.data(), in.size(), datatype_of<T>(), static_cast<weftRedOp_t>(op), root,
+                          comm_, &req), comm_);
+    return Future(req);
+  }
+  template <typename T>
+  Future allgather_async(std::span<const T> in, std::span<T> out) {
+    if (out.size() != in.size() * static_cast<size_t>(size()))
+      throw Error(weftInvalidArgument, "allgather: out must hold size() * in.size() elements");
+    weftRequest_t req = nullptr;
+    check(weftAllGatherAsync(in.data(), out.data(), in.size(), datatype_of<T>(), comm_, &req), comm_);
+    return Future(req);
+  }
+  template <typename T>
+  Future reducescatter_async(std::span<const T> in, std::span<T> out, Op op = Op::sum) {
+    if (in.size() != out.size() * static_cast<size_t>(size()))
+      throw Error(weftInvalidArgument, "reducescatter: in must hold size() * out.size() elements");
+    weftRequest_t req = nullptr;
+    check(weftReduceScatterAsync(in.data(), out.data(), out.size(), datatype_of<T>(), static_cast<weftRedOp_t>(op),
+                                 comm_, &req), comm_);
+    return Future(req);
+  }
+  template <typename T>
+  Future alltoall_async(std::span<const T> in, std::span<T> out) {
+    size_t n = static_cast<size_t>(size());
+    if (in.size() != out.size() || in.size() % n != 0)
+      throw Error(weftInvalidArgument, "alltoall: in and out must hold size() equal blocks");
+    weftRequest_t req = nullptr;
+    check(weftAlltoAllAsync(in.data(), out.data(), in.size() / n, datatype_of<T>(), comm_, &req), comm_);
+    return Future(req);
+  }
+  template <typename T>
+  Future send_async(std::span<const T> data, int peer) {
+    weftRequest_t req = nullptr;
+    check(weftSendAsync(data.data(), data.size(), datatype_of<T>(), peer, comm_, &req), comm_);
+    return Future(req);
+  }
+  template <typename T>
+  Future recv_async(std::span<T> data, int peer) {
+    weftRequest_t req = nullptr;
+    check(weftRecvAsync(data.data(), data.size(), datatype_of<T>(), peer, comm_, &req), comm_);
     return Future(req);
   }
 

@@ -9,6 +9,7 @@
 #include <new>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "base/log.h"
 #include "base/params.h"
@@ -51,21 +52,31 @@ weftResult_t invalid(const char* fmt, const char* what) {
 
 }  // namespace
 
-weft::Communicator* weft::api::lookup(const weftComm* comm, const char* fn, weftResult_t* rc) {
-  if (comm != nullptr && comm == g_last_live.load(std::memory_order_acquire)) return comm->impl.get();
-  std::lock_guard<std::mutex> lock(g_comms_mu);
-  if (comm == nullptr || live_comms().count(comm) == 0) {
-    *rc = report(weft::Error(weftInvalidArgument,
-                             "%s: communicator %p is NULL, destroyed or was never initialized", fn,
-                             static_cast<const void*>(comm)));
-    return nullptr;
+weft::api::Use::Use(weftComm* comm, const char* fn, weftResult_t* rc) {
+  if (comm == nullptr || comm != g_last_live.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(g_comms_mu);
+    if (comm == nullptr || live_comms().count(comm) == 0) {
+      *rc = report(weft::Error(weftInvalidArgument,
+                               "%s: communicator %p is NULL, destroyed or was never initialized", fn,
+                               static_cast<const void*>(comm)));
+      return;
+    }
+    g_last_live.store(comm, std::memory_order_release);
   }
-  g_last_live.store(comm, std::memory_order_release);
-  return comm->impl.get();
+  // Counted before the dead flag is read; destroy sets the flag before it
+  // waits for the count: one of the two sees the other.
+  comm->users.fetch_add(1, std::memory_order_seq_cst);
+  if (comm->dead.load(std::memory_order_seq_cst)) {
+    comm->users.fetch_sub(1, std::memory_order_release);
+    *rc = report(weft::Error(weftInvalidArgument, "%s: communicator %p is being destroyed", fn,
+                             static_cast<const void*>(comm)));
+    return;
+  }
+  comm_ = comm;
 }
 
 namespace {
-using weft::api::lookup;
+using weft::api::Use;
 
 weftResult_t init(weftComm_t* out, const weft::boot::UniqueId& id, int nranks, int rank,
                   const weftConfig_t* config) {
@@ -85,12 +96,18 @@ weftResult_t init(weftComm_t* out, const weft::boot::UniqueId& id, int nranks, i
 }
 
 weftResult_t unregister(weftComm_t comm, const char* fn) {
-  std::lock_guard<std::mutex> lock(g_comms_mu);
-  if (comm == g_last_live.load(std::memory_order_relaxed)) g_last_live.store(nullptr, std::memory_order_release);
-  if (comm == nullptr || live_comms().erase(comm) == 0)
-    return report(weft::Error(weftInvalidArgument,
-                              "%s: communicator %p is NULL, destroyed or was never initialized", fn,
-                              static_cast<const void*>(comm)));
+  {
+    std::lock_guard<std::mutex> lock(g_comms_mu);
+    if (comm == g_last_live.load(std::memory_order_relaxed)) g_last_live.store(nullptr, std::memory_order_release);
+    if (comm == nullptr || live_comms().erase(comm) == 0)
+      return report(weft::Error(weftInvalidArgument,
+                                "%s: communicator %p is NULL, destroyed or was never initialized", fn,
+                                static_cast<const void*>(comm)));
+  }
+  // Calls already inside (another thread blocked in a collective) return first.
+  comm->dead.store(true, std::memory_order_seq_cst);
+  weft::SpinWait wait;
+  while (comm->users.load(std::memory_order_seq_cst) != 0) wait.pause();
   return weftSuccess;
 }
 
@@ -122,8 +139,8 @@ const char* weftGetErrorString(weftResult_t result) {
 const char* weftGetLastError(weftComm_t comm) {
   if (!t_last_error.empty() || comm == nullptr) return t_last_error.c_str();
   weftResult_t rc;
-  weft::Communicator* c = lookup(comm, "weftGetLastError", &rc);
-  if (c == nullptr) return t_last_error.c_str();
+  Use c(comm, "weftGetLastError", &rc);
+  if (!c) return t_last_error.c_str();
   t_last_error = c->async_error().message();
   return t_last_error.c_str();
 }
@@ -174,17 +191,21 @@ weftResult_t weftCommDestroy(weftComm_t comm) {
 }
 
 weftResult_t weftCommAbort(weftComm_t comm) {
-  weftResult_t rc;
-  weft::Communicator* c = lookup(comm, "weftCommAbort", &rc);
-  if (c == nullptr) return rc;
-  c->abort("weftCommAbort called");
+  {
+    weftResult_t rc;
+    Use c(comm, "weftCommAbort", &rc);
+    if (!c) return rc;
+    // Calls of this communicator blocked on other threads fail promptly (and
+    // the other ranks' with them); destroy then waits for them to return.
+    c->abort("weftCommAbort called");
+  }
   return weftCommDestroy(comm);
 }
 
 weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* asyncError) {
   weftResult_t rc;
-  weft::Communicator* c = lookup(comm, "weftCommGetAsyncError", &rc);
-  if (c == nullptr) return rc;
+  Use c(comm, "weftCommGetAsyncError", &rc);
+  if (!c) return rc;
   if (asyncError == nullptr) return invalid("%s: asyncError is NULL", "weftCommGetAsyncError");
   *asyncError = c->async_error().code();
   return weftSuccess;
@@ -192,8 +213,8 @@ weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* asyncError) {
 
 weftResult_t weftCommCount(const weftComm_t comm, int* count) {
   weftResult_t rc;
-  weft::Communicator* c = lookup(comm, "weftCommCount", &rc);
-  if (c == nullptr) return rc;
+  Use c(comm, "weftCommCount", &rc);
+  if (!c) return rc;
   if (count == nullptr) return invalid("%s: count is NULL", "weftCommCount");
   *count = c->nranks();
   return weftSuccess;
@@ -201,8 +222,8 @@ weftResult_t weftCommCount(const weftComm_t comm, int* count) {
 
 weftResult_t weftCommUserRank(const weftComm_t comm, int* rank) {
   weftResult_t rc;
-  weft::Communicator* c = lookup(comm, "weftCommUserRank", &rc);
-  if (c == nullptr) return rc;
+  Use c(comm, "weftCommUserRank", &rc);
+  if (!c) return rc;
   if (rank == nullptr) return invalid("%s: rank is NULL", "weftCommUserRank");
   *rank = c->rank();
   return weftSuccess;
@@ -211,8 +232,8 @@ weftResult_t weftCommUserRank(const weftComm_t comm, int* rank) {
 weftResult_t weftCommGetAlgorithm(weftComm_t comm, const char* collective, size_t count, weftDataType_t datatype,
                                   int root, const char** algorithm, int* settled) {
   weftResult_t rc;
-  weft::Communicator* c = lookup(comm, "weftCommGetAlgorithm", &rc);
-  if (c == nullptr) return rc;
+  Use c(comm, "weftCommGetAlgorithm", &rc);
+  if (!c) return rc;
   weft::CollArgs a;
   if (collective == nullptr || !weft::tune::parse_coll(collective, &a.coll))
     return invalid("weftCommGetAlgorithm: unknown collective '%s' (allreduce, broadcast, reduce, allgather, "
@@ -237,25 +258,30 @@ weftResult_t weftMemFree(void* ptr) {
   return report(weft::shm::mem_free(ptr));
 }
 
-weftResult_t weftTest(weftRequest_t request, int* done) {
+weftResult_t weftTest(weftRequest_t* request, int* done) {
   if (request == nullptr || done == nullptr) return invalid("%s: request or done is NULL", "weftTest");
-  if (!request->done.load(std::memory_order_acquire)) {
-    *done = 0;
+  if (*request == nullptr) {  // completed and freed earlier
+    *done = 1;
     return weftSuccess;
   }
+  if (!(*request)->done.load(std::memory_order_acquire)) {
+    // Nobody else may be driving it (WEFT_PROGRESS_THREADS=0): one pass.
+    weft::engine::Engine::get().progress();
+    if (!(*request)->done.load(std::memory_order_acquire)) {
+      *done = 0;
+      return weftInProgress;
+    }
+  }
   *done = 1;
-  weft::Status st = request->result;
-  delete request;
+  weft::Status st = std::move((*request)->result);
+  delete std::exchange(*request, nullptr);
   return report(st);
 }
 
-weftResult_t weftWait(weftRequest_t request) {
+weftResult_t weftWait(weftRequest_t* request) {
   if (request == nullptr) return invalid("%s: request is NULL", "weftWait");
-  weft::SpinWait wait;
-  while (!request->done.load(std::memory_order_acquire)) wait.pause();
-  weft::Status st = request->result;
-  delete request;
-  return report(st);
+  if (*request == nullptr) return weftSuccess;  // completed and freed earlier
+  return report(weft::Communicator::wait(std::exchange(*request, nullptr)));
 }
 
 }  // extern "C"

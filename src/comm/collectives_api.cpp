@@ -9,7 +9,7 @@
 #include "comm/api_internal.h"
 
 namespace {
-using weft::api::lookup;
+using weft::api::Use;
 using weft::api::report;
 using weft::sched::Coll;
 
@@ -36,37 +36,39 @@ weftResult_t with_rank(weft::Communicator* c, weft::Status st) {
 weftResult_t dispatch(weftComm_t comm, const char* fn, const weft::CollArgs& a,
                       weftStream_t stream, weftRequest_t* request) {
   weftResult_t rc;
-  weft::Communicator* c = lookup(comm, fn, &rc);
-  if (c == nullptr) return rc;
+  Use c(comm, fn, &rc);
+  if (!c) return rc;
   if (stream != nullptr)
     return report(weft::Error(weftInvalidArgument,
                               "%s: streams are not supported yet (host memory only); pass NULL", fn));
-  if (request != nullptr) return with_rank(c, c->post(a, request));
+  if (request != nullptr) return with_rank(c.get(), c->post(a, request));
   if (in_group()) {
     weft::Status st = c->validate(a);
     if (st.ok()) t_group.push_back({comm, false, a, {}});
-    return with_rank(c, st);
+    return with_rank(c.get(), st);
   }
-  return with_rank(c, c->run(a));
+  return with_rank(c.get(), c->run(a));
 }
 
+// request: the non-blocking form (weftSendAsync / weftRecvAsync).
 weftResult_t point_to_point(bool send, void* buf, size_t count, weftDataType_t dtype, int peer,
-                            weftComm_t comm, weftStream_t stream) {
-  const char* fn = send ? "weftSend" : "weftRecv";
+                            weftComm_t comm, weftStream_t stream, weftRequest_t* request) {
+  const char* fn = request != nullptr ? (send ? "weftSendAsync" : "weftRecvAsync") : send ? "weftSend" : "weftRecv";
   weftResult_t rc;
-  weft::Communicator* c = lookup(comm, fn, &rc);
-  if (c == nullptr) return rc;
+  Use c(comm, fn, &rc);
+  if (!c) return rc;
   if (stream != nullptr)
     return report(weft::Error(weftInvalidArgument,
                               "%s: streams are not supported yet (host memory only); pass NULL", fn));
   weft::Status st = c->validate_p2p(send, buf, count, dtype, peer);
-  if (!st.ok()) return with_rank(c, st);
+  if (!st.ok()) return with_rank(c.get(), st);
   weft::exec::P2P op{send, peer, buf, count * weft::reduce::dtype_size(dtype)};
+  if (request != nullptr) return with_rank(c.get(), c->post_p2p({op}, request));
   if (in_group()) {
     t_group.push_back({comm, true, {}, op});
     return weftSuccess;
   }
-  return with_rank(c, c->run_p2p({op}));
+  return with_rank(c.get(), c->run_p2p({op}));
 }
 
 }  // namespace
@@ -159,12 +161,24 @@ weftResult_t weftAlltoAllAsync(const void* sendbuff, void* recvbuff, size_t coun
 
 weftResult_t weftSend(const void* sendbuff, size_t count, weftDataType_t datatype, int peer,
                       weftComm_t comm, weftStream_t stream) {
-  return point_to_point(true, const_cast<void*>(sendbuff), count, datatype, peer, comm, stream);
+  return point_to_point(true, const_cast<void*>(sendbuff), count, datatype, peer, comm, stream, nullptr);
 }
 
 weftResult_t weftRecv(void* recvbuff, size_t count, weftDataType_t datatype, int peer,
                       weftComm_t comm, weftStream_t stream) {
-  return point_to_point(false, recvbuff, count, datatype, peer, comm, stream);
+  return point_to_point(false, recvbuff, count, datatype, peer, comm, stream, nullptr);
+}
+
+weftResult_t weftSendAsync(const void* sendbuff, size_t count, weftDataType_t datatype, int peer, weftComm_t comm,
+                           weftRequest_t* request) {
+  if (request == nullptr) return report(weft::Error(weftInvalidArgument, "weftSendAsync: request is NULL"));
+  return point_to_point(true, const_cast<void*>(sendbuff), count, datatype, peer, comm, nullptr, request);
+}
+
+weftResult_t weftRecvAsync(void* recvbuff, size_t count, weftDataType_t datatype, int peer, weftComm_t comm,
+                           weftRequest_t* request) {
+  if (request == nullptr) return report(weft::Error(weftInvalidArgument, "weftRecvAsync: request is NULL"));
+  return point_to_point(false, recvbuff, count, datatype, peer, comm, nullptr, request);
 }
 
 weftResult_t weftBarrier(weftComm_t comm) {
@@ -195,17 +209,17 @@ weftResult_t weftGroupEnd(void) {
   weftResult_t first = weftSuccess;
   for (weftComm* comm : comms) {
     weftResult_t rc;
-    weft::Communicator* c = lookup(comm, "weftGroupEnd", &rc);
-    if (c == nullptr) {
+    Use c(comm, "weftGroupEnd", &rc);
+    if (!c) {
       if (first == weftSuccess) first = rc;
       continue;
     }
     std::vector<weft::exec::P2P> ops;
     for (const Recorded& r : group)
       if (r.comm == comm && r.p2p) ops.push_back(r.op);
-    if (!ops.empty()) rc = with_rank(c, c->run_p2p(ops));
+    if (!ops.empty()) rc = with_rank(c.get(), c->run_p2p(ops));
     for (const Recorded& r : group)
-      if (rc == weftSuccess && r.comm == comm && !r.p2p) rc = with_rank(c, c->run(r.coll));
+      if (rc == weftSuccess && r.comm == comm && !r.p2p) rc = with_rank(c.get(), c->run(r.coll));
     if (first == weftSuccess) first = rc;
   }
   return first;
@@ -214,8 +228,8 @@ weftResult_t weftGroupEnd(void) {
 weftResult_t weftRedOpCreatePreMulSum(weftRedOp_t* op, void* scalar, weftDataType_t datatype,
                                       weftScalarResidence_t residence, weftComm_t comm) {
   weftResult_t rc;
-  weft::Communicator* c = lookup(comm, "weftRedOpCreatePreMulSum", &rc);
-  if (c == nullptr) return rc;
+  Use c(comm, "weftRedOpCreatePreMulSum", &rc);
+  if (!c) return rc;
   if (residence != weftScalarHostImmediate && residence != weftScalarDevice)
     return report(weft::Error(weftInvalidArgument, "weftRedOpCreatePreMulSum: invalid residence %d",
                               static_cast<int>(residence)));
@@ -225,8 +239,8 @@ weftResult_t weftRedOpCreatePreMulSum(weftRedOp_t* op, void* scalar, weftDataTyp
 
 weftResult_t weftRedOpDestroy(weftRedOp_t op, weftComm_t comm) {
   weftResult_t rc;
-  weft::Communicator* c = lookup(comm, "weftRedOpDestroy", &rc);
-  if (c == nullptr) return rc;
+  Use c(comm, "weftRedOpDestroy", &rc);
+  if (!c) return rc;
   return report(c->destroy_premul(op));
 }
 

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "algorithms/registry.h"
+#include "comm/operations.h"
 #include "weft_config.h"
 #include "base/log.h"
 #include "base/params.h"
@@ -71,6 +72,10 @@ Status Communicator::init(const boot::UniqueId& id, const weftConfig_t* config) 
     if (config->magic != WEFT_CONFIG_MAGIC || config->size < kFirstSize || config->size > sizeof(weftConfig_t))
       return Error(weftInvalidArgument,
                    "weftCommInitRankConfig: config was not initialized with WEFT_CONFIG_INITIALIZER");
+    if (config->blocking == 0)
+      return Error(weftInvalidArgument,
+                   "weftCommInitRankConfig: weftConfig_t.blocking = 0 (non-blocking init) is not supported: "
+                   "init returns once the communicator is ready; leave blocking = 1");
     if (config->timeoutMs > 0) timeout_ms_ = config->timeoutMs;
     if (config->commName != nullptr) name_ = config->commName;
     if (config->size > kFirstSize && config->algo != nullptr) {
@@ -102,6 +107,7 @@ Status Communicator::init(const boot::UniqueId& id, const weftConfig_t* config) 
     return st.prefix("rank " + std::to_string(rank_) + ": init: ");
   }
   exec_ = std::make_unique<exec::Executor>(rank_, std::move(by_rank), this);
+  queue_ = engine::Engine::get().add_queue();
   WEFT_INFO(INIT, "rank %d of %d ready%s%s", rank_, nranks_, name_.empty() ? "" : ", comm ",
             name_.c_str());
   return Status::Ok();
@@ -218,12 +224,11 @@ Status Communicator::connect_transports(const boot::UniqueId& id) {
 }
 
 Communicator::~Communicator() {
-  {
-    std::lock_guard<std::mutex> lock(queue_mu_);
-    stopping_ = true;
+  // In-flight operations finish first (promptly once aborted: they fail).
+  if (queue_ != nullptr) {
+    queue_->drain();
+    engine::Engine::get().remove_queue(queue_);
   }
-  queue_cv_.notify_all();
-  if (worker_.joinable()) worker_.join();
   exec_.reset();
   links_.clear();
   shm_.reset();
@@ -348,17 +353,25 @@ Status Communicator::validate_p2p(bool send, const void* buf, size_t count, weft
   return Status::Ok();
 }
 
-void Communicator::wait_for_queue() {
-  SpinWait wait;
-  while (pending_.load(std::memory_order_acquire) != 0) wait.pause();
+bool Communicator::lock_idle() {
+  if (queue_->pending() != 0) return false;
+  queue_->drive_mu().lock();
+  if (queue_->pending() == 0) return true;
+  queue_->drive_mu().unlock();
+  return false;
 }
 
 Status Communicator::run_p2p(const std::vector<exec::P2P>& ops) {
-  wait_for_queue();
-  std::lock_guard<std::mutex> lock(exec_mu_);
+  if (!lock_idle()) {
+    weftRequestImpl* req = nullptr;
+    WEFT_TRY(post_p2p(ops, &req));
+    return wait(req);
+  }
+  std::lock_guard<std::mutex> lock(queue_->drive_mu(), std::adopt_lock);
   WEFT_TRY(async_error());
   Status st = exec_->run_p2p(ops, timeout_ms_);
   if (!st.ok()) {
+    explain_remote(&st);
     st.prefix("point-to-point group: ");
     fail(st);
   }
@@ -371,7 +384,7 @@ Status Communicator::create_premul(const void* scalar, weftDataType_t dtype, wef
   if (static_cast<int>(dtype) < 0 || dtype >= weftNumTypes)
     return Error(weftInvalidArgument, "weftRedOpCreatePreMulSum: invalid datatype %d",
                  static_cast<int>(dtype));
-  std::lock_guard<std::mutex> lock(exec_mu_);
+  std::lock_guard<std::mutex> lock(queue_->drive_mu());
   PreMul p{dtype, {}};
   std::memcpy(p.scalar, scalar, reduce::dtype_size(dtype));
   int id = next_premul_++;
@@ -381,7 +394,7 @@ Status Communicator::create_premul(const void* scalar, weftDataType_t dtype, wef
 }
 
 Status Communicator::destroy_premul(weftRedOp_t op) {
-  std::lock_guard<std::mutex> lock(exec_mu_);
+  std::lock_guard<std::mutex> lock(queue_->drive_mu());
   if (premul_.erase(static_cast<int>(op)) == 0)
     return Error(weftInvalidArgument, "weftRedOpDestroy: op %d was not created by weftRedOpCreatePreMulSum",
                  static_cast<int>(op));
@@ -445,33 +458,26 @@ const sched::RankPlan* Communicator::find_plan(const CollArgs& a, Status* st, tu
   return &plan;
 }
 
-// The last call of a trial's round: the ranks agree on every candidate's time (the
-// slowest rank's, by an all-reduce with max over this communicator, run by the
-// model's pick), so that all keep the same candidates and settle on the same one.
-Status Communicator::measured(const CollArgs& a, tune::Trial* trial, double seconds) {
-  if (!trial->record(seconds)) return Status::Ok();
-  std::vector<double> times = trial->local_times();
-  const CollArgs agree{sched::Coll::AllReduce, times.data(), times.data(), times.size(), weftFloat64, weftMax, 0};
-  const sched::BuildArgs b = build_args(agree);
-  const algo::Algorithm* alg = nullptr;
-  Status st = tuner_->choose(agree.coll, b, sizeof(double), &alg);
-  if (st.ok()) {
-    ++seq_;
-    exec::Call call{&plan_of(agree, alg, b), agree.send, agree.recv, agree.dtype, reduce::Op::Max, seq_,
-                    LazyDeadline(timeout_ms_)};
-    st = exec_->run(call);
+Status Communicator::begin(const CollArgs& a, const algo::Algorithm* forced, std::optional<exec::Call>* call,
+                           tune::Trial** trial) {
+  *trial = nullptr;
+  const sched::RankPlan* plan;
+  if (forced != nullptr) {
+    WEFT_TRY(async_error());
+    plan = &plan_of(a, forced, build_args(a));
+  } else {
+    if (failed_.load(std::memory_order_acquire) || check_) WEFT_TRY(precheck(a));
+    if (last_plan_ != nullptr && plan_key(a) == last_key_) {
+      plan = last_plan_;
+    } else {
+      Status st;
+      plan = find_plan(a, &st, trial);
+      if (plan == nullptr) return st;
+    }
   }
-  if (!st.ok()) {
-    explain_remote(&st);
-    st.prefix(std::string("online tuning of ") + sched::coll_name(a.coll) + " (count " + std::to_string(a.count) +
-              "): agreeing on the measured times: ");
-    fail(st);
-    return st;
-  }
-  if (trial->agreed(times) != nullptr && rank_ == 0)
-    WEFT_INFO(TUNE, "%s %llu B (size class %d, %d ranks) measured, slowest rank: %s", sched::coll_name(a.coll),
-              static_cast<unsigned long long>(a.count * reduce::dtype_size(a.dtype)),
-              tune::size_class(a.count * reduce::dtype_size(a.dtype)), nranks_, trial->explain().c_str());
+  ++seq_;
+  const void* send = a.op >= weftNumOps ? premul_input(a) : a.send;
+  call->emplace(exec::Call{plan, send, a.recv, a.dtype, elementwise_op(a.op), seq_, LazyDeadline(timeout_ms_)});
   return Status::Ok();
 }
 
@@ -480,7 +486,9 @@ Status Communicator::query_algorithm(const CollArgs& a, const char** name, bool*
     return Error(weftInvalidArgument, "weftCommGetAlgorithm: invalid datatype %d", static_cast<int>(a.dtype));
   if (a.root < 0 || a.root >= nranks_)
     return Error(weftInvalidArgument, "weftCommGetAlgorithm: root %d is out of range [0, %d)", a.root, nranks_);
-  std::lock_guard<std::mutex> lock(exec_mu_);
+  // A posted agreement of online tuning may settle the class: answer after it.
+  queue_->drain();
+  std::lock_guard<std::mutex> lock(queue_->drive_mu());
   const algo::Algorithm* alg = nullptr;
   WEFT_TRY(tuner_->query(a.coll, build_args(a), reduce::dtype_size(a.dtype), &alg, settled));
   *name = alg->name;
@@ -533,9 +541,12 @@ Status Communicator::execute_new_shape(const CollArgs& a) {
   const sched::RankPlan* plan = find_plan(a, &st, &trial);
   if (plan == nullptr) return st;
   if (trial == nullptr) return run_plan(a, plan);
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = Clock::now();
   WEFT_TRY(run_plan(a, plan));
-  return measured(a, trial, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  // The round's agreement runs on the engine, before anything posted later.
+  std::unique_ptr<engine::Op> agree = measured(a, trial, std::chrono::duration<double>(Clock::now() - t0).count());
+  if (agree != nullptr) queue_->post_front(std::move(agree));
+  return Status::Ok();
 }
 
 inline Status Communicator::run_plan(const CollArgs& a, const sched::RankPlan* plan) {
@@ -544,11 +555,15 @@ inline Status Communicator::run_plan(const CollArgs& a, const sched::RankPlan* p
   exec::Call call{plan, send, a.recv, a.dtype, elementwise_op(a.op), seq_, LazyDeadline(timeout_ms_)};
   Status st = exec_->run(call);
   if (!st.ok()) return call_failed(a, std::move(st));
+  finish_call(a);
+  return st;
+}
+
+void Communicator::finish_call(const CollArgs& a) {
   bool has_result = !(a.coll == sched::Coll::Reduce && rank_ != a.root);
   if (a.op == weftAvg && a.count > 0 && has_result)
     reduce::divide(a.recv, a.recv, sched::recv_count({a.coll, nranks_, a.count, a.root, 0}), a.dtype,
                    nranks_);
-  return st;
 }
 
 Status Communicator::run(const CollArgs& a) {
@@ -556,52 +571,43 @@ Status Communicator::run(const CollArgs& a) {
     WEFT_TRY(validate(a));
     if (a.op < weftNumOps) last_valid_ = a;
   }
-  if (pending_.load(std::memory_order_acquire) == 0) {
-    std::lock_guard<std::mutex> lock(exec_mu_);
+  if (lock_idle()) {
+    std::lock_guard<std::mutex> lock(queue_->drive_mu(), std::adopt_lock);
     return execute(a);
   }
-  // Earlier non-blocking operations are queued: run behind them.
-  weftRequestImpl* req = nullptr;
-  WEFT_TRY(post(a, &req));
-  SpinWait wait;
-  while (!req->done.load(std::memory_order_acquire)) wait.pause();
-  Status st = req->result;
-  delete req;
-  return st;
+  // Earlier operations are queued: run behind them.
+  auto* req = new weftRequestImpl;
+  queue_->post(std::make_unique<CollOp>(this, a, req));
+  return wait(req);
 }
 
 Status Communicator::post(const CollArgs& a, weftRequestImpl** out) {
   WEFT_TRY(validate(a));
   auto* req = new weftRequestImpl;
-  req->args = a;
-  {
-    std::lock_guard<std::mutex> lock(queue_mu_);
-    if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });
-    queue_.push_back(req);
-    pending_.fetch_add(1, std::memory_order_release);
-  }
-  queue_cv_.notify_one();
+  queue_->post(std::make_unique<CollOp>(this, a, req));
   *out = req;
   return Status::Ok();
 }
 
-void Communicator::worker_loop() {
-  for (;;) {
-    weftRequestImpl* req;
-    {
-      std::unique_lock<std::mutex> lock(queue_mu_);
-      queue_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;
-      req = queue_.front();
-      queue_.pop_front();
-    }
-    {
-      std::lock_guard<std::mutex> lock(exec_mu_);
-      req->result = execute(req->args);
-    }
-    pending_.fetch_sub(1, std::memory_order_release);
-    req->done.store(true, std::memory_order_release);
+Status Communicator::post_p2p(std::vector<exec::P2P> ops, weftRequestImpl** out) {
+  auto* req = new weftRequestImpl;
+  queue_->post(std::make_unique<P2POp>(this, std::move(ops), req));
+  *out = req;
+  return Status::Ok();
+}
+
+Status Communicator::wait(weftRequestImpl* req) {
+  // The waiter drives the engine itself rather than spin idle (and with
+  // WEFT_PROGRESS_THREADS=0 nothing else would).
+  engine::Engine& engine = engine::Engine::get();
+  SpinWait wait;
+  while (!req->done.load(std::memory_order_acquire)) {
+    engine.progress();
+    if (!req->done.load(std::memory_order_acquire)) wait.pause();
   }
+  Status st = std::move(req->result);
+  delete req;
+  return st;
 }
 
 }  // namespace weft

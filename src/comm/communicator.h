@@ -1,23 +1,23 @@
 // The communicator: lifecycle (init, destroy, abort), argument validation,
-// error state and the in-order queue of non-blocking operations. It owns the
-// bootstrap, the transports' links and the executor.
+// error state, and its queue on the progress engine (every non-blocking
+// operation is posted there; a blocking call runs inline when nothing is
+// queued, else is posted and waited for). It owns the bootstrap, the
+// transports' links and the executor.
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <tuple>
 #include <vector>
 
 #include "base/status.h"
 #include "bootstrap/bootstrap.h"
+#include "engine/engine.h"
 #include "exec/executor.h"
 #include "reduce/reduce.h"
 #include "sched/schedule.h"
@@ -56,12 +56,16 @@ class Communicator final : public exec::Health {
 
   // Blocking (returns when recv holds the result).
   Status run(const CollArgs& args);
-  // Non-blocking: queued behind earlier posts; *req is owned by the caller
+  // Non-blocking: posted behind earlier operations; *req is owned by the caller
   // until weftWait/weftTest frees it.
   Status post(const CollArgs& args, weftRequestImpl** req);
 
   // A group's point-to-point operations, run together (after earlier posts).
   Status run_p2p(const std::vector<exec::P2P>& ops);
+  // Non-blocking form: runs beside neighbouring point-to-point posts.
+  Status post_p2p(std::vector<exec::P2P> ops, weftRequestImpl** req);
+  // Waits for a posted operation, driving the engine meanwhile; frees req.
+  static Status wait(weftRequestImpl* req);
   Status validate_p2p(bool send, const void* buf, size_t count, weftDataType_t dtype, int peer) const;
 
   // The algorithm a call of this shape runs now (weftCommGetAlgorithm); *settled
@@ -74,7 +78,8 @@ class Communicator final : public exec::Health {
 
   Status validate(const CollArgs& args) const;
 
-  // Unblocks every wait of this communicator; pending operations fail.
+  // Unblocks every wait of this communicator; pending operations fail. Any
+  // thread, also while a call of this communicator is blocked.
   void abort(const std::string& reason);
   // The error that broke the communicator, if any.
   Status async_error();
@@ -82,6 +87,8 @@ class Communicator final : public exec::Health {
   Status check() override;  // exec::Health
 
  private:
+  friend class CollOp;
+  friend class P2POp;
   Communicator() = default;
   Status init(const boot::UniqueId& id, const weftConfig_t* config);
   Status connect_transports(const boot::UniqueId& id);
@@ -89,6 +96,8 @@ class Communicator final : public exec::Health {
   Status execute(const CollArgs& args);
   [[gnu::noinline]] Status execute_new_shape(const CollArgs& a);
   Status run_plan(const CollArgs& a, const sched::RankPlan* plan);
+  // After the data moved: avg's division.
+  void finish_call(const CollArgs& a);
   // (coll, count, root, element size): what a plan depends on, with its algorithm.
   using PlanKey = std::tuple<int, uint64_t, int, size_t>;
   static PlanKey plan_key(const CollArgs& a) {
@@ -99,13 +108,19 @@ class Communicator final : public exec::Health {
   // and record it there (its size class is being measured).
   const sched::RankPlan* find_plan(const CollArgs& args, Status* st, tune::Trial** trial);
   const sched::RankPlan& plan_of(const CollArgs& a, const algo::Algorithm* alg, const sched::BuildArgs& b);
-  [[gnu::noinline]] Status measured(const CollArgs& a, tune::Trial* trial, double seconds);
+  // Records a measured call of a trial; at the end of a round, the agreement on
+  // the times that must run next on this communicator (nullptr otherwise).
+  [[gnu::noinline]] std::unique_ptr<engine::Op> measured(const CollArgs& a, tune::Trial* trial, double seconds);
+  // A posted collective's start: checks, plan, sequence number; *trial as find_plan.
+  Status begin(const CollArgs& a, const algo::Algorithm* forced, std::optional<exec::Call>* call,
+               tune::Trial** trial);
+  // A blocking call runs inline while nothing is queued; else posted and waited for.
+  bool lock_idle();
   void fail(const Status& st);
   [[gnu::noinline, gnu::cold]] Status precheck(const CollArgs& a);
   [[gnu::noinline]] const void* premul_input(const CollArgs& a);
   [[gnu::noinline, gnu::cold]] Status call_failed(const CollArgs& a, Status st);
   void explain_remote(Status* st);
-  void worker_loop();
 
   int rank_ = -1;
   int nranks_ = 0;
@@ -135,30 +150,23 @@ class Communicator final : public exec::Health {
     weftDataType_t dtype;
     unsigned char scalar[8];
   };
-  std::map<int, PreMul> premul_;  // guarded by exec_mu_
+  std::map<int, PreMul> premul_;  // guarded by the queue's drive lock
   int next_premul_ = weftNumOps;
   std::vector<unsigned char> premul_input_;  // the scaled input of a pre-multiplied sum
-  void wait_for_queue();
 
-  std::mutex exec_mu_;  // one operation at a time, in posting order
+  // Everything above the error state is touched only under queue_'s drive lock.
+  std::shared_ptr<engine::Queue> queue_;
   std::atomic<bool> aborted_{false};
   std::mutex err_mu_;
   Status error_;  // sticky: the communicator is unusable after it is set
   std::atomic<bool> failed_{false};  // error_ is set
-
-  std::mutex queue_mu_;
-  std::condition_variable queue_cv_;
-  std::deque<weftRequestImpl*> queue_;
-  std::atomic<int> pending_{0};
-  bool stopping_ = false;
-  std::thread worker_;
 };
 
 }  // namespace weft
 
-// A non-blocking operation; shared by the caller and the worker thread.
+// A non-blocking operation's completion; shared by the caller and whoever
+// drives the operation. Freed by weftTest/weftWait once done.
 struct weftRequestImpl {
-  weft::CollArgs args;
   weft::Status result;
   std::atomic<bool> done{false};
 };

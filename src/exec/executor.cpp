@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <functional>
 #include <utility>
 #include <vector>
 
@@ -11,71 +10,20 @@
 namespace weft::exec {
 namespace {
 
-// Reduces arriving pieces into dst: dst = src op piece.
-class ReduceInto final : public transport::Consumer {
- public:
-  ReduceInto(unsigned char* dst, const unsigned char* src, size_t elem, weftDataType_t dtype,
-             reduce::Op op)
-      : dst_(dst), src_(src), elem_(elem), dtype_(dtype), op_(op) {}
-  void consume(const void* piece, size_t offset, size_t bytes) override {
-    reduce::reduce2(dst_ + offset, src_ + offset, piece, bytes / elem_, dtype_, op_);
-  }
-
- private:
-  unsigned char* dst_;
-  const unsigned char* src_;
-  size_t elem_;
-  weftDataType_t dtype_;
-  reduce::Op op_;
-};
-
-// A receive (or receive-and-reduce) into a destination that sends of ours may
-// still be reading. Each piece goes straight to dst once those sends are done,
-// else to staging at the same offset, replayed by finish() after they are done.
-// Waiting for the sends before receiving could deadlock when the peer in turn
-// waits for us to read its buffer (an exchange); but a peer running the same
-// schedule has usually read ours by now (butterfly and direct in place), and
-// then nothing is copied twice.
-class GuardedReceive final : public transport::Consumer {
- public:
-  GuardedReceive(unsigned char* dst, const unsigned char* src, bool reduce, size_t elem, weftDataType_t dtype,
-                 reduce::Op op, std::vector<unsigned char>& staging, std::function<bool(size_t, size_t)> clear)
-      : dst_(dst), src_(src), reduce_(reduce), elem_(elem), dtype_(dtype), op_(op), staging_(staging),
-        clear_(std::move(clear)) {}
-  void consume(const void* piece, size_t offset, size_t bytes) override {
-    if (clear_(offset, bytes)) {
-      apply(piece, offset, bytes);
-      return;
-    }
-    if (staging_.size() < offset + bytes) staging_.resize(offset + bytes);
-    std::memcpy(staging_.data() + offset, piece, bytes);
-    staged_.push_back({offset, bytes});
-  }
-  void finish() {
-    for (const auto& [offset, bytes] : staged_) apply(staging_.data() + offset, offset, bytes);
-  }
-
- private:
-  void apply(const void* piece, size_t offset, size_t bytes) {
-    if (reduce_) reduce::reduce2(dst_ + offset, src_ + offset, piece, bytes / elem_, dtype_, op_);
-    else std::memcpy(dst_ + offset, piece, bytes);
-  }
-  unsigned char* dst_;
-  const unsigned char* src_;
-  bool reduce_;
-  size_t elem_;
-  weftDataType_t dtype_;
-  reduce::Op op_;
-  std::vector<unsigned char>& staging_;
-  std::function<bool(size_t, size_t)> clear_;
-  std::vector<std::pair<size_t, size_t>> staged_;
-};
+// A point-to-point tag has the top bit set so it never equals a collective's.
+constexpr uint64_t kP2P = 1ull << 63;
+constexpr uint64_t kP2PCountMask = 0xffffffffffffull;
+constexpr uint64_t kReceived = ~uint64_t{0};  // P2PCall::recv_turn of a completed receive
 
 bool overlaps(const unsigned char* a, size_t an, const unsigned char* b, size_t bn) {
   return a < b + bn && b < a + an;
 }
 
 }  // namespace
+
+Executor::Executor(int rank, std::vector<transport::Link*> links, Health* health)
+    : rank_(rank), links_(std::move(links)), health_(health), sent_(links_.size()), received_(links_.size()),
+      p2p_sent_(links_.size(), 0), p2p_received_(links_.size(), 0), p2p_done_(links_.size(), 0) {}
 
 unsigned char* Executor::resolve(const Call& call, const sched::Range& r) const {
   unsigned char* base;
@@ -87,7 +35,7 @@ unsigned char* Executor::resolve(const Call& call, const sched::Range& r) const 
   return base + r.offset * elem_size_;
 }
 
-transport::Link* Executor::link_to(int peer, size_t) const {
+transport::Link* Executor::link_to(int peer) const {
   if (peer < 0 || static_cast<size_t>(peer) >= links_.size()) return nullptr;
   return links_[static_cast<size_t>(peer)];
 }
@@ -102,61 +50,18 @@ void Executor::progress_all() {
     if (l != nullptr) l->progress();
 }
 
-Status Executor::check_waiting(Call& call, transport::Link* link, const char* what) {
-  Status st = link->check_peer();
+Status Executor::check_waiting(transport::Link* link, LazyDeadline& deadline, const char* what) {
+  Status st = link != nullptr ? link->check_peer() : Status::Ok();
   if (st.ok() && health_ != nullptr) st = health_->check();
-  if (st.ok() && call.deadline.expired())
-    st = Error(weftTimeout, "timed out after WEFT_TIMEOUT_MS=%lld ms waiting for rank %d (%s)",
-               static_cast<long long>(call.deadline.ms()), link->peer(), what);
+  if (st.ok() && deadline.expired()) {
+    if (link != nullptr)
+      st = Error(weftTimeout, "timed out after WEFT_TIMEOUT_MS=%lld ms waiting for rank %d (%s)",
+                 static_cast<long long>(deadline.ms()), link->peer(), what);
+    else
+      st = Error(weftTimeout, "timed out after WEFT_TIMEOUT_MS=%lld ms (%s)", static_cast<long long>(deadline.ms()),
+                 what);
+  }
   return st;
-}
-
-Status Executor::recv(Call& call, transport::Link* link, transport::RecvOp& op) {
-  SpinWait wait;
-  for (;;) {
-    bool complete = false;
-    WEFT_TRY(link->poll_recv(op, &complete));
-    if (complete) return Status::Ok();
-    progress_all();
-    wait.pause();
-    if (wait.should_check()) {
-      Status st = check_waiting(call, link, "receiving");
-      if (st.ok()) continue;
-      // A peer may write its last message and exit between our poll and the
-      // check: look once more before calling the data lost.
-      WEFT_TRY(link->poll_recv(op, &complete));
-      if (complete) return Status::Ok();
-      return st;
-    }
-  }
-}
-
-Status Executor::wait_send(Call& call, const InFlight& s) {
-  SpinWait wait;
-  while (!s.link->send_done(s.ticket)) {
-    progress_all();
-    wait.pause();
-    if (wait.should_check()) {
-      Status st = check_waiting(call, s.link, "its read of our buffer");
-      if (!st.ok() && !s.link->send_done(s.ticket)) return st;
-    }
-  }
-  return Status::Ok();
-}
-
-// A range about to be written may still be read by a peer (a rendezvous send
-// in flight): wait for those sends first.
-Status Executor::wait_sends_overlapping(Call& call, const unsigned char* p, size_t bytes) {
-  for (size_t i = 0; i < in_flight_.size();) {
-    const InFlight& s = in_flight_[i];
-    if (overlaps(p, bytes, s.data, s.bytes)) {
-      WEFT_TRY(wait_send(call, s));
-      in_flight_.erase(in_flight_.begin() + static_cast<long>(i));
-    } else {
-      ++i;
-    }
-  }
-  return Status::Ok();
 }
 
 bool Executor::send_in_flight(const unsigned char* p, size_t bytes) const {
@@ -171,119 +76,266 @@ bool Executor::sends_done(const unsigned char* p, size_t bytes) const {
   return true;
 }
 
-Status Executor::receive(Call& call, const sched::Step& step, transport::Link* link) {
-  unsigned char* dst = resolve(call, step.dst);
-  const unsigned char* src = resolve(call, step.src);
-  size_t bytes = step.dst.count * elem_size_;
-  transport::RecvOp op;
-  op.tag = tag(call, received_[static_cast<size_t>(step.peer)]);
-  op.bytes = bytes;
-  if (send_in_flight(dst, bytes)) {
-    if (!sends_done(dst, bytes))
-      return receive_guarded(call, link, op, dst, src, step.kind != sched::Kind::Recv);
-    // Already read: the sends just retire and the receive lands directly (a link
-    // fills a plain destination with fewer copies than it feeds a consumer).
-    WEFT_TRY(wait_sends_overlapping(call, dst, bytes));
+// A range about to be written may still be read by a peer (a rendezvous send
+// in flight): it may be written only once those sends are done.
+bool Executor::retire_sends_overlapping(const unsigned char* p, size_t bytes) {
+  for (size_t i = 0; i < in_flight_.size();) {
+    const InFlight& s = in_flight_[i];
+    if (!overlaps(p, bytes, s.data, s.bytes)) {
+      ++i;
+    } else if (s.link->send_done(s.ticket)) {
+      in_flight_.erase(in_flight_.begin() + static_cast<long>(i));
+    } else {
+      waiting_ = s.link;
+      waiting_for_ = "its read of our buffer";
+      return false;
+    }
   }
-  ReduceInto reducer(dst, src, elem_size_, call.dtype, call.op);
-  if (step.kind == sched::Kind::Recv) op.dst = dst;
-  else op.consumer = &reducer;
-  return recv(call, link, op);
+  return true;
 }
 
-// Out of line: its std::function and staging would weigh on every receive.
-Status Executor::receive_guarded(Call& call, transport::Link* link, transport::RecvOp& op,
-                                 unsigned char* dst, const unsigned char* src, bool reduce) {
-  GuardedReceive guarded(dst, src, reduce, elem_size_, call.dtype, call.op, staging_,
-                         [&](size_t offset, size_t n) { return sends_done(dst + offset, n); });
-  op.consumer = &guarded;
-  WEFT_TRY(recv(call, link, op));
-  WEFT_TRY(wait_sends_overlapping(call, dst, op.bytes));
-  guarded.finish();
+// A receive into a destination that sends of ours may still be reading: each
+// piece goes straight to dst once those sends are done, else to staging at the
+// same offset, applied after they are done. Waiting for the sends before
+// receiving could deadlock when the peer in turn waits for us to read its
+// buffer (an exchange); but a peer running the same schedule has usually read
+// ours by now (butterfly and direct in place), and then nothing is copied twice.
+void Executor::Receiver::consume(const void* piece, size_t offset, size_t bytes) {
+  Executor& e = *e_;
+  if (e.recv_guarded_ && !e.sends_done(e.recv_dst_ + offset, bytes)) {
+    if (e.staging_.size() < offset + bytes) e.staging_.resize(offset + bytes);
+    std::memcpy(e.staging_.data() + offset, piece, bytes);
+    e.staged_.push_back({offset, bytes});
+    return;
+  }
+  e.apply(piece, offset, bytes);
+}
+
+void Executor::apply(const void* piece, size_t offset, size_t bytes) {
+  if (recv_reduce_)
+    reduce::reduce2(recv_dst_ + offset, recv_src_ + offset, piece, bytes / elem_size_, dtype_, op_);
+  else
+    std::memcpy(recv_dst_ + offset, piece, bytes);
+}
+
+Status Executor::advance_receive(Call& call, const sched::Step& step, transport::Link* link, bool* complete) {
+  *complete = false;
+  if (!receiving_) {
+    recv_dst_ = resolve(call, step.dst);
+    recv_src_ = resolve(call, step.src);
+    recv_reduce_ = step.kind != sched::Kind::Recv;
+    recv_op_ = transport::RecvOp{};
+    recv_op_.tag = tag(call, received_[static_cast<size_t>(step.peer)]);
+    recv_op_.bytes = step.dst.count * elem_size_;
+    recv_guarded_ = false;
+    staged_.clear();
+    if (send_in_flight(recv_dst_, recv_op_.bytes)) {
+      // Already read: the sends just retire and the receive lands directly (a link
+      // fills a plain destination with fewer copies than it feeds a consumer).
+      if (sends_done(recv_dst_, recv_op_.bytes)) retire_sends_overlapping(recv_dst_, recv_op_.bytes);
+      else recv_guarded_ = true;
+    }
+    if (recv_reduce_ || recv_guarded_) recv_op_.consumer = &receiver_;
+    else recv_op_.dst = recv_dst_;
+    receiving_ = true;
+    finishing_ = false;
+  }
+  if (!finishing_) {
+    bool arrived = false;
+    WEFT_TRY(link->poll_recv(recv_op_, &arrived));
+    if (!arrived) {
+      waiting_ = link;
+      waiting_for_ = "receiving";
+      return Status::Ok();
+    }
+    finishing_ = true;
+  }
+  if (recv_guarded_) {
+    if (!retire_sends_overlapping(recv_dst_, recv_op_.bytes)) return Status::Ok();
+    for (const auto& [offset, bytes] : staged_) apply(staging_.data() + offset, offset, bytes);
+    staged_.clear();
+  }
+  receiving_ = false;
+  *complete = true;
   return Status::Ok();
 }
 
-Status Executor::run(Call& call) {
+void Executor::start(Call& call) {
   elem_size_ = reduce::dtype_size(call.dtype);
-  const sched::RankPlan& plan = *call.plan;
-  if (scratch_.size() < plan.scratch_count * elem_size_) scratch_.resize(plan.scratch_count * elem_size_);
+  dtype_ = call.dtype;
+  op_ = call.op;
+  plan_ = call.plan;
+  if (scratch_.size() < call.plan->scratch_count * elem_size_) scratch_.resize(call.plan->scratch_count * elem_size_);
   in_flight_.clear();
+  step_ = 0;
+  receiving_ = false;
+  finishing_ = false;
+  waiting_ = nullptr;
+}
 
-  for (size_t i = 0; i < plan.steps.size(); ++i) {
-    const sched::Step& step = plan.steps[i];
-    Status st;
+Status Executor::step_error(Status st) const {
+  if (st.ok() || plan_ == nullptr || step_ >= plan_->steps.size()) return st;
+  const sched::Step& step = plan_->steps[step_];
+  return st.prefix("step " + std::to_string(step_) + " (" + sched::kind_name(step.kind) +
+                   (step.peer >= 0 ? " rank " + std::to_string(step.peer) : std::string()) + "): ");
+}
+
+Status Executor::advance_steps(Call& call, bool* done) {
+  const std::vector<sched::Step>& steps = call.plan->steps;
+  for (; step_ < steps.size(); ++step_) {
+    const sched::Step& step = steps[step_];
     if (step.kind == sched::Kind::Reduce) {
       unsigned char* dst = resolve(call, step.dst);
-      st = wait_sends_overlapping(call, dst, step.dst.count * elem_size_);
-      if (st.ok())
-        reduce::reduce2(dst, dst, resolve(call, step.src), step.dst.count, call.dtype, call.op);
+      if (!retire_sends_overlapping(dst, step.dst.count * elem_size_)) return Status::Ok();
+      reduce::reduce2(dst, dst, resolve(call, step.src), step.dst.count, call.dtype, call.op);
     } else if (step.kind == sched::Kind::Copy) {
       unsigned char* dst = resolve(call, step.dst);
       const unsigned char* src = resolve(call, step.src);
       size_t bytes = step.dst.count * elem_size_;
       if (dst != src) {
-        st = wait_sends_overlapping(call, dst, bytes);
-        if (st.ok()) std::memmove(dst, src, bytes);
+        if (!retire_sends_overlapping(dst, bytes)) return Status::Ok();
+        std::memmove(dst, src, bytes);
       }
     } else {
-      transport::Link* link = link_to(step.peer, i);
+      transport::Link* link = link_to(step.peer);
       if (link == nullptr)
-        return Error(weftInternalError, "step %zu (%s) names rank %d, which has no link", i,
-                     sched::kind_name(step.kind), step.peer);
+        return Error(weftInternalError, "the plan names rank %d, which has no link", step.peer);
       if (step.kind == sched::Kind::Send) {
         const unsigned char* src = resolve(call, step.src);
         size_t bytes = step.src.count * elem_size_;
         uint64_t ticket = link->send(src, bytes, tag(call, sent_[static_cast<size_t>(step.peer)]));
         if (!link->send_done(ticket)) in_flight_.push_back({src, bytes, link, ticket});
       } else {
-        st = receive(call, step, link);
+        bool complete = false;
+        WEFT_TRY(advance_receive(call, step, link, &complete));
+        if (!complete) return Status::Ok();
       }
     }
-    if (!st.ok())
-      return st.prefix("step " + std::to_string(i) + " (" + sched::kind_name(step.kind) +
-                       (step.peer >= 0 ? " rank " + std::to_string(step.peer) : std::string()) +
-                       "): ");
   }
-  for (const InFlight& s : in_flight_) WEFT_TRY(wait_send(call, s));
+  for (const InFlight& s : in_flight_)
+    if (!s.link->send_done(s.ticket)) {
+      waiting_ = s.link;
+      waiting_for_ = "its read of our buffer";
+      return Status::Ok();
+    }
   in_flight_.clear();
+  *done = true;
   return Status::Ok();
 }
 
-}  // namespace weft::exec
+Status Executor::advance(Call& call, bool* done) {
+  *done = false;
+  progress_all();
+  Status st = advance_steps(call, done);
+  return st.ok() ? st : step_error(std::move(st));
+}
 
-namespace weft::exec {
+Status Executor::check(Call& call) {
+  return step_error(check_waiting(waiting_, call.deadline, waiting_for_));
+}
+
+Status Executor::run(Call& call) {
+  start(call);
+  SpinWait wait;
+  for (;;) {
+    bool done = false;
+    WEFT_TRY(advance(call, &done));
+    if (done) return Status::Ok();
+    wait.pause();
+    if (!wait.should_check()) continue;
+    Status st = check(call);
+    if (st.ok()) continue;
+    // A peer may write its last message and exit between our poll and the
+    // check: look once more before calling the data lost.
+    WEFT_TRY(advance(call, &done));
+    return done ? Status::Ok() : st;
+  }
+}
+
+Status Executor::advance_p2p(P2PCall& call, bool* done) {
+  *done = false;
+  if (!call.started) {
+    for (const P2P& op : call.ops)
+      if (link_to(op.peer) == nullptr)
+        return Error(weftInvalidArgument, "%s rank %d: no link to that rank", op.send ? "send to" : "recv from",
+                     op.peer);
+    call.recvs.resize(call.ops.size());
+    call.recv_turn.assign(call.ops.size(), kReceived);
+    for (size_t i = 0; i < call.ops.size(); ++i) {
+      const P2P& op = call.ops[i];
+      auto peer = static_cast<size_t>(op.peer);
+      transport::Link* link = link_to(op.peer);
+      if (op.send) {
+        auto* data = static_cast<const unsigned char*>(op.buf);
+        uint64_t ticket = link->send(data, op.bytes, kP2P | (p2p_sent_[peer]++ & kP2PCountMask));
+        if (!link->send_done(ticket)) call.sends.push_back({data, op.bytes, link, ticket});
+      } else {
+        call.recv_turn[i] = p2p_received_[peer]++;
+        call.recvs[i].tag = kP2P | (call.recv_turn[i] & kP2PCountMask);
+        call.recvs[i].bytes = op.bytes;
+        call.recvs[i].dst = op.buf;
+      }
+    }
+    call.started = true;
+  }
+  progress_all();
+  bool received = true;
+  for (size_t i = 0; i < call.ops.size(); ++i) {
+    if (call.recv_turn[i] == kReceived) continue;
+    auto peer = static_cast<size_t>(call.ops[i].peer);
+    // Messages from one peer arrive in order: an earlier receive from it goes first.
+    if (p2p_done_[peer] != call.recv_turn[i]) {
+      received = false;
+      continue;
+    }
+    transport::Link* link = link_to(call.ops[i].peer);
+    bool complete = false;
+    Status st = link->poll_recv(call.recvs[i], &complete);
+    if (!st.ok()) return st.prefix("recv from rank " + std::to_string(peer) + ": ");
+    if (complete) {
+      ++p2p_done_[peer];
+      call.recv_turn[i] = kReceived;
+    } else {
+      received = false;
+      call.waiting = link;
+    }
+  }
+  if (!received) return Status::Ok();
+  while (!call.sends.empty()) {
+    if (!call.sends.back().link->send_done(call.sends.back().ticket)) {
+      call.waiting = call.sends.back().link;
+      return Status::Ok();
+    }
+    call.sends.pop_back();
+  }
+  *done = true;
+  return Status::Ok();
+}
+
+Status Executor::check_p2p(P2PCall& call) {
+  bool sending = call.waiting != nullptr && std::any_of(call.sends.begin(), call.sends.end(), [&](const InFlight& s) {
+                   return s.link == call.waiting;
+                 });
+  Status st = check_waiting(call.waiting, call.deadline, sending ? "its read of our send" : "receiving");
+  if (st.ok() || call.waiting == nullptr) return st;
+  return st.prefix(std::string(sending ? "send to" : "recv from") + " rank " + std::to_string(call.waiting->peer()) +
+                   ": ");
+}
 
 Status Executor::run_p2p(const std::vector<P2P>& ops, int64_t timeout_ms) {
-  // A point-to-point tag has the top bit set so it never equals a collective's.
-  constexpr uint64_t kP2P = 1ull << 63;
-  Call call{nullptr, nullptr, nullptr, weftUint8, reduce::Op::Sum, 0, LazyDeadline(timeout_ms)};
-  in_flight_.clear();
-  for (const P2P& op : ops) {
-    if (!op.send) continue;
-    transport::Link* link = link_to(op.peer, 0);
-    if (link == nullptr) return Error(weftInvalidArgument, "send to rank %d: no link to that rank", op.peer);
-    uint64_t t = kP2P | (p2p_sent_[static_cast<size_t>(op.peer)]++ & 0xffffffffffffull);
-    auto* data = static_cast<const unsigned char*>(op.buf);
-    uint64_t ticket = link->send(data, op.bytes, t);
-    if (!link->send_done(ticket)) in_flight_.push_back({data, op.bytes, link, ticket});
+  P2PCall call(ops, timeout_ms);
+  SpinWait wait;
+  for (;;) {
+    bool done = false;
+    WEFT_TRY(advance_p2p(call, &done));
+    if (done) return Status::Ok();
+    wait.pause();
+    if (!wait.should_check()) continue;
+    Status st = check_p2p(call);
+    if (st.ok()) continue;
+    WEFT_TRY(advance_p2p(call, &done));
+    return done ? Status::Ok() : st;
   }
-  for (const P2P& op : ops) {
-    if (op.send) continue;
-    transport::Link* link = link_to(op.peer, 0);
-    if (link == nullptr) return Error(weftInvalidArgument, "recv from rank %d: no link to that rank", op.peer);
-    transport::RecvOp r;
-    r.tag = kP2P | (p2p_received_[static_cast<size_t>(op.peer)]++ & 0xffffffffffffull);
-    r.bytes = op.bytes;
-    r.dst = op.buf;
-    Status st = recv(call, link, r);
-    if (!st.ok()) return st.prefix("recv from rank " + std::to_string(op.peer) + ": ");
-  }
-  for (const InFlight& s : in_flight_) {
-    Status st = wait_send(call, s);
-    if (!st.ok()) return st.prefix("send to rank " + std::to_string(s.link->peer()) + ": ");
-  }
-  in_flight_.clear();
-  return Status::Ok();
 }
 
 }  // namespace weft::exec

@@ -1,10 +1,15 @@
 // Runs one rank's schedule over the links. Sends are queued and never block;
-// a receive waits (spin, then yield) while every link's queued sends keep
-// moving, so any schedule that completes with buffered sends completes here.
-// Reductions happen as pieces arrive, straight from where the link has them.
+// a receive polls its link while every link's queued sends keep moving, so any
+// schedule that completes with buffered sends completes here. Reductions happen
+// as pieces arrive, straight from where the link has them.
+//
+// Everything is resumable: advance() moves a call as far as the peers' data
+// allows and returns, so the progress engine can drive many calls (of different
+// communicators) from one thread; run() is advance() in a wait loop.
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -43,33 +48,56 @@ struct P2P {
   size_t bytes;
 };
 
+// A send whose buffer a peer may still read.
+struct InFlight {
+  const unsigned char* data;
+  size_t bytes;
+  transport::Link* link;
+  uint64_t ticket;
+};
+
+// Point-to-point operations posted together (a group, or one weftSendAsync):
+// its sends go out at once, its receives complete in posting order per peer.
+// Several may be in flight on one executor.
+struct P2PCall {
+  P2PCall(std::vector<P2P> group, int64_t timeout_ms) : ops(std::move(group)), deadline(timeout_ms) {}
+  std::vector<P2P> ops;
+  LazyDeadline deadline;
+  // Progress, the executor's.
+  bool started = false;
+  std::vector<transport::RecvOp> recvs;  // per op (receives only)
+  std::vector<uint64_t> recv_turn;       // per op: the peer's receive count it waits for
+  std::vector<InFlight> sends;
+  transport::Link* waiting = nullptr;    // what the last advance() waited on
+};
+
 class Executor {
  public:
   // links[r] is the link to rank r (nullptr for this rank and unreachable ones).
-  Executor(int rank, std::vector<transport::Link*> links, Health* health)
-      : rank_(rank), links_(std::move(links)), health_(health), sent_(links_.size()),
-        received_(links_.size()),
-        p2p_sent_(links_.size(), 0),
-        p2p_received_(links_.size(), 0) {}
+  Executor(int rank, std::vector<transport::Link*> links, Health* health);
 
-  // `call` is the caller's: its lazy deadline starts on the first wait.
+  // One collective at a time: start() then advance() until *done (or an error).
+  void start(Call& call);
+  Status advance(Call& call, bool* done);
+  // Slow checks while a call waits (peer alive, communicator health, deadline);
+  // an error names the peer and what was awaited.
+  Status check(Call& call);
+  // start + advance in a wait loop (spin, then yield). `call` is the caller's:
+  // its lazy deadline starts on the first wait.
   Status run(Call& call);
-  // Posts every send, then completes every receive in order, then waits for the
-  // sends: a group's sends and receives to different peers cannot deadlock.
-  // Point-to-point tags count per peer across calls (they are not collectives,
+
+  // Point-to-point groups: any number in flight beside each other (never beside
+  // a collective). Tags count per peer across calls (they are not collectives,
   // so they do not advance the collective sequence number).
+  Status advance_p2p(P2PCall& call, bool* done);
+  Status check_p2p(P2PCall& call);
+  // Posts every send, then completes every receive, then waits for the sends:
+  // a group's sends and receives to different peers cannot deadlock.
   Status run_p2p(const std::vector<P2P>& ops, int64_t timeout_ms);
 
  private:
-  struct InFlight {
-    const unsigned char* data;
-    size_t bytes;
-    transport::Link* link;
-    uint64_t ticket;
-  };
-
   unsigned char* resolve(const Call& call, const sched::Range& r) const;
-  transport::Link* link_to(int peer, size_t step) const;
+  transport::Link* link_to(int peer) const;
   // Tags count messages per direction of each pair within a call, so both
   // ends agree. A counter belongs to the call whose seq it carries: stale ones
   // restart at 0, so nothing is cleared per call.
@@ -78,17 +106,18 @@ class Executor {
     uint64_t n = 0;
   };
   static uint64_t tag(const Call& call, Counter& c);
-  Status recv(Call& call, transport::Link* link, transport::RecvOp& op);
-  Status receive(Call& call, const sched::Step& step, transport::Link* link);
-  [[gnu::noinline]] Status receive_guarded(Call& call, transport::Link* link, transport::RecvOp& op,
-                                           unsigned char* dst, const unsigned char* src, bool reduce);
+  Status advance_steps(Call& call, bool* done);
+  // The receive of the current step: set up on first visit, then polled.
+  Status advance_receive(Call& call, const sched::Step& step, transport::Link* link, bool* complete);
   bool send_in_flight(const unsigned char* p, size_t bytes) const;
   // No send of ours that overlaps [p, p + bytes) is still being read.
   bool sends_done(const unsigned char* p, size_t bytes) const;
-  Status wait_sends_overlapping(Call& call, const unsigned char* p, size_t bytes);
-  Status wait_send(Call& call, const InFlight& s);
+  // Retires the sends overlapping [p, p + bytes) that are done; false (and the
+  // link waited on noted) while one is still being read.
+  bool retire_sends_overlapping(const unsigned char* p, size_t bytes);
   void progress_all();
-  Status check_waiting(Call& call, transport::Link* link, const char* what);
+  Status check_waiting(transport::Link* link, LazyDeadline& deadline, const char* what);
+  Status step_error(Status st) const;
 
   int rank_;
   std::vector<transport::Link*> links_;
@@ -96,10 +125,39 @@ class Executor {
   std::vector<Counter> sent_;      // messages sent to each peer in this call
   std::vector<Counter> received_;  // messages received from each peer in this call
   std::vector<uint64_t> p2p_sent_, p2p_received_;  // per peer, for the communicator's lifetime
-  std::vector<InFlight> in_flight_;
+  std::vector<uint64_t> p2p_done_;  // per peer: point-to-point receives completed
   std::vector<unsigned char> scratch_;
-  std::vector<unsigned char> staging_;  // receives whose destination is still being sent
   size_t elem_size_ = 0;
+
+  // The collective in progress.
+  const sched::RankPlan* plan_ = nullptr;
+  // The current receive's consumer: reduces each piece into the destination, or
+  // stages it while a send of ours still reads that part of the destination.
+  class Receiver final : public transport::Consumer {
+   public:
+    explicit Receiver(Executor* e) : e_(e) {}
+    void consume(const void* piece, size_t offset, size_t bytes) override;
+
+   private:
+    Executor* e_;
+  };
+  void apply(const void* piece, size_t offset, size_t bytes);
+  size_t step_ = 0;
+  std::vector<InFlight> in_flight_;
+  bool receiving_ = false;
+  bool finishing_ = false;  // the receive is complete; staged pieces wait for our sends
+  transport::RecvOp recv_op_;
+  std::vector<unsigned char> staging_;  // receives whose destination is still being sent
+  std::vector<std::pair<size_t, size_t>> staged_;
+  unsigned char* recv_dst_ = nullptr;
+  const unsigned char* recv_src_ = nullptr;
+  bool recv_reduce_ = false;
+  bool recv_guarded_ = false;
+  weftDataType_t dtype_ = weftUint8;
+  reduce::Op op_ = reduce::Op::Sum;
+  Receiver receiver_{this};
+  transport::Link* waiting_ = nullptr;  // what the last advance() waited on ...
+  const char* waiting_for_ = "receiving";  // ... and for what
 };
 
 }  // namespace weft::exec

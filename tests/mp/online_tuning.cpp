@@ -40,7 +40,7 @@ bool checked_allreduce(weftComm_t comm, size_t count, int n, int k, std::vector<
   if (k % 3 == 2) {
     weftRequest_t req = nullptr;
     if (!ok(weftAllReduceAsync(a.data(), out, count, weftFloat32, weftSum, comm, &req), comm, what)) return false;
-    if (!ok(weftWait(req), comm, what + " (wait)")) return false;
+    if (!ok(weftWait(&req), comm, what + " (wait)")) return false;
   } else if (!ok(weftAllReduce(a.data(), out, count, weftFloat32, weftSum, comm, nullptr), comm, what)) {
     return false;
   }
