@@ -110,6 +110,16 @@ weftResult_t weftCommInitRankConfig(weftComm_t* comm, int nranks, weftUniqueId c
  * WEFT_COMM_ID), torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), Open MPI
  * (OMPI_COMM_WORLD_RANK/SIZE) or Slurm (SLURM_PROCID, SLURM_NTASKS). */
 weftResult_t weftCommInitFromEnv(weftComm_t* comm, weftConfig_t* config);
+/* Collective over comm (every rank calls it, in the same order as its other
+ * calls): ranks passing the same color form a new communicator, ranked by key,
+ * then by their rank in comm. color WEFT_SPLIT_NOCOLOR: the rank joins none and
+ * *newcomm is NULL. config (may be NULL) applies to the new communicator. */
+#define WEFT_SPLIT_NOCOLOR (-1)
+weftResult_t weftCommSplit(weftComm_t comm, int color, int key, weftComm_t* newcomm, weftConfig_t* config);
+/* ndev communicators of one job, all ranks in this process (rank i in comms[i]).
+ * devlist must be NULL (host memory). Drive them with the *Async calls, or one
+ * thread per rank. */
+weftResult_t weftCommInitAll(weftComm_t* comms, int ndev, const int* devlist);
 weftResult_t weftCommDestroy(weftComm_t comm);
 /* Unblocks every pending operation of the communicator (they fail) and frees it. */
 weftResult_t weftCommAbort(weftComm_t comm);

@@ -8,7 +8,10 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <mutex>
+#include <string>
+#include <utility>
 
 #include "base/log.h"
 #include "base/params.h"
@@ -20,6 +23,26 @@
 namespace weft::boot {
 
 namespace {
+
+// Ranks of this process joined to each root service this process runs.
+std::mutex g_local_mu;
+std::map<std::pair<uint16_t, std::string>, int>& local_ranks() {
+  static auto* m = new std::map<std::pair<uint16_t, std::string>, int>;
+  return *m;
+}
+void join_root_process(const UniqueId& id) {
+  std::lock_guard<std::mutex> lock(g_local_mu);
+  ++local_ranks()[{id.port, secret_hex(id.secret)}];
+}
+// How many ranks of this process are still joined to that root after this one leaves.
+int leave_root_process(const UniqueId& id) {
+  std::lock_guard<std::mutex> lock(g_local_mu);
+  auto it = local_ranks().find({id.port, secret_hex(id.secret)});
+  if (it == local_ranks().end()) return 0;
+  int left = --it->second;
+  if (left == 0) local_ranks().erase(it);
+  return left;
+}
 
 class Client final : public Bootstrap {
  public:
@@ -178,6 +201,7 @@ Status Client::join(Deadline deadline) {
   std::string waiting = "all " + std::to_string(nranks_) + " ranks to connect to the root at " + root_.str();
   Status st = wait_msg(MsgType::Welcome, 0, deadline, what, waiting, &m);
   joined_ = st.ok();
+  if (joined_ && find_root_service(id_) != nullptr) join_root_process(id_);
   if (st.code() == weftRemoteError && st.message().find("lost connection") != std::string::npos)
     // The root closes on a stranger without a word; say the likely cause.
     return Status(weftRemoteError, st.message() + "; the root closed the connection during the "
@@ -262,8 +286,11 @@ Client::~Client() {
   (void)st;
   ::shutdown(fd_.get(), SHUT_WR);
   fd_.reset();
-  // The root's process must keep serving until every rank has left.
-  if (auto svc = find_root_service(id_)) {
+  // The root's process must keep serving until every rank has left: its last
+  // rank to leave waits (weftCommInitAll puts every rank in one process, and
+  // they leave one after another).
+  auto svc = find_root_service(id_);
+  if (svc != nullptr && leave_root_process(id_) == 0) {
     if (!wait_root_service(*svc, Deadline::from_params()))
       WEFT_WARN(BOOT, "rank %d: bootstrap root %s still has ranks connected after %lld ms; leaving it",
                 rank_, root_.str().c_str(), static_cast<long long>(params::TIMEOUT_MS()));

@@ -9,6 +9,8 @@
 #include <new>
 #include <set>
 #include <string>
+#include <thread>
+#include <vector>
 #include <utility>
 
 #include "base/log.h"
@@ -181,6 +183,58 @@ weftResult_t weftCommInitFromEnv(weftComm_t* comm, weftConfig_t* config) {
   // and removing it keeps a later job from waiting on a stale one.
   if (rc == weftSuccess && env.rank == 0 && !env.rendezvous_file.empty()) unlink(env.rendezvous_file.c_str());
   return rc;
+}
+
+weftResult_t weftCommSplit(weftComm_t comm, int color, int key, weftComm_t* newcomm, weftConfig_t* config) {
+  if (newcomm == nullptr) return invalid("%s: newcomm is NULL", "weftCommSplit");
+  *newcomm = nullptr;
+  if (color < 0 && color != WEFT_SPLIT_NOCOLOR)
+    return report(weft::Error(weftInvalidArgument, "weftCommSplit: color %d is negative (WEFT_SPLIT_NOCOLOR is %d)",
+                              color, WEFT_SPLIT_NOCOLOR));
+  weft::boot::UniqueId id;
+  int nranks = 0, rank = 0;
+  {
+    weftResult_t rc;
+    Use c(comm, "weftCommSplit", &rc);
+    if (!c) return rc;
+    weft::Status st = c->split(color, key, &id, &nranks, &rank);
+    if (!st.ok()) return report(st.prefix("rank " + std::to_string(c->rank()) + ": weftCommSplit: "));
+  }
+  if (nranks == 0) return weftSuccess;
+  return init(newcomm, id, nranks, rank, config);
+}
+
+weftResult_t weftCommInitAll(weftComm_t* comms, int ndev, const int* devlist) {
+  if (comms == nullptr) return invalid("%s: comms is NULL", "weftCommInitAll");
+  if (ndev < 1) return report(weft::Error(weftInvalidArgument, "weftCommInitAll: ndev must be >= 1, got %d", ndev));
+  if (devlist != nullptr)
+    return invalid("%s: devlist must be NULL (host memory only; no device buffers yet)", "weftCommInitAll");
+  weftUniqueId uid;
+  weftResult_t rc = weftGetUniqueId(&uid);
+  if (rc != weftSuccess) return rc;
+  weft::boot::UniqueId id;
+  weft::Status st = weft::boot::unpack(uid, &id);
+  if (!st.ok()) return report(st);
+  for (int r = 0; r < ndev; ++r) comms[r] = nullptr;
+  // Init blocks until every rank has joined: one thread per rank.
+  std::vector<weftResult_t> rcs(static_cast<size_t>(ndev), weftSuccess);
+  std::vector<std::string> errors(static_cast<size_t>(ndev));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ndev; ++r)
+    threads.emplace_back([&, r] {
+      auto i = static_cast<size_t>(r);
+      rcs[i] = init(&comms[i], id, ndev, r, nullptr);
+      if (rcs[i] != weftSuccess) errors[i] = t_last_error;
+    });
+  for (std::thread& t : threads) t.join();
+  for (int r = 0; r < ndev; ++r)
+    if (rcs[static_cast<size_t>(r)] != weftSuccess) {
+      for (int q = 0; q < ndev; ++q)
+        if (comms[q] != nullptr) weftCommDestroy(comms[q]);
+      t_last_error = errors[static_cast<size_t>(r)];
+      return rcs[static_cast<size_t>(r)];
+    }
+  return weftSuccess;
 }
 
 weftResult_t weftCommDestroy(weftComm_t comm) {

@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <cstddef>
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "algorithms/registry.h"
@@ -376,6 +378,50 @@ Status Communicator::run_p2p(const std::vector<exec::P2P>& ops) {
     fail(st);
   }
   return st;
+}
+
+Status Communicator::split(int color, int key, boot::UniqueId* id, int* nranks, int* rank) {
+  // Ordered like a collective: after everything posted before it.
+  queue_->drain();
+  WEFT_TRY(async_error());
+  Deadline deadline = Deadline::after_ms(timeout_ms_);
+  struct Place {
+    int32_t color, key;
+  } mine{color, key};
+  std::vector<Place> all(static_cast<size_t>(nranks_));
+  WEFT_TRY(boot_->allgather(&mine, sizeof(mine), all.data(), deadline));
+  std::vector<int> members;
+  for (int r = 0; r < nranks_; ++r)
+    if (all[static_cast<size_t>(r)].color == color) members.push_back(r);
+  std::stable_sort(members.begin(), members.end(), [&](int a, int b) {
+    return all[static_cast<size_t>(a)].key < all[static_cast<size_t>(b)].key;
+  });
+  // Each group's first rank starts its bootstrap root; everyone learns its id.
+  struct Offer {
+    uint8_t ok;
+    char error[127];
+    weftUniqueId id;
+  } offer{};
+  bool leader = color != WEFT_SPLIT_NOCOLOR && members.front() == rank_;
+  if (leader) {
+    boot::UniqueId created;
+    Status st = boot::create_root(&created);
+    offer.ok = st.ok() ? 1 : 0;
+    if (st.ok()) boot::pack(created, &offer.id);
+    else std::snprintf(offer.error, sizeof(offer.error), "%s", st.message().c_str());
+  }
+  std::vector<Offer> offers(static_cast<size_t>(nranks_));
+  WEFT_TRY(boot_->allgather(&offer, sizeof(offer), offers.data(), deadline));
+  *nranks = 0;
+  if (color == WEFT_SPLIT_NOCOLOR) return Status::Ok();
+  const Offer& got = offers[static_cast<size_t>(members.front())];
+  if (got.ok == 0)
+    return Error(weftSystemError, "weftCommSplit: rank %d could not start the bootstrap of color %d: %s",
+                 members.front(), color, got.error);
+  WEFT_TRY(boot::unpack(got.id, id));
+  *nranks = static_cast<int>(members.size());
+  *rank = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
+  return Status::Ok();
 }
 
 Status Communicator::create_premul(const void* scalar, weftDataType_t dtype, weftRedOp_t* op) {

@@ -68,6 +68,11 @@ class Communicator final : public exec::Health {
   static Status wait(weftRequestImpl* req);
   Status validate_p2p(bool send, const void* buf, size_t count, weftDataType_t dtype, int peer) const;
 
+  // weftCommSplit's exchange over this communicator's bootstrap: the new
+  // communicator's size, this rank's place in it, and the unique id its first
+  // rank created (*nranks 0 for WEFT_SPLIT_NOCOLOR).
+  Status split(int color, int key, boot::UniqueId* id, int* nranks, int* rank);
+
   // The algorithm a call of this shape runs now (weftCommGetAlgorithm); *settled
   // false while online tuning is still measuring its size class.
   Status query_algorithm(const CollArgs& args, const char** name, bool* settled);

@@ -1,0 +1,112 @@
+#include "comm/operations.h"
+
+#include <chrono>
+#include <string>
+#include <utility>
+
+#include "base/log.h"
+#include "tune/online.h"
+
+namespace weft {
+
+std::unique_ptr<CollOp> CollOp::agreement(Communicator* c, const CollArgs& tuned, tune::Trial* trial,
+                                          std::vector<double> times, const algo::Algorithm* alg) {
+  auto op = std::make_unique<CollOp>(c, CollArgs{}, nullptr);
+  op->times_ = std::move(times);
+  op->a_ = CollArgs{sched::Coll::AllReduce, op->times_.data(), op->times_.data(), op->times_.size(),
+                    weftFloat64, weftMax, 0};
+  op->forced_ = alg;
+  op->agreeing_ = trial;
+  op->tuned_ = tuned;
+  return op;
+}
+
+Status CollOp::advance(bool* done) {
+  *done = false;
+  if (!started_) {
+    WEFT_TRY(c_->begin(a_, forced_, &call_, &trial_));
+    started_ = true;
+    if (trial_ != nullptr) t0_ = Clock::now();
+    c_->exec_->start(*call_);
+  }
+  WEFT_TRY(c_->exec_->advance(*call_, done));
+  // Online tuning times the operation from its start to this completion event.
+  if (*done && trial_ != nullptr) t1_ = Clock::now();
+  return Status::Ok();
+}
+
+Status CollOp::check() { return started_ ? c_->exec_->check(*call_) : Status::Ok(); }
+
+std::unique_ptr<engine::Op> CollOp::complete(Status st) {
+  std::unique_ptr<engine::Op> next;
+  if (st.ok() && agreeing_ != nullptr) {
+    if (agreeing_->agreed(times_) != nullptr && c_->rank_ == 0)
+      WEFT_INFO(TUNE, "%s %llu B (size class %d, %d ranks) measured, slowest rank: %s", sched::coll_name(tuned_.coll),
+                static_cast<unsigned long long>(tuned_.count * reduce::dtype_size(tuned_.dtype)),
+                tune::size_class(tuned_.count * reduce::dtype_size(tuned_.dtype)), c_->nranks_,
+                agreeing_->explain().c_str());
+  } else if (st.ok()) {
+    c_->finish_call(a_);
+    if (trial_ != nullptr) next = c_->measured(a_, trial_, std::chrono::duration<double>(t1_ - t0_).count());
+  } else if (started_ && agreeing_ != nullptr) {
+    c_->explain_remote(&st);
+    st.prefix(std::string("online tuning of ") + sched::coll_name(tuned_.coll) + " (count " +
+              std::to_string(tuned_.count) + "): agreeing on the measured times: ");
+    c_->fail(st);
+  } else if (started_) {
+    st = c_->call_failed(a_, std::move(st));
+  }
+  // Errors before the start are final already (the communicator's own error, a
+  // WEFT_CHECK mismatch, a tuner refusal).
+  if (req_ != nullptr) {
+    req_->result = std::move(st);
+    req_->done.store(true, std::memory_order_release);
+  }
+  return next;
+}
+
+P2POp::P2POp(Communicator* c, std::vector<exec::P2P> ops, weftRequestImpl* req)
+    : c_(c), call_(std::move(ops), c->timeout_ms_), req_(req) {}
+
+Status P2POp::advance(bool* done) {
+  *done = false;
+  if (!call_.started) {
+    Status st = c_->async_error();
+    if (!st.ok()) {
+      refused_ = true;
+      return st;
+    }
+  }
+  return c_->exec_->advance_p2p(call_, done);
+}
+
+Status P2POp::check() { return c_->exec_->check_p2p(call_); }
+
+std::unique_ptr<engine::Op> P2POp::complete(Status st) {
+  if (!st.ok() && !refused_) {
+    c_->explain_remote(&st);
+    st.prefix("point-to-point: ");
+    c_->fail(st);
+  }
+  req_->result = std::move(st);
+  req_->done.store(true, std::memory_order_release);
+  return nullptr;
+}
+
+// The last call of a trial's round: the agreement on every candidate's time
+// (the slowest rank's) runs next.
+std::unique_ptr<engine::Op> Communicator::measured(const CollArgs& a, tune::Trial* trial, double seconds) {
+  if (!trial->record(seconds)) return nullptr;
+  std::vector<double> times = trial->local_times();
+  const CollArgs agree{sched::Coll::AllReduce, nullptr, nullptr, times.size(), weftFloat64, weftMax, 0};
+  const algo::Algorithm* alg = nullptr;
+  Status st = tuner_->choose(agree.coll, build_args(agree), sizeof(double), &alg);
+  if (!st.ok()) {
+    st.prefix(std::string("online tuning of ") + sched::coll_name(a.coll) + ": ");
+    fail(st);
+    return nullptr;
+  }
+  return CollOp::agreement(this, a, trial, std::move(times), alg);
+}
+
+}  // namespace weft

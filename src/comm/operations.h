@@ -1,0 +1,58 @@
+// A communicator's operations on the progress engine: a collective (posted by
+// the user, a blocking call behind queued work, or online tuning's agreement on
+// a round's times) and a group of point-to-point operations.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "engine/engine.h"
+
+namespace weft {
+
+class CollOp final : public engine::Op {
+ public:
+  CollOp(Communicator* c, const CollArgs& a, weftRequestImpl* req) : c_(c), a_(a), req_(req) {}
+  // The agreement at the end of a round of `tuned`'s size class: an all-reduce
+  // (max) of one double per candidate, run by `alg`, so that every rank keeps
+  // the same candidates and settles on the same one at the same call.
+  static std::unique_ptr<CollOp> agreement(Communicator* c, const CollArgs& tuned, tune::Trial* trial,
+                                           std::vector<double> times, const algo::Algorithm* alg);
+
+  Status advance(bool* done) override;
+  Status check() override;
+  std::unique_ptr<engine::Op> complete(Status st) override;
+
+ private:
+  Communicator* c_;
+  CollArgs a_;
+  weftRequestImpl* req_;  // nullptr: nobody waits (the agreement)
+  bool started_ = false;
+  std::optional<exec::Call> call_;
+  tune::Trial* trial_ = nullptr;  // this call is timed for online tuning
+  Clock::time_point t0_, t1_;
+  // The agreement: the tuned call, its trial, the times agreed on, the algorithm.
+  const algo::Algorithm* forced_ = nullptr;
+  tune::Trial* agreeing_ = nullptr;
+  CollArgs tuned_;
+  std::vector<double> times_;
+};
+
+class P2POp final : public engine::Op {
+ public:
+  P2POp(Communicator* c, std::vector<exec::P2P> ops, weftRequestImpl* req);
+  Status advance(bool* done) override;
+  Status check() override;
+  bool concurrent() const override { return true; }
+  std::unique_ptr<engine::Op> complete(Status st) override;
+
+ private:
+  Communicator* c_;
+  exec::P2PCall call_;
+  weftRequestImpl* req_;
+  bool refused_ = false;  // the communicator had failed before this started
+};
+
+}  // namespace weft

@@ -1,0 +1,288 @@
+// The progress engine across processes (run under weft-run; `initall` alone):
+//   split     many non-blocking collectives in flight on 4 communicators split
+//             from one (and a split by parity), results checked exactly
+//   pipeline  a send/recv pipeline (weftSendAsync/weftRecvAsync) running while
+//             all-reduces progress on another communicator
+//   abort     weftCommAbort from a second thread while every rank is blocked in
+//             a 256 MiB all-reduce: every rank's call fails promptly
+//   churn     N communicators split, used and destroyed in a loop: no file
+//             descriptor or shared-memory segment left behind
+//   initall   weftCommInitAll: 4 ranks in this process, driven by async calls
+// Expected values are computed here from closed forms, not by the library.
+#include <dirent.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "weft/weft.h"
+
+namespace {
+
+int g_failures = 0;
+int g_rank = -1;
+
+void fail(const std::string& what) {
+  std::fprintf(stderr, "rank %d: FAIL %s\n", g_rank, what.c_str());
+  ++g_failures;
+}
+
+bool ok(weftResult_t rc, weftComm_t comm, const std::string& what) {
+  if (rc == weftSuccess) return true;
+  fail(what + ": " + weftGetErrorString(rc) + ": " + weftGetLastError(comm));
+  return false;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Rank r's contribution at element i: distinct per rank, exact in float.
+float contribution(int r, size_t i) { return static_cast<float>((r + 1) * (1 + static_cast<int>(i % 7))); }
+// The sum over ranks 0..n-1: (1 + i % 7) * n(n+1)/2.
+float sum_of(int n, size_t i) { return static_cast<float>((1 + static_cast<int>(i % 7)) * n * (n + 1) / 2); }
+
+int count_fds() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (readdir(d) != nullptr) ++n;
+    closedir(d);
+  }
+  return n;
+}
+
+int count_shm_segments() {
+  int n = 0;
+  if (DIR* d = opendir("/dev/shm")) {
+    while (dirent* e = readdir(d)) n += std::strncmp(e->d_name, "weft-", 5) == 0 ? 1 : 0;
+    closedir(d);
+  }
+  return n;
+}
+
+// 4 communicators split from world with all ranks (keys reversed in two, so
+// ranks are numbered differently), plus one per parity; every one gets several
+// all-reduces of different sizes posted before any is waited for.
+void test_split(weftComm_t world, int n, int me) {
+  constexpr int kComms = 4, kOps = 6;
+  weftComm_t comms[kComms + 1] = {};
+  for (int k = 0; k < kComms; ++k) {
+    int key = k % 2 == 0 ? me : n - 1 - me;
+    if (!ok(weftCommSplit(world, 0, key, &comms[k], nullptr), world, "split " + std::to_string(k))) return;
+    int rank = -1, size = 0;
+    weftCommUserRank(comms[k], &rank);
+    weftCommCount(comms[k], &size);
+    if (rank != key || size != n)
+      fail("split " + std::to_string(k) + ": rank " + std::to_string(rank) + " of " + std::to_string(size) +
+           ", expected " + std::to_string(key) + " of " + std::to_string(n));
+  }
+  if (!ok(weftCommSplit(world, me % 2, me, &comms[kComms], nullptr), world, "split by parity")) return;
+  const int parity_size = (n + 1 - me % 2) / 2;
+  std::vector<std::vector<float>> bufs;
+  std::vector<weftRequest_t> reqs;
+  std::vector<std::pair<int, int>> which;  // (comm, op)
+  for (int op = 0; op < kOps; ++op)
+    for (int k = 0; k <= kComms; ++k) {
+      size_t count = size_t{1} << (4 + 3 * op);  // 16 .. 512 Ki elements
+      int rank = -1;
+      weftCommUserRank(comms[k], &rank);
+      std::vector<float> b(count);
+      for (size_t i = 0; i < count; ++i) b[i] = contribution(rank, i);
+      bufs.push_back(std::move(b));
+      weftRequest_t r = nullptr;
+      if (!ok(weftAllReduceAsync(bufs.back().data(), bufs.back().data(), count, weftFloat32, weftSum, comms[k], &r),
+              comms[k], "post")) return;
+      reqs.push_back(r);
+      which.push_back({k, op});
+    }
+  // Poll them all together, in no particular order, until every one is done.
+  size_t left = reqs.size();
+  auto t0 = std::chrono::steady_clock::now();
+  while (left > 0 && seconds_since(t0) < 120) {
+    for (size_t j = 0; j < reqs.size(); ++j) {
+      if (reqs[j] == nullptr) continue;
+      int done = 0;
+      weftResult_t rc = weftTest(&reqs[j], &done);
+      if (rc == weftInProgress) continue;
+      --left;
+      ok(rc, comms[which[j].first], "test");
+    }
+  }
+  if (left > 0) fail(std::to_string(left) + " operations still pending after 120 s");
+  for (size_t j = 0; j < bufs.size(); ++j) {
+    int size = which[j].first == kComms ? parity_size : n;
+    size_t wrong = 0;
+    for (size_t i = 0; i < bufs[j].size(); ++i) wrong += bufs[j][i] != sum_of(size, i) ? 1 : 0;
+    if (wrong > 0)
+      fail("comm " + std::to_string(which[j].first) + " op " + std::to_string(which[j].second) + ": " +
+           std::to_string(wrong) + " wrong elements");
+  }
+  for (weftComm_t c : comms) ok(weftCommDestroy(c), c, "destroy");
+  std::printf("rank %d: split: %zu operations on %d communicators, %d failures\n", me, reqs.size(), kComms + 1,
+              g_failures);
+}
+
+// Stage r receives micro-batch m from r-1, adds its contribution and sends it to
+// r+1, while an all-reduce per micro-batch runs on a second communicator.
+void test_pipeline(weftComm_t world, int n, int me) {
+  constexpr int kMicro = 16;
+  constexpr size_t kCount = 100000;
+  weftComm_t dp = nullptr;
+  if (!ok(weftCommSplit(world, 0, me, &dp, nullptr), world, "split")) return;
+  std::vector<std::vector<float>> act(kMicro, std::vector<float>(kCount, 0.0f));
+  std::vector<std::vector<float>> grads(kMicro, std::vector<float>(kCount));
+  std::vector<weftRequest_t> sends, reduces;
+  for (int m = 0; m < kMicro; ++m) {
+    for (size_t i = 0; i < kCount; ++i) grads[m][i] = contribution(me, i + static_cast<size_t>(m));
+    weftRequest_t r = nullptr;
+    if (!ok(weftAllReduceAsync(grads[m].data(), grads[m].data(), kCount, weftFloat32, weftSum, dp, &r), dp,
+            "all-reduce post")) return;
+    reduces.push_back(r);
+    if (me > 0) {
+      weftRequest_t rr = nullptr;
+      if (!ok(weftRecvAsync(act[m].data(), kCount, weftFloat32, me - 1, world, &rr), world, "recv post") ||
+          !ok(weftWait(&rr), world, "recv " + std::to_string(m)))
+        return;
+    }
+    for (size_t i = 0; i < kCount; ++i) act[m][i] += static_cast<float>(me + 1) * static_cast<float>(m + 1);
+    if (me < n - 1) {
+      weftRequest_t s = nullptr;
+      if (!ok(weftSendAsync(act[m].data(), kCount, weftFloat32, me + 1, world, &s), world, "send post")) return;
+      sends.push_back(s);
+    }
+  }
+  for (weftRequest_t& s : sends) ok(weftWait(&s), world, "send wait");
+  for (weftRequest_t& r : reduces) ok(weftWait(&r), dp, "all-reduce wait");
+  size_t wrong = 0;
+  for (int m = 0; m < kMicro; ++m) {
+    // After stage me: sum over stages 0..me of (s + 1) * (m + 1).
+    float want = static_cast<float>((me + 1) * (me + 2) / 2 * (m + 1));
+    for (size_t i = 0; i < kCount; ++i) {
+      wrong += act[m][i] != want ? 1 : 0;
+      wrong += grads[m][i] != sum_of(n, i + static_cast<size_t>(m)) ? 1 : 0;
+    }
+  }
+  if (wrong > 0) fail("pipeline: " + std::to_string(wrong) + " wrong elements");
+  ok(weftCommDestroy(dp), dp, "destroy");
+  std::printf("rank %d: pipeline: %d micro-batches beside %d all-reduces, %zu wrong elements\n", me, kMicro, kMicro,
+              wrong);
+}
+
+// Every rank blocks in a 256 MiB all-reduce (the last one joins 2 s late, so the
+// others are surely blocked); 1 s in, rank 0 aborts from a second thread.
+void test_abort(weftComm_t world, int n, int me) {
+  const size_t count = (size_t{256} << 20) / sizeof(float);
+  std::vector<float> buf(count, 1.0f);
+  weftBarrier(world);
+  auto t0 = std::chrono::steady_clock::now();
+  std::atomic<double> aborted_at{-1};
+  std::thread aborter;
+  if (me == 0)
+    aborter = std::thread([&] {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      double t = seconds_since(t0);
+      weftResult_t rc = weftCommAbort(world);
+      aborted_at = t;
+      if (rc != weftSuccess) fail(std::string("weftCommAbort: ") + weftGetErrorString(rc));
+    });
+  if (me == n - 1) std::this_thread::sleep_for(std::chrono::seconds(2));
+  weftResult_t rc = weftAllReduce(buf.data(), buf.data(), count, weftFloat32, weftSum, world, nullptr);
+  double returned = seconds_since(t0);
+  std::string why = weftGetLastError(nullptr);
+  if (aborter.joinable()) aborter.join();
+  if (rc == weftSuccess) fail("the all-reduce succeeded although rank 0 aborted");
+  // The deadline is WEFT_TIMEOUT_MS (60 s here): anything near it means the
+  // abort did not unblock the call.
+  double limit = me == n - 1 ? 2 + 5 : 1 + 5;
+  if (returned > limit) fail("the call returned " + std::to_string(returned) + " s after the start");
+  std::printf("rank %d: abort: call returned %s after %.2f s (abort at %.2f s): %s\n", me, weftGetErrorString(rc),
+              returned, me == 0 ? aborted_at.load() : 1.0, why.c_str());
+  if (me != 0) weftCommDestroy(world);
+}
+
+void test_churn(weftComm_t world, int me, int rounds) {
+  // One communicator first, so that lazily created state (the engine, caches) is there.
+  weftComm_t c = nullptr;
+  if (!ok(weftCommSplit(world, 0, me, &c, nullptr), world, "split")) return;
+  ok(weftCommDestroy(c), c, "destroy");
+  weftBarrier(world);
+  int fds = count_fds(), segs = count_shm_segments();
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < rounds && g_failures == 0; ++i) {
+    if (!ok(weftCommSplit(world, 0, me, &c, nullptr), world, "split " + std::to_string(i))) return;
+    int x = me + 1, n = 0;
+    weftCommCount(c, &n);
+    ok(weftAllReduce(&x, &x, 1, weftInt32, weftSum, c, nullptr), c, "all-reduce");
+    if (x != n * (n + 1) / 2) fail("all-reduce on communicator " + std::to_string(i) + " gave " + std::to_string(x));
+    ok(weftCommDestroy(c), c, "destroy " + std::to_string(i));
+  }
+  weftBarrier(world);
+  // Roots of split communicators end once every rank has left: give them a moment.
+  int fds_after = count_fds();
+  for (int t = 0; t < 50 && fds_after > fds; ++t) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    fds_after = count_fds();
+  }
+  int segs_after = count_shm_segments();
+  if (fds_after > fds) fail("file descriptors " + std::to_string(fds) + " -> " + std::to_string(fds_after));
+  if (segs_after > segs) fail("weft shm segments " + std::to_string(segs) + " -> " + std::to_string(segs_after));
+  std::printf("rank %d: churn: %d communicators in %.1f s, fds %d -> %d, weft shm segments %d -> %d\n", me, rounds,
+              seconds_since(t0), fds, fds_after, segs, segs_after);
+}
+
+void test_initall() {
+  constexpr int kRanks = 4;
+  constexpr size_t kCount = 300000;
+  weftComm_t comms[kRanks];
+  if (!ok(weftCommInitAll(comms, kRanks, nullptr), nullptr, "weftCommInitAll")) return;
+  std::vector<std::vector<float>> bufs(kRanks, std::vector<float>(kCount));
+  weftRequest_t reqs[kRanks];
+  for (int r = 0; r < kRanks; ++r) {
+    for (size_t i = 0; i < kCount; ++i) bufs[r][i] = contribution(r, i);
+    ok(weftAllReduceAsync(bufs[r].data(), bufs[r].data(), kCount, weftFloat32, weftSum, comms[r], &reqs[r]),
+       comms[r], "post");
+  }
+  for (int r = 0; r < kRanks; ++r) ok(weftWait(&reqs[r]), comms[r], "wait");
+  size_t wrong = 0;
+  for (int r = 0; r < kRanks; ++r)
+    for (size_t i = 0; i < kCount; ++i) wrong += bufs[r][i] != sum_of(kRanks, i) ? 1 : 0;
+  if (wrong > 0) fail("initall: " + std::to_string(wrong) + " wrong elements");
+  for (weftComm_t c : comms) ok(weftCommDestroy(c), c, "destroy");
+  weftComm_t none[1];
+  if (weftCommInitAll(none, 1, &kRanks) != weftInvalidArgument) fail("initall with a devlist was not refused");
+  std::printf("initall: %d ranks in one process, %zu wrong elements\n", kRanks, wrong);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "initall") {
+    test_initall();
+  } else {
+    weftComm_t world = nullptr;
+    if (weftCommInitFromEnv(&world, nullptr) != weftSuccess) {
+      std::fprintf(stderr, "init: %s\n", weftGetLastError(nullptr));
+      return 1;
+    }
+    int n = 0;
+    weftCommUserRank(world, &g_rank);
+    weftCommCount(world, &n);
+    if (mode == "split") test_split(world, n, g_rank);
+    else if (mode == "pipeline") test_pipeline(world, n, g_rank);
+    else if (mode == "abort") test_abort(world, n, g_rank);
+    else if (mode == "churn") test_churn(world, g_rank, argc > 2 ? std::atoi(argv[2]) : 500);
+    else {
+      std::fprintf(stderr, "usage: %s split|pipeline|abort|churn [N]|initall\n", argv[0]);
+      return 2;
+    }
+    if (mode != "abort") weftCommDestroy(world);
+  }
+  return g_failures == 0 ? 0 : 1;
+}
