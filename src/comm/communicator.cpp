@@ -11,6 +11,7 @@
 
 #include "algorithms/registry.h"
 #include "comm/operations.h"
+#include "comm/settings.h"
 #include "weft_config.h"
 #include "base/log.h"
 #include "base/params.h"
@@ -92,6 +93,8 @@ Status Communicator::init(const boot::UniqueId& id, const weftConfig_t* config) 
   }
   Status st = boot::Bootstrap::connect(id, rank_, nranks_, Deadline::after_ms(timeout_ms_), &boot_);
   if (!st.ok()) return st.prefix("rank " + std::to_string(rank_) + ": bootstrap: ");
+  st = agree_on_settings(*boot_, nranks_, shared_settings(topt), Deadline::after_ms(timeout_ms_));
+  if (!st.ok()) return st.prefix("rank " + std::to_string(rank_) + ": init: ");
   st = connect_transports(id);
   if (!st.ok()) {
     boot_->abort(st.message());

@@ -8,6 +8,7 @@
 //   churn     N communicators split, used and destroyed in a loop: no file
 //             descriptor or shared-memory segment left behind
 //   initall   weftCommInitAll: 4 ranks in this process, driven by async calls
+//   settings-mismatch  ranks with another WEFT_CHUNK_BYTES: init fails, naming it
 // Expected values are computed here from closed forms, not by the library.
 #include <dirent.h>
 #include <unistd.h>
@@ -261,8 +262,28 @@ void test_initall() {
 
 }  // namespace
 
+// Rank 1 (and 3) run with another WEFT_CHUNK_BYTES: init must fail on every
+// rank, naming the setting and which ranks hold which value.
+int test_settings_mismatch() {
+  int rank = std::atoi(std::getenv("WEFT_RANK") ? std::getenv("WEFT_RANK") : "-1");
+  int n = std::atoi(std::getenv("WEFT_NRANKS") ? std::getenv("WEFT_NRANKS") : "0");
+  g_rank = rank;
+  if (rank % 2 == 1) setenv("WEFT_CHUNK_BYTES", "65536", 1);
+  weftComm_t world = nullptr;
+  weftResult_t rc = weftCommInitFromEnv(&world, nullptr);
+  std::string why = weftGetLastError(nullptr);
+  std::string want = "WEFT_CHUNK_BYTES differs between ranks: 1048576 on rank";
+  want += n > 3 ? "s 0, 2; 65536 on ranks 1, 3" : " 0; 65536 on rank 1";
+  if (rc != weftInvalidUsage) fail(std::string("init returned ") + weftGetErrorString(rc) + ": " + why);
+  else if (why.find(want) == std::string::npos) fail("message '" + why + "' lacks '" + want + "'");
+  if (world != nullptr) weftCommDestroy(world);
+  std::printf("rank %d: settings mismatch: %s\n", rank, why.c_str());
+  return g_failures == 0 ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "settings-mismatch") return test_settings_mismatch();
   if (mode == "initall") {
     test_initall();
   } else {
@@ -279,7 +300,7 @@ int main(int argc, char** argv) {
     else if (mode == "abort") test_abort(world, n, g_rank);
     else if (mode == "churn") test_churn(world, g_rank, argc > 2 ? std::atoi(argv[2]) : 500);
     else {
-      std::fprintf(stderr, "usage: %s split|pipeline|abort|churn [N]|initall\n", argv[0]);
+      std::fprintf(stderr, "usage: %s split|pipeline|abort|churn [N]|initall|settings-mismatch\n", argv[0]);
       return 2;
     }
     if (mode != "abort") weftCommDestroy(world);
