@@ -1,0 +1,445 @@
+// The executor's receive and staging rules on fake links (fake_link.h), with
+// ranks as threads and hand-written plans: what src/exec promises beyond "the
+// multi-process suites pass". Every expected value is written out by hand from
+// the inputs; gates on the fake links fix the order of events across ranks, so
+// each test exercises the case it names on every run.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "harness.h"
+
+namespace weft::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Ints = std::vector<int32_t>;
+
+// i -> k * (i + 1), i < n.
+Ints times(int32_t k, size_t n) {
+  Ints v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = k * static_cast<int32_t>(i + 1);
+  return v;
+}
+
+// An in-place exchange between ranks 0 and 1, as one step of recursive doubling:
+// each sends its whole buffer to the other, then receives the other's into the same
+// buffer (RecvReduce: sum; Recv: swap). Over rendezvous links each rank's receive
+// lands in the range its own send is still being read from.
+sched::RankPlan exchange(int peer, sched::Kind kind, uint64_t count) {
+  sched::RankPlan p;
+  p.steps.push_back(send_step(peer, recv_buf(0, count)));
+  if (kind == sched::Kind::RecvReduce) p.steps.push_back(recv_reduce_step(peer, recv_buf(0, count), recv_buf(0, count)));
+  else p.steps.push_back(recv_step(peer, recv_buf(0, count)));
+  return p;
+}
+
+std::vector<Status> run_in_place(FakeNet& net, const sched::RankPlan* plans, std::vector<Ints>& buf,
+                                 int64_t timeout_ms = 5000) {
+  return run_ranks(net.nranks(), [&](int r) {
+    exec::Executor ex(r, net.links_of(r), nullptr);
+    exec::Call call = int_sum_call(plans[r], buf[static_cast<size_t>(r)].data(), buf[static_cast<size_t>(r)].data(),
+                                   1, timeout_ms);
+    return ex.run(call);
+  });
+}
+
+class InPlaceExchange : public ::testing::TestWithParam<sched::Kind> {};
+
+// (a) Rank 0 receives only after rank 1 has read rank 0's buffer (its send is
+// done: pieces may land directly); rank 1 receives everything while rank 0 has
+// not yet read rank 1's buffer (its pieces must wait in staging, or rank 0 would
+// read rank 1's result instead of its input). 7 int32 in pieces of 12, 12, 4 B.
+TEST_P(InPlaceExchange, PeerHasAlreadyReadOurBuffer) {
+  const sched::Kind kind = GetParam();
+  constexpr uint64_t kCount = 7;
+  FakeNet net(2, {true, 12});
+  net.set_gate(1, 0, [&net] { return net.consumed(0, 1) >= 1; });
+  std::vector<uint64_t> seen_by_1;  // at each piece rank 1 got: had rank 0 read rank 1's buffer?
+  net.set_hook(0, 1, [&](uint64_t, size_t, size_t) { seen_by_1.push_back(net.consumed(1, 0)); });
+  std::vector<Ints> buf = {times(1, kCount), times(100, kCount)};
+  const sched::RankPlan plans[2] = {exchange(1, kind, kCount), exchange(0, kind, kCount)};
+
+  std::vector<Status> st = run_in_place(net, plans, buf);
+  for (int r = 0; r < 2; ++r) ASSERT_TRUE(st[static_cast<size_t>(r)].ok()) << r << ": " << st[static_cast<size_t>(r)].message();
+  // Sum: 1(i+1) + 100(i+1) on both; swap: each holds the other's input.
+  const bool sum = kind == sched::Kind::RecvReduce;
+  EXPECT_EQ(buf[0], sum ? times(101, kCount) : times(100, kCount));
+  EXPECT_EQ(buf[1], sum ? times(101, kCount) : times(1, kCount));
+  EXPECT_EQ(seen_by_1, (std::vector<uint64_t>{0, 0, 0}));  // the case meant: rank 1 staged all
+}
+
+// (a) Neither has read the other's buffer when the receives start: rank 0's first
+// piece arrives before rank 1 has read anything (staged), rank 1 reads rank 0's
+// buffer only after that, and rank 0's later pieces arrive once its send is done
+// (direct), so one receive mixes staged and direct pieces.
+TEST_P(InPlaceExchange, NeitherHasReadTheOthersBufferYet) {
+  const sched::Kind kind = GetParam();
+  constexpr uint64_t kCount = 7;
+  FakeNet net(2, {true, 12});
+  net.set_gate(1, 0, [&net] { return net.consumed_bytes(1, 0) == 0 || net.consumed(0, 1) >= 1; });
+  net.set_gate(0, 1, [&net] { return net.consumed_bytes(1, 0) > 0; });
+  std::vector<uint64_t> seen_by_0, seen_by_1;
+  net.set_hook(1, 0, [&](uint64_t, size_t, size_t) { seen_by_0.push_back(net.consumed(0, 1)); });
+  net.set_hook(0, 1, [&](uint64_t, size_t, size_t) { seen_by_1.push_back(net.consumed(1, 0)); });
+  std::vector<Ints> buf = {times(1, kCount), times(100, kCount)};
+  const sched::RankPlan plans[2] = {exchange(1, kind, kCount), exchange(0, kind, kCount)};
+
+  std::vector<Status> st = run_in_place(net, plans, buf);
+  for (int r = 0; r < 2; ++r) ASSERT_TRUE(st[static_cast<size_t>(r)].ok()) << r << ": " << st[static_cast<size_t>(r)].message();
+  const bool sum = kind == sched::Kind::RecvReduce;
+  EXPECT_EQ(buf[0], sum ? times(101, kCount) : times(100, kCount));
+  EXPECT_EQ(buf[1], sum ? times(101, kCount) : times(1, kCount));
+  EXPECT_EQ(seen_by_0, (std::vector<uint64_t>{0, 1, 1}));
+  EXPECT_EQ(seen_by_1, (std::vector<uint64_t>{0, 0, 0}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Exec, InPlaceExchange, ::testing::Values(sched::Kind::RecvReduce, sched::Kind::Recv),
+                         [](const ::testing::TestParamInfo<sched::Kind>& i) {
+                           return std::string(sched::kind_name(i.param));
+                         });
+
+// (b) RecvReduce reduces each piece as it arrives: right after piece k, exactly
+// the elements received so far hold the sum and the rest are untouched.
+struct PieceCase {
+  bool rendezvous;
+  size_t piece;  // bytes
+  uint64_t count;
+};
+
+class PiecewiseReduce : public ::testing::TestWithParam<PieceCase> {};
+
+TEST_P(PiecewiseReduce, EachPieceIsReducedOnArrival) {
+  const PieceCase c = GetParam();
+  FakeNet net(2, {c.rendezvous, c.piece});
+  Ints in0 = times(1, c.count), in1 = times(10, c.count), out0(c.count, -1), out1(c.count, -1);
+  std::vector<Ints> after_piece;  // rank 1's output after each piece (hook: rank 1's thread)
+  net.set_hook(0, 1, [&](uint64_t, size_t, size_t) { after_piece.push_back(out1); });
+  sched::RankPlan p0, p1;
+  p0.steps = {send_step(1, send_buf(0, c.count))};
+  p1.steps = {recv_reduce_step(0, recv_buf(0, c.count), send_buf(0, c.count))};
+
+  std::vector<Status> st = run_ranks(2, [&](int r) {
+    exec::Executor ex(r, net.links_of(r), nullptr);
+    exec::Call call = r == 0 ? int_sum_call(p0, in0.data(), out0.data(), 1, 5000)
+                             : int_sum_call(p1, in1.data(), out1.data(), 1, 5000);
+    return ex.run(call);
+  });
+  ASSERT_TRUE(st[0].ok()) << st[0].message();
+  ASSERT_TRUE(st[1].ok()) << st[1].message();
+  EXPECT_EQ(out1, times(11, c.count));
+  const size_t bytes = c.count * 4, pieces = (bytes + c.piece - 1) / c.piece;
+  ASSERT_EQ(after_piece.size(), pieces);
+  for (size_t k = 0; k < pieces; ++k) {
+    const size_t have = std::min(bytes, (k + 1) * c.piece) / 4;  // elements received after piece k
+    Ints want(c.count, -1);
+    for (size_t i = 0; i < have; ++i) want[i] = 11 * static_cast<int32_t>(i + 1);
+    EXPECT_EQ(after_piece[k], want) << "after piece " << k;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Exec, PiecewiseReduce,
+                         ::testing::Values(PieceCase{false, 12, 7},   // 12 + 12 + 4 B
+                                           PieceCase{true, 12, 7},
+                                           PieceCase{true, 4, 5},     // one element at a time
+                                           PieceCase{false, 20, 13},  // 20 + 20 + 12 B
+                                           PieceCase{true, 8, 13}),   // 6 x 8 B + 4 B
+                         [](const ::testing::TestParamInfo<PieceCase>& i) {
+                           return std::string(i.param.rendezvous ? "rendezvous" : "eager") + "_piece" +
+                                  std::to_string(i.param.piece) + "_count" + std::to_string(i.param.count);
+                         });
+
+// (c) A local write (Copy or Reduce) into a range that a rendezvous send is still
+// reading waits for that send: the peer starts reading 50 ms later and must still
+// see the value the range held when the Send step ran. 6 int32, pieces of 8 B.
+class WriteAfterSend : public ::testing::TestWithParam<sched::Kind> {};
+
+TEST_P(WriteAfterSend, WaitsForTheSendStillReadingTheRange) {
+  const sched::Kind kind = GetParam();
+  constexpr uint64_t kCount = 6;
+  FakeNet net(2, {true, 8});
+  // Rank 0 sends Recv[0,6) (5(i+1)), then overwrites it from Send (7(i+1)).
+  Ints in0 = times(7, kCount), out0 = times(5, kCount), in1(kCount, 0), out1(kCount, -1);
+  sched::RankPlan p0, p1;
+  p0.steps = {send_step(1, recv_buf(0, kCount)),
+              kind == sched::Kind::Copy ? copy_step(recv_buf(0, kCount), send_buf(0, kCount))
+                                        : reduce_step(recv_buf(0, kCount), send_buf(0, kCount))};
+  p1.steps = {recv_step(0, recv_buf(0, kCount))};
+  std::vector<Status> st = run_ranks(2, [&](int r) {
+    exec::Executor ex(r, net.links_of(r), nullptr);
+    if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    exec::Call call = r == 0 ? int_sum_call(p0, in0.data(), out0.data(), 1, 5000)
+                             : int_sum_call(p1, in1.data(), out1.data(), 1, 5000);
+    return ex.run(call);
+  });
+  ASSERT_TRUE(st[0].ok()) << st[0].message();
+  ASSERT_TRUE(st[1].ok()) << st[1].message();
+  EXPECT_EQ(out1, times(5, kCount));                                          // what was sent
+  EXPECT_EQ(out0, kind == sched::Kind::Copy ? times(7, kCount) : times(12, kCount));  // 5 + 7
+}
+
+// The write overlaps the send in one element only: Recv[2,5) sent, Recv[4,6) written.
+TEST_P(WriteAfterSend, WaitsWhenTheRangesShareOneElement) {
+  const sched::Kind kind = GetParam();
+  FakeNet net(2, {true, 4});
+  Ints in0 = times(7, 6), out0 = times(5, 6), in1(3, 0), out1(3, -1);
+  sched::RankPlan p0, p1;
+  p0.steps = {send_step(1, recv_buf(2, 3)),
+              kind == sched::Kind::Copy ? copy_step(recv_buf(4, 2), send_buf(4, 2))
+                                        : reduce_step(recv_buf(4, 2), send_buf(4, 2))};
+  p1.steps = {recv_step(0, recv_buf(0, 3))};
+  std::vector<Status> st = run_ranks(2, [&](int r) {
+    exec::Executor ex(r, net.links_of(r), nullptr);
+    if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    exec::Call call = r == 0 ? int_sum_call(p0, in0.data(), out0.data(), 1, 5000)
+                             : int_sum_call(p1, in1.data(), out1.data(), 1, 5000);
+    return ex.run(call);
+  });
+  ASSERT_TRUE(st[0].ok()) << st[0].message();
+  ASSERT_TRUE(st[1].ok()) << st[1].message();
+  EXPECT_EQ(out1, (Ints{15, 20, 25}));  // 5 * (3, 4, 5): elements 2..4 before the write
+  const Ints want0 = kind == sched::Kind::Copy ? Ints{5, 10, 15, 20, 35, 42}
+                                               : Ints{5, 10, 15, 20, 60, 72};  // 25 + 35, 30 + 42
+  EXPECT_EQ(out0, want0);
+}
+
+// A write that does not overlap any send in flight does not wait: rank 1 can read
+// rank 0's first message only once rank 0 has queued its second, which comes after
+// the write, so waiting on the first send there would never end.
+TEST_P(WriteAfterSend, DoesNotWaitForSendsOfOtherRanges) {
+  const sched::Kind kind = GetParam();
+  FakeNet net(2, {true, 4});
+  net.set_gate(0, 1, [&net] { return net.sent(0, 1) >= 2; });
+  Ints in0 = times(7, 6), out0 = times(5, 6), in1(6, 0), out1(6, -1);
+  sched::RankPlan p0, p1;
+  p0.steps = {send_step(1, recv_buf(0, 3)),
+              kind == sched::Kind::Copy ? copy_step(recv_buf(3, 3), send_buf(3, 3))
+                                        : reduce_step(recv_buf(3, 3), send_buf(3, 3)),
+              send_step(1, recv_buf(3, 3))};
+  p1.steps = {recv_step(0, recv_buf(0, 3)), recv_step(0, recv_buf(3, 3))};
+  std::vector<Status> st = run_ranks(2, [&](int r) {
+    exec::Executor ex(r, net.links_of(r), nullptr);
+    exec::Call call = r == 0 ? int_sum_call(p0, in0.data(), out0.data(), 1, 2000)
+                             : int_sum_call(p1, in1.data(), out1.data(), 1, 2000);
+    return ex.run(call);
+  });
+  ASSERT_TRUE(st[0].ok()) << st[0].message();
+  ASSERT_TRUE(st[1].ok()) << st[1].message();
+  const Ints want1 = kind == sched::Kind::Copy ? Ints{5, 10, 15, 28, 35, 42}
+                                               : Ints{5, 10, 15, 48, 60, 72};  // 20 + 28, 25 + 35, 30 + 42
+  EXPECT_EQ(out1, want1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Exec, WriteAfterSend, ::testing::Values(sched::Kind::Copy, sched::Kind::Reduce),
+                         [](const ::testing::TestParamInfo<sched::Kind>& i) {
+                           return std::string(sched::kind_name(i.param));
+                         });
+
+// (d) A message whose tag or size differs from the receive's is an error naming
+// the sending rank at once, not a wait until the deadline (10 s here).
+void expect_mismatch(uint64_t seq0, uint64_t count0, uint64_t seq1, uint64_t count1) {
+  FakeNet net(2, {false, 0});
+  Ints in0 = times(1, count0), out0(count0), in1(count1), out1(count1, -1);
+  sched::RankPlan p0, p1;
+  p0.steps = {send_step(1, send_buf(0, count0))};
+  p1.steps = {recv_step(0, recv_buf(0, count1))};
+  const auto t0 = Clock::now();
+  std::vector<Status> st = run_ranks(2, [&](int r) {
+    exec::Executor ex(r, net.links_of(r), nullptr);
+    exec::Call call = r == 0 ? int_sum_call(p0, in0.data(), out0.data(), seq0, 10000)
+                             : int_sum_call(p1, in1.data(), out1.data(), seq1, 10000);
+    return ex.run(call);
+  });
+  EXPECT_LT(seconds_since(t0), 5.0);
+  EXPECT_TRUE(st[0].ok()) << st[0].message();  // an eager send completes
+  EXPECT_EQ(st[1].code(), weftInvalidUsage) << st[1].message();
+  EXPECT_TRUE(contains(st[1].message(), "rank 0")) << st[1].message();
+  EXPECT_EQ(out1, Ints(count1, -1));  // nothing landed
+}
+
+TEST(ExecutorErrors, TagMismatchNamesThePeer) { expect_mismatch(5, 4, 6, 4); }
+TEST(ExecutorErrors, SizeMismatchNamesThePeer) { expect_mismatch(5, 4, 5, 5); }
+
+// (e) Rank 0 dies without sending: rank 1's receive fails naming it, long before
+// the 10 s deadline.
+TEST(ExecutorErrors, DeadPeerWhileReceiving) {
+  FakeNet net(2, {false, 0});
+  net.kill(0);
+  Ints in(4), out(4, -1);
+  sched::RankPlan p;
+  p.steps = {recv_step(0, recv_buf(0, 4))};
+  exec::Executor ex(1, net.links_of(1), nullptr);
+  exec::Call call = int_sum_call(p, in.data(), out.data(), 1, 10000);
+  Watchdog dog(30, "DeadPeerWhileReceiving");
+  const auto t0 = Clock::now();
+  Status st = ex.run(call);
+  EXPECT_LT(seconds_since(t0), 5.0);
+  EXPECT_EQ(st.code(), weftRemoteError) << st.message();
+  EXPECT_TRUE(contains(st.message(), "rank 0")) << st.message();
+}
+
+// ... or never reads the buffer of a rendezvous send of ours.
+TEST(ExecutorErrors, DeadPeerWhileItReadsOurSend) {
+  FakeNet net(2, {true, 0});
+  net.kill(0);
+  Ints in = times(1, 4), out(4);
+  sched::RankPlan p;
+  p.steps = {send_step(0, send_buf(0, 4))};
+  exec::Executor ex(1, net.links_of(1), nullptr);
+  exec::Call call = int_sum_call(p, in.data(), out.data(), 1, 10000);
+  Watchdog dog(30, "DeadPeerWhileItReadsOurSend");
+  const auto t0 = Clock::now();
+  Status st = ex.run(call);
+  EXPECT_LT(seconds_since(t0), 5.0);
+  EXPECT_EQ(st.code(), weftRemoteError) << st.message();
+  EXPECT_TRUE(contains(st.message(), "rank 0")) << st.message();
+}
+
+// (e) A live peer that never sends: the call's deadline (100 ms) ends the wait
+// with weftTimeout naming the peer, soon after the deadline.
+TEST(ExecutorErrors, DeadlineWhileReceiving) {
+  FakeNet net(2, {false, 0});
+  Ints in(4), out(4, -1);
+  sched::RankPlan p;
+  p.steps = {recv_step(0, recv_buf(0, 4))};
+  exec::Executor ex(1, net.links_of(1), nullptr);
+  exec::Call call = int_sum_call(p, in.data(), out.data(), 1, 100);
+  Watchdog dog(30, "DeadlineWhileReceiving");
+  const auto t0 = Clock::now();
+  Status st = ex.run(call);
+  const double took = seconds_since(t0);
+  EXPECT_GE(took, 0.1);
+  EXPECT_LT(took, 5.0);
+  EXPECT_EQ(st.code(), weftTimeout) << st.message();
+  EXPECT_TRUE(contains(st.message(), "rank 0")) << st.message();
+}
+
+TEST(ExecutorErrors, DeadlineWhileThePeerHasNotReadOurSend) {
+  FakeNet net(3, {true, 0});
+  Ints in = times(1, 4), out(4);
+  sched::RankPlan p;
+  p.steps = {send_step(2, send_buf(0, 4))};
+  exec::Executor ex(1, net.links_of(1), nullptr);
+  exec::Call call = int_sum_call(p, in.data(), out.data(), 1, 100);
+  Watchdog dog(30, "DeadlineWhileThePeerHasNotReadOurSend");
+  const auto t0 = Clock::now();
+  Status st = ex.run(call);
+  const double took = seconds_since(t0);
+  EXPECT_GE(took, 0.1);
+  EXPECT_LT(took, 5.0);
+  EXPECT_EQ(st.code(), weftTimeout) << st.message();
+  EXPECT_TRUE(contains(st.message(), "rank 2")) << st.message();
+}
+
+TEST(ExecutorErrors, DeadlineOfAPointToPointReceive) {
+  FakeNet net(3, {false, 0});
+  Ints buf(4, -1);
+  exec::Executor ex(0, net.links_of(0), nullptr);
+  Watchdog dog(30, "DeadlineOfAPointToPointReceive");
+  const auto t0 = Clock::now();
+  Status st = ex.run_p2p({exec::P2P{false, 2, buf.data(), 16}}, 100);
+  const double took = seconds_since(t0);
+  EXPECT_GE(took, 0.1);
+  EXPECT_LT(took, 5.0);
+  EXPECT_EQ(st.code(), weftTimeout) << st.message();
+  EXPECT_TRUE(contains(st.message(), "rank 2")) << st.message();
+}
+
+// The communicator's own check (abort, a rank lost per the bootstrap) also ends a wait.
+class FailingHealth final : public exec::Health {
+ public:
+  Status check() override {
+    ++calls;
+    return Error(weftRemoteError, "bootstrap: rank 3 lost");
+  }
+  int calls = 0;
+};
+
+TEST(ExecutorErrors, HealthCheckEndsTheWait) {
+  FakeNet net(2, {false, 0});
+  FailingHealth health;
+  Ints in(4), out(4, -1);
+  sched::RankPlan p;
+  p.steps = {recv_step(0, recv_buf(0, 4))};
+  exec::Executor ex(1, net.links_of(1), &health);
+  exec::Call call = int_sum_call(p, in.data(), out.data(), 1, 10000);
+  Watchdog dog(30, "HealthCheckEndsTheWait");
+  const auto t0 = Clock::now();
+  Status st = ex.run(call);
+  EXPECT_LT(seconds_since(t0), 5.0);
+  EXPECT_EQ(st.code(), weftRemoteError) << st.message();
+  EXPECT_TRUE(contains(st.message(), "rank 3 lost")) << st.message();
+  EXPECT_GE(health.calls, 1);
+}
+
+// (f) Point-to-point groups: sends and receives to several peers, posted in a
+// different order on every rank, over rendezvous links in 8-byte pieces. The k-th
+// message from s to d holds 1000 s + 100 d + 10 k + i (i < 3 + s + d + k), so a
+// message matched to the wrong receive has the wrong size or the wrong values.
+Ints message(int s, int d, int k) {
+  Ints v(static_cast<size_t>(3 + s + d + k));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = 1000 * s + 100 * d + 10 * k + static_cast<int32_t>(i);
+  return v;
+}
+
+struct Op {
+  bool send;
+  int peer;
+  int k;  // the k-th message between the two in that direction
+};
+
+TEST(ExecutorP2P, SendsAndReceivesToSeveralPeersInAnyOrder) {
+  FakeNet net(3, {true, 8});
+  // Group 1: rank 0 sends to 1 twice; everyone else once per direction.
+  const std::vector<std::vector<Op>> group1 = {
+      {{false, 2, 0}, {true, 1, 0}, {false, 1, 0}, {true, 2, 0}, {true, 1, 1}},
+      {{true, 0, 0}, {false, 2, 0}, {false, 0, 0}, {true, 2, 0}, {false, 0, 1}},
+      {{false, 0, 0}, {true, 1, 0}, {true, 0, 0}, {false, 1, 0}},
+  };
+  // Group 2 on the same executors: the counts of messages per peer continue.
+  const std::vector<std::vector<Op>> group2 = {
+      {{false, 1, 1}, {true, 2, 1}, {true, 1, 2}, {false, 2, 1}},
+      {{true, 0, 1}, {false, 0, 2}, {true, 2, 1}, {false, 2, 1}},
+      {{true, 1, 1}, {false, 1, 1}, {true, 0, 1}, {false, 0, 1}},
+  };
+  std::vector<std::vector<Ints>> got1(3), got2(3);
+  std::vector<Status> st = run_ranks(3, [&](int r) {
+    exec::Executor ex(r, net.links_of(r), nullptr);
+    for (int g = 0; g < 2; ++g) {
+      const std::vector<Op>& ops = (g == 0 ? group1 : group2)[static_cast<size_t>(r)];
+      std::vector<Ints>& got = (g == 0 ? got1 : got2)[static_cast<size_t>(r)];
+      std::vector<Ints> sends;
+      sends.reserve(ops.size());
+      got.clear();
+      got.reserve(ops.size());
+      std::vector<exec::P2P> p2p;
+      for (const Op& o : ops) {
+        Ints& b = o.send ? sends.emplace_back(message(r, o.peer, o.k))
+                         : got.emplace_back(message(o.peer, r, o.k).size(), -1);
+        p2p.push_back({o.send, o.peer, b.data(), b.size() * sizeof(int32_t)});
+      }
+      Status s = ex.run_p2p(p2p, 5000);
+      if (!s.ok()) return s.prefix("group " + std::to_string(g + 1) + ": ");
+    }
+    return Status::Ok();
+  });
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_TRUE(st[static_cast<size_t>(r)].ok()) << r << ": " << st[static_cast<size_t>(r)].message();
+    for (int g = 0; g < 2; ++g) {
+      const std::vector<Op>& ops = (g == 0 ? group1 : group2)[static_cast<size_t>(r)];
+      const std::vector<Ints>& got = (g == 0 ? got1 : got2)[static_cast<size_t>(r)];
+      size_t j = 0;
+      for (const Op& o : ops) {
+        if (o.send) continue;
+        EXPECT_EQ(got[j++], message(o.peer, r, o.k)) << "group " << g + 1 << " rank " << r;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace weft::testing
