@@ -139,6 +139,14 @@ weftResult_t weftCommGetAlgorithm(weftComm_t comm, const char* collective, size_
                                   weftDataType_t datatype, int root, const char** algorithm,
                                   int* settled);
 
+/* Online tuning's settled picks as text, one line per (collective, size class):
+ * "<ranks> <link class> <collective> <size class> <algorithm>". Store it with a
+ * checkpoint; a run started with WEFT_TUNE_STATE_FILE pointing at it settles
+ * those classes on the same algorithms at once, so it reduces in the same order.
+ * Copies at most size bytes, NUL-terminated, into buf (may be NULL with size 0);
+ * *needed = the text's length + 1. Local, after the communicator's queued work. */
+weftResult_t weftCommGetTuning(weftComm_t comm, char* buf, size_t size, size_t* needed);
+
 /* Memory backed by shared memory that peers on the host map directly, so
  * collectives on it need no copies. Usable like malloc'ed memory. */
 weftResult_t weftMemAlloc(void** ptr, size_t size);

@@ -3,6 +3,7 @@
 // thread's last error message. Nothing throws across this boundary.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <mutex>
@@ -300,6 +301,24 @@ weftResult_t weftCommGetAlgorithm(weftComm_t comm, const char* collective, size_
   rc = report(c->query_algorithm(a, algorithm, &done));
   if (rc == weftSuccess && settled != nullptr) *settled = done ? 1 : 0;
   return rc;
+}
+
+weftResult_t weftCommGetTuning(weftComm_t comm, char* buf, size_t size, size_t* needed) {
+  weftResult_t rc;
+  Use c(comm, "weftCommGetTuning", &rc);
+  if (!c) return rc;
+  if (needed == nullptr || (buf == nullptr && size > 0))
+    return invalid("%s: needed is NULL, or buf is NULL with a size", "weftCommGetTuning");
+  std::string text;
+  rc = report(c->tuning_state(&text));
+  if (rc != weftSuccess) return rc;
+  *needed = text.size() + 1;
+  if (size > 0) {
+    size_t n = std::min(size - 1, text.size());
+    std::memcpy(buf, text.data(), n);
+    buf[n] = '\0';
+  }
+  return weftSuccess;
 }
 
 weftResult_t weftMemAlloc(void** ptr, size_t size) { return report(weft::shm::mem_alloc(size, ptr)); }

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 
 #include "algorithms/registry.h"
 #include "comm/operations.h"
@@ -107,6 +109,11 @@ Status Communicator::init(const boot::UniqueId& id, const weftConfig_t* config) 
   for (auto& l : links_) local_ranks += std::strncmp(l->name(), "shm", 3) == 0 ? 1 : 0;
   topt.log_table = rank_ == 0;
   st = tune::Tuner::create(nranks_, local_ranks, topt, &tuner_);
+  if (!st.ok()) {
+    boot_->abort(st.message());
+    return st.prefix("rank " + std::to_string(rank_) + ": init: ");
+  }
+  st = load_tuning_state();
   if (!st.ok()) {
     boot_->abort(st.message());
     return st.prefix("rank " + std::to_string(rank_) + ": init: ");
@@ -424,6 +431,61 @@ Status Communicator::split(int color, int key, boot::UniqueId* id, int* nranks, 
   WEFT_TRY(boot::unpack(got.id, id));
   *nranks = static_cast<int>(members.size());
   *rank = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
+  return Status::Ok();
+}
+
+Status Communicator::load_tuning_state() {
+  const std::string& path = params::TUNE_STATE_FILE();
+  if (path.empty()) return Status::Ok();
+  std::string text;
+  if (rank_ == 0) {
+    std::ifstream in(path, std::ios::binary);  // none yet: nothing settled
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  Deadline deadline = Deadline::after_ms(timeout_ms_);
+  uint64_t len = text.size();
+  std::vector<uint64_t> lens(static_cast<size_t>(nranks_));
+  WEFT_TRY(boot_->allgather(&len, sizeof(len), lens.data(), deadline));
+  const uint64_t n = lens[0];
+  if (n > (uint64_t{1} << 20))
+    return Error(weftInvalidArgument, "WEFT_TUNE_STATE_FILE=%s: %llu bytes, more than a tuning state has", path.c_str(),
+                 static_cast<unsigned long long>(n));
+  if (n > 0) {
+    std::string mine = rank_ == 0 ? text : std::string(n, '\0');
+    std::vector<char> all(n * static_cast<size_t>(nranks_));
+    WEFT_TRY(boot_->allgather(mine.data(), n, all.data(), deadline));
+    text.assign(all.data(), n);
+  }
+  return tuner_->load_state(text, "WEFT_TUNE_STATE_FILE=" + path);
+}
+
+void Communicator::save_tuning_state() {
+  const std::string& path = params::TUNE_STATE_FILE();
+  if (path.empty() || rank_ != 0) return;
+  // Lines of other communicator shapes (rank count, link class) stay.
+  std::string mine = tuner_->settled_state();
+  std::string prefix = mine.substr(0, mine.find(' ', mine.find(' ') + 1) + 1);
+  std::string kept, line;
+  std::ifstream in(path);
+  while (std::getline(in, line))
+    if (!line.empty() && line.compare(0, prefix.size(), prefix) != 0) kept += line + "\n";
+  std::string tmp = path + ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << kept << mine;
+    if (!out) {
+      WEFT_WARN(TUNE, "WEFT_TUNE_STATE_FILE=%s: cannot write %s", path.c_str(), tmp.c_str());
+      return;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    WEFT_WARN(TUNE, "WEFT_TUNE_STATE_FILE=%s: rename failed: %s", path.c_str(), std::strerror(errno));
+}
+
+Status Communicator::tuning_state(std::string* out) {
+  queue_->drain();
+  std::lock_guard<std::mutex> lock(queue_->drive_mu());
+  *out = tuner_->settled_state();
   return Status::Ok();
 }
 

@@ -73,6 +73,9 @@ class Communicator final : public exec::Health {
   // rank created (*nranks 0 for WEFT_SPLIT_NOCOLOR).
   Status split(int color, int key, boot::UniqueId* id, int* nranks, int* rank);
 
+  // Online tuning's settled picks (tune::Tuner::settled_state), after queued work.
+  Status tuning_state(std::string* out);
+
   // The algorithm a call of this shape runs now (weftCommGetAlgorithm); *settled
   // false while online tuning is still measuring its size class.
   Status query_algorithm(const CollArgs& args, const char** name, bool* settled);
@@ -126,6 +129,10 @@ class Communicator final : public exec::Health {
   [[gnu::noinline]] const void* premul_input(const CollArgs& a);
   [[gnu::noinline, gnu::cold]] Status call_failed(const CollArgs& a, Status st);
   void explain_remote(Status* st);
+  // WEFT_TUNE_STATE_FILE: rank 0's copy, loaded by every rank at init; rewritten
+  // by rank 0 when a class settles.
+  Status load_tuning_state();
+  void save_tuning_state();
 
   int rank_ = -1;
   int nranks_ = 0;

@@ -40,11 +40,13 @@ Status CollOp::check() { return started_ ? c_->exec_->check(*call_) : Status::Ok
 std::unique_ptr<engine::Op> CollOp::complete(Status st) {
   std::unique_ptr<engine::Op> next;
   if (st.ok() && agreeing_ != nullptr) {
-    if (agreeing_->agreed(times_) != nullptr && c_->rank_ == 0)
+    if (agreeing_->agreed(times_) != nullptr && c_->rank_ == 0) {
       WEFT_INFO(TUNE, "%s %llu B (size class %d, %d ranks) measured, slowest rank: %s", sched::coll_name(tuned_.coll),
                 static_cast<unsigned long long>(tuned_.count * reduce::dtype_size(tuned_.dtype)),
                 tune::size_class(tuned_.count * reduce::dtype_size(tuned_.dtype)), c_->nranks_,
                 agreeing_->explain().c_str());
+      c_->save_tuning_state();
+    }
   } else if (st.ok()) {
     c_->finish_call(a_);
     if (trial_ != nullptr) next = c_->measured(a_, trial_, std::chrono::duration<double>(t1_ - t0_).count());

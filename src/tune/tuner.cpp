@@ -182,4 +182,39 @@ Status Tuner::query(sched::Coll coll, const sched::BuildArgs& args, size_t elem_
   return Status::Ok();
 }
 
+std::string Tuner::settled_state() const {
+  std::string out;
+  for (const auto& [key, trial] : trials_) {
+    if (!trial.settled()) continue;
+    char line[160];
+    std::snprintf(line, sizeof(line), "%d %s %s %d %s\n", nranks_, link_class_name(cls_),
+                  sched::coll_name(static_cast<sched::Coll>(key.first)), key.second, trial.winner()->name);
+    out += line;
+  }
+  return out;
+}
+
+Status Tuner::load_state(const std::string& text, const std::string& source) {
+  std::istringstream in(text);
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream f(line);
+    int ranks = 0, cls = 0;
+    std::string link, coll_name, algo_name;
+    sched::Coll coll;
+    if (!(f >> ranks >> link >> coll_name >> cls >> algo_name) || !parse_coll(coll_name, &coll))
+      return Error(weftInvalidArgument, "%s line %d: '%s' is not '<ranks> <link class> <collective> <size class> "
+                   "<algorithm>'", source.c_str(), n, line.c_str());
+    if (ranks != nranks_ || link != link_class_name(cls_) || !online_.enabled) continue;
+    const algo::Algorithm* a = algo::find_algorithm(coll, algo_name);
+    if (a == nullptr)
+      return Error(weftInvalidArgument, "%s line %d: no algorithm '%s' for %s", source.c_str(), n,
+                   algo_name.c_str(), coll_name.c_str());
+    // A trial of one candidate is settled on it.
+    trials_.insert_or_assign(std::make_pair(static_cast<int>(coll), cls), Trial({{a, 0.0}}, online_));
+  }
+  return Status::Ok();
+}
+
 }  // namespace weft::tune

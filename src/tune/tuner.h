@@ -80,6 +80,14 @@ class Tuner {
                                      size_t elem_size) const;
   double predict(const algo::Algorithm& a, const sched::BuildArgs& args, size_t elem_size) const;
 
+  // Online tuning's settled picks, one line per (collective, size class):
+  // "<ranks> <link class> <collective> <size class> <algorithm>", so that a
+  // resumed run settles alike (WEFT_TUNE_STATE_FILE, weftCommGetTuning).
+  std::string settled_state() const;
+  // Settles the classes that such lines name for this rank count and link class
+  // on their algorithm (other lines are skipped). `source` names the text in errors.
+  Status load_state(const std::string& text, const std::string& source);
+
   LinkClass link_class() const { return cls_; }
   const Table& table() const { return table_; }
   const AlgoSpec& spec() const { return spec_; }

@@ -8,6 +8,7 @@
 //   churn     N communicators split, used and destroyed in a loop: no file
 //             descriptor or shared-memory segment left behind
 //   initall   weftCommInitAll: 4 ranks in this process, driven by async calls
+//   tuning-state  settled picks saved (WEFT_TUNE_STATE_FILE) and resumed
 //   settings-mismatch  ranks with another WEFT_CHUNK_BYTES: init fails, naming it
 // Expected values are computed here from closed forms, not by the library.
 #include <dirent.h>
@@ -262,6 +263,54 @@ void test_initall() {
 
 }  // namespace
 
+// Size classes settled on one communicator are settled at once on the next,
+// which loads them from WEFT_TUNE_STATE_FILE (rank 0 wrote it as they settled);
+// weftCommGetTuning gives the same text on both.
+void test_tuning_state(weftComm_t world, int me, const std::string& path) {
+  const size_t counts[] = {256, 16384, 262144};
+  const char* names[3] = {};
+  std::string text[2];
+  for (int phase = 0; phase < 2; ++phase) {
+    weftComm_t c = nullptr;
+    if (!ok(weftCommSplit(world, 0, me, &c, nullptr), world, "split")) return;
+    for (int k = 0; k < 3; ++k) {
+      std::vector<float> v(counts[k], 1.0f);
+      const char* algo = nullptr;
+      int settled = 0, calls = 0;
+      ok(weftCommGetAlgorithm(c, "allreduce", counts[k], weftFloat32, 0, &algo, &settled), c, "query");
+      if (phase == 1 && (settled != 1 || std::strcmp(algo, names[k]) != 0))
+        fail("count " + std::to_string(counts[k]) + ": the resumed communicator runs " + algo +
+             (settled ? " (settled)" : " (not settled)") + ", the first settled on " + names[k]);
+      for (; settled == 0 && calls < 400000; ++calls) {
+        ok(weftAllReduce(v.data(), v.data(), counts[k], weftFloat32, weftMax, c, nullptr), c, "all-reduce");
+        ok(weftCommGetAlgorithm(c, "allreduce", counts[k], weftFloat32, 0, &algo, &settled), c, "query");
+      }
+      if (settled == 0) fail("count " + std::to_string(counts[k]) + " did not settle in " + std::to_string(calls) + " calls");
+      if (phase == 0) names[k] = algo;
+      if (phase == 1 && calls > 0) fail("the resumed communicator measured count " + std::to_string(counts[k]));
+    }
+    size_t needed = 0;
+    ok(weftCommGetTuning(c, nullptr, 0, &needed), c, "get tuning size");
+    std::vector<char> buf(needed);
+    ok(weftCommGetTuning(c, buf.data(), buf.size(), &needed), c, "get tuning");
+    text[phase] = buf.data();
+    ok(weftCommDestroy(c), c, "destroy");
+  }
+  int lines = 0;
+  for (char ch : text[0]) lines += ch == '\n' ? 1 : 0;
+  if (lines != 3) fail("the first communicator's state has " + std::to_string(lines) + " lines:\n" + text[0]);
+  if (text[1] != text[0]) fail("states differ:\n" + text[0] + "--- and ---\n" + text[1]);
+  if (me == 0) {
+    FILE* f = std::fopen(path.c_str(), "r");
+    std::string file;
+    for (int ch; f != nullptr && (ch = std::fgetc(f)) != EOF;) file += static_cast<char>(ch);
+    if (f != nullptr) std::fclose(f);
+    if (file != text[0]) fail("WEFT_TUNE_STATE_FILE holds:\n" + file + "--- not ---\n" + text[0]);
+    std::remove(path.c_str());
+  }
+  std::printf("rank %d: tuning state: %s / %s / %s resumed settled\n", me, names[0], names[1], names[2]);
+}
+
 // Rank 1 (and 3) run with another WEFT_CHUNK_BYTES: init must fail on every
 // rank, naming the setting and which ranks hold which value.
 int test_settings_mismatch() {
@@ -287,6 +336,14 @@ int main(int argc, char** argv) {
   if (mode == "initall") {
     test_initall();
   } else {
+    std::string state_path;
+    if (mode == "tuning-state") {
+      // One file per job (weft-run's secret), fresh.
+      const char* secret = std::getenv("WEFT_JOB_SECRET");
+      state_path = std::string("/tmp/weft-tune-state-") + (secret ? std::string(secret).substr(0, 12) : "x");
+      setenv("WEFT_TUNE_STATE_FILE", state_path.c_str(), 1);
+      if (std::getenv("WEFT_RANK") != nullptr && std::atoi(std::getenv("WEFT_RANK")) == 0) std::remove(state_path.c_str());
+    }
     weftComm_t world = nullptr;
     if (weftCommInitFromEnv(&world, nullptr) != weftSuccess) {
       std::fprintf(stderr, "init: %s\n", weftGetLastError(nullptr));
@@ -298,9 +355,10 @@ int main(int argc, char** argv) {
     if (mode == "split") test_split(world, n, g_rank);
     else if (mode == "pipeline") test_pipeline(world, n, g_rank);
     else if (mode == "abort") test_abort(world, n, g_rank);
+    else if (mode == "tuning-state") test_tuning_state(world, g_rank, state_path);
     else if (mode == "churn") test_churn(world, g_rank, argc > 2 ? std::atoi(argv[2]) : 500);
     else {
-      std::fprintf(stderr, "usage: %s split|pipeline|abort|churn [N]|initall|settings-mismatch\n", argv[0]);
+      std::fprintf(stderr, "usage: %s split|pipeline|abort|churn [N]|initall|settings-mismatch|tuning-state\n", argv[0]);
       return 2;
     }
     if (mode != "abort") weftCommDestroy(world);
