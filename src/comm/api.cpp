@@ -27,6 +27,8 @@ thread_local std::string t_last_error;
 
 namespace weft::api {
 
+std::atomic<const weftComm*> g_last_live{nullptr};
+
 weftResult_t report(const Status& st) {
   if (!st.ok()) {
     t_last_error = st.message();
@@ -41,9 +43,6 @@ namespace {
 using weft::api::report;
 
 std::mutex g_comms_mu;
-// The handle found live by the last lookup: a repeated call on one communicator
-// skips the lock and the set. Cleared (under the lock) when it is destroyed.
-std::atomic<const weftComm*> g_last_live{nullptr};
 std::set<const weftComm*>& live_comms() {
   static auto* s = new std::set<const weftComm*>;
   return *s;
@@ -55,8 +54,8 @@ weftResult_t invalid(const char* fmt, const char* what) {
 
 }  // namespace
 
-weft::api::Use::Use(weftComm* comm, const char* fn, weftResult_t* rc) {
-  if (comm == nullptr || comm != g_last_live.load(std::memory_order_acquire)) {
+void weft::api::Use::lookup(weftComm* comm, const char* fn, weftResult_t* rc) {
+  {
     std::lock_guard<std::mutex> lock(g_comms_mu);
     if (comm == nullptr || live_comms().count(comm) == 0) {
       *rc = report(weft::Error(weftInvalidArgument,
@@ -66,20 +65,14 @@ weft::api::Use::Use(weftComm* comm, const char* fn, weftResult_t* rc) {
     }
     g_last_live.store(comm, std::memory_order_release);
   }
-  // Counted before the dead flag is read; destroy sets the flag before it
-  // waits for the count: one of the two sees the other.
-  comm->users.fetch_add(1, std::memory_order_seq_cst);
-  if (comm->dead.load(std::memory_order_seq_cst)) {
-    comm->users.fetch_sub(1, std::memory_order_release);
+  if (!enter(comm))
     *rc = report(weft::Error(weftInvalidArgument, "%s: communicator %p is being destroyed", fn,
                              static_cast<const void*>(comm)));
-    return;
-  }
-  comm_ = comm;
 }
 
 namespace {
 using weft::api::Use;
+using weft::api::g_last_live;
 
 weftResult_t init(weftComm_t* out, const weft::boot::UniqueId& id, int nranks, int rank,
                   const weftConfig_t* config) {

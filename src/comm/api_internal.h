@@ -20,9 +20,16 @@ namespace weft::api {
 weftResult_t report(const Status& st);
 // The communicator behind a handle, held for the caller's scope; empty with the
 // error recorded in *rc for NULL, destroyed or never-initialized handles.
+// The handle found live by the last lookup: a repeated call on one communicator
+// skips the registry's lock. Cleared (under that lock) when it is destroyed.
+extern std::atomic<const weftComm*> g_last_live;
+
 class Use {
  public:
-  Use(weftComm* comm, const char* fn, weftResult_t* rc);
+  Use(weftComm* comm, const char* fn, weftResult_t* rc) {
+    if (comm != nullptr && comm == g_last_live.load(std::memory_order_acquire) && enter(comm)) return;
+    lookup(comm, fn, rc);
+  }
   ~Use() {
     if (comm_ != nullptr) comm_->users.fetch_sub(1, std::memory_order_release);
   }
@@ -33,6 +40,18 @@ class Use {
   Communicator* operator->() const { return get(); }
 
  private:
+  // Counted before the dead flag is read; destroy sets the flag before it
+  // waits for the count: one of the two sees the other.
+  bool enter(weftComm* comm) {
+    comm->users.fetch_add(1, std::memory_order_seq_cst);
+    if (comm->dead.load(std::memory_order_seq_cst)) {
+      comm->users.fetch_sub(1, std::memory_order_release);
+      return false;
+    }
+    comm_ = comm;
+    return true;
+  }
+  void lookup(weftComm* comm, const char* fn, weftResult_t* rc);
   weftComm* comm_ = nullptr;
 };
 

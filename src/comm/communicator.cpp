@@ -365,12 +365,13 @@ Status Communicator::validate_p2p(bool send, const void* buf, size_t count, weft
   return Status::Ok();
 }
 
+// Nothing this thread posted is still queued. (Another thread posting at this
+// moment races with the call anyway: calls of one communicator from several
+// threads have no order.)
 bool Communicator::lock_idle() {
   if (queue_->pending() != 0) return false;
   queue_->drive_mu().lock();
-  if (queue_->pending() == 0) return true;
-  queue_->drive_mu().unlock();
-  return false;
+  return true;
 }
 
 Status Communicator::run_p2p(const std::vector<exec::P2P>& ops) {
@@ -666,7 +667,7 @@ inline Status Communicator::run_plan(const CollArgs& a, const sched::RankPlan* p
   exec::Call call{plan, send, a.recv, a.dtype, elementwise_op(a.op), seq_, LazyDeadline(timeout_ms_)};
   Status st = exec_->run(call);
   if (!st.ok()) return call_failed(a, std::move(st));
-  finish_call(a);
+  if (a.op == weftAvg) finish_call(a);
   return st;
 }
 

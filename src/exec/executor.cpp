@@ -78,7 +78,7 @@ bool Executor::sends_done(const unsigned char* p, size_t bytes) const {
 
 // A range about to be written may still be read by a peer (a rendezvous send
 // in flight): it may be written only once those sends are done.
-bool Executor::retire_sends_overlapping(const unsigned char* p, size_t bytes) {
+bool Executor::retire_overlapping(const unsigned char* p, size_t bytes) {
   for (size_t i = 0; i < in_flight_.size();) {
     const InFlight& s = in_flight_[i];
     if (!overlaps(p, bytes, s.data, s.bytes)) {
@@ -160,7 +160,9 @@ Status Executor::advance_receive(Call& call, const sched::Step& step, transport:
   return Status::Ok();
 }
 
-void Executor::start(Call& call) {
+void Executor::start(Call& call) { reset(call); }
+
+inline void Executor::reset(Call& call) {
   elem_size_ = reduce::dtype_size(call.dtype);
   dtype_ = call.dtype;
   op_ = call.op;
@@ -168,9 +170,7 @@ void Executor::start(Call& call) {
   if (scratch_.size() < call.plan->scratch_count * elem_size_) scratch_.resize(call.plan->scratch_count * elem_size_);
   in_flight_.clear();
   step_ = 0;
-  receiving_ = false;
-  finishing_ = false;
-  waiting_ = nullptr;
+  receiving_ = false;  // (a failed call may have left one open)
 }
 
 Status Executor::step_error(Status st) const {
@@ -182,8 +182,16 @@ Status Executor::step_error(Status st) const {
 
 Status Executor::advance_steps(Call& call, bool* done) {
   const std::vector<sched::Step>& steps = call.plan->steps;
-  for (; step_ < steps.size(); ++step_) {
-    const sched::Step& step = steps[step_];
+  // The step index lives in a register while the loop runs (the kernels it
+  // calls could otherwise change step_ for all the compiler knows).
+  size_t i = step_;
+  struct Keep {
+    size_t& to;
+    const size_t& from;
+    ~Keep() { to = from; }
+  } keep{step_, i};
+  for (; i < steps.size(); ++i) {
+    const sched::Step& step = steps[i];
     if (step.kind == sched::Kind::Reduce) {
       unsigned char* dst = resolve(call, step.dst);
       if (!retire_sends_overlapping(dst, step.dst.count * elem_size_)) return Status::Ok();
@@ -212,22 +220,26 @@ Status Executor::advance_steps(Call& call, bool* done) {
       }
     }
   }
-  for (const InFlight& s : in_flight_)
-    if (!s.link->send_done(s.ticket)) {
-      waiting_ = s.link;
-      waiting_for_ = "its read of our buffer";
-      return Status::Ok();
-    }
-  in_flight_.clear();
+  if (!in_flight_.empty()) {
+    for (const InFlight& s : in_flight_)
+      if (!s.link->send_done(s.ticket)) {
+        waiting_ = s.link;
+        waiting_for_ = "its read of our buffer";
+        return Status::Ok();
+      }
+    in_flight_.clear();
+  }
   *done = true;
   return Status::Ok();
 }
 
 Status Executor::advance(Call& call, bool* done) {
   *done = false;
-  progress_all();
   Status st = advance_steps(call, done);
-  return st.ok() ? st : step_error(std::move(st));
+  if (!st.ok()) return step_error(std::move(st));
+  // Waiting: move every link's queued sends along before the next look.
+  if (!*done) progress_all();
+  return st;
 }
 
 Status Executor::check(Call& call) {
@@ -235,13 +247,18 @@ Status Executor::check(Call& call) {
 }
 
 Status Executor::run(Call& call) {
-  start(call);
+  reset(call);
+  bool done = false;
+  // A call that needs no peer (one rank, or everything already there) ends here.
+  Status first = advance_steps(call, &done);
+  if (done) return first;
+  if (!first.ok()) return step_error(std::move(first));
+  progress_all();
   SpinWait wait;
   for (;;) {
-    bool done = false;
+    wait.pause();
     WEFT_TRY(advance(call, &done));
     if (done) return Status::Ok();
-    wait.pause();
     if (!wait.should_check()) continue;
     Status st = check(call);
     if (st.ok()) continue;

@@ -106,6 +106,7 @@ class Executor {
     uint64_t n = 0;
   };
   static uint64_t tag(const Call& call, Counter& c);
+  void reset(Call& call);
   Status advance_steps(Call& call, bool* done);
   // The receive of the current step: set up on first visit, then polled.
   Status advance_receive(Call& call, const sched::Step& step, transport::Link* link, bool* complete);
@@ -114,7 +115,10 @@ class Executor {
   bool sends_done(const unsigned char* p, size_t bytes) const;
   // Retires the sends overlapping [p, p + bytes) that are done; false (and the
   // link waited on noted) while one is still being read.
-  bool retire_sends_overlapping(const unsigned char* p, size_t bytes);
+  bool retire_sends_overlapping(const unsigned char* p, size_t bytes) {
+    return in_flight_.empty() || retire_overlapping(p, bytes);
+  }
+  bool retire_overlapping(const unsigned char* p, size_t bytes);
   void progress_all();
   Status check_waiting(transport::Link* link, LazyDeadline& deadline, const char* what);
   Status step_error(Status st) const;
