@@ -17,7 +17,6 @@
 #include "base/log.h"
 #include "base/params.h"
 #include "comm/api_internal.h"
-#include "transports/ibverbs/reg_cache.h"
 #include "transports/shm/memalloc.h"
 #include "weft/weft.h"
 
@@ -316,13 +315,7 @@ weftResult_t weftCommGetTuning(weftComm_t comm, char* buf, size_t size, size_t* 
 
 weftResult_t weftMemAlloc(void** ptr, size_t size) { return report(weft::shm::mem_alloc(size, ptr)); }
 
-weftResult_t weftMemFree(void* ptr) {
-  // Registrations of the buffer with a NIC end with it (reg_cache.h's rule).
-  weft::shm::Region r;
-  if (weft::shm::find_region(ptr, 1, &r))
-    weft::ib::RegCache::invalidate_all(reinterpret_cast<void*>(r.base), r.size);
-  return report(weft::shm::mem_free(ptr));
-}
+weftResult_t weftMemFree(void* ptr) { return report(weft::shm::mem_free(ptr)); }
 
 weftResult_t weftTest(weftRequest_t* request, int* done) {
   if (request == nullptr || done == nullptr) return invalid("%s: request or done is NULL", "weftTest");

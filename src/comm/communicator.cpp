@@ -17,21 +17,10 @@
 #include "weft_config.h"
 #include "base/log.h"
 #include "base/params.h"
-#include "transports/ibverbs/device.h"
+#include "transports/transport.h"
 
 namespace weft {
 namespace {
-
-// What every rank tells the others at init.
-struct PeerInfo {
-  int32_t rank;
-  int32_t pid;
-  uint64_t host_hash;  // equal for ranks that share memory (same host and netns)
-  uint64_t nonce;      // random: the hash of all nonces names this communicator
-  uint64_t cma_probe;
-  char host[64];
-  tcp::PeerInfoTcp tcp;  // where this rank's TCP transport listens (family 0: nowhere)
-};
 
 uint64_t fnv1a(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {
   const auto* p = static_cast<const unsigned char*>(data);
@@ -125,113 +114,99 @@ Status Communicator::init(const boot::UniqueId& id, const weftConfig_t* config) 
   return Status::Ok();
 }
 
+// Every transport of the registry that WEFT_TRANSPORT allows describes this rank
+// on its card; with every card known, each pair of ranks goes to the first
+// transport that can carry it (the same choice on every rank); then every
+// transport some pair uses sets up, in phases separated by barriers.
 Status Communicator::connect_transports(const boot::UniqueId& id) {
-  // Ranks on this host talk over shared memory, ranks on other hosts over
-  // ibverbs where every rank has a device, else TCP; WEFT_TRANSPORT=tcp or
-  // =ibverbs sends everything that way, =shm refuses remote peers.
-  std::string forced = params::TRANSPORT();
-  if (!forced.empty() && forced != "shm" && forced != "tcp" && forced != "ibverbs")
-    return Error(weftInvalidArgument,
-                 "WEFT_TRANSPORT=%s: unknown transport (available: shm, tcp, ibverbs)",
-                 forced.c_str());
-  bool all_remote = forced == "tcp" || forced == "ibverbs";
-  PeerInfo mine{};
+  const std::vector<transport::Registration>& reg = transport::registry();
+  const std::string& forced = params::TRANSPORT();
+  std::vector<size_t> allowed;
+  std::string names;
+  for (size_t i = 0; i < reg.size(); ++i) {
+    names += (names.empty() ? "" : ", ") + std::string(reg[i].name);
+    if (forced.empty() || forced == reg[i].name) allowed.push_back(i);
+  }
+  if (allowed.empty())
+    return Error(weftInvalidArgument, "WEFT_TRANSPORT=%s: unknown transport (available: %s)", forced.c_str(),
+                 names.c_str());
+  transport::SetupContext base;
+  base.rank = rank_;
+  base.nranks = nranks_;
+  base.forced = !forced.empty();
+  base.id = &id;
+  base.boot = boot_.get();
+  base.deadline = Deadline::after_ms(timeout_ms_);
+  auto ctx = [&](size_t i) {
+    transport::SetupContext c = base;
+    c.slot = i;
+    return c;
+  };
+
+  transport::Card mine{};
   mine.rank = rank_;
   mine.pid = getpid();
   std::string ident = boot::host_identity();
   mine.host_hash = fnv1a(ident.data(), ident.size());
-  if (getrandom(&mine.nonce, sizeof(mine.nonce), 0) != sizeof(mine.nonce))
-    return SysError(errno, "getrandom");
-  mine.cma_probe = shm::cma_probe_address();
+  if (getrandom(&mine.nonce, sizeof(mine.nonce), 0) != sizeof(mine.nonce)) return SysError(errno, "getrandom");
   gethostname(mine.host, sizeof(mine.host) - 1);
-  // Listen before the all-gather so that every rank learns every address. A
-  // rank without a usable interface still joins; it fails only if a peer
-  // actually needs TCP to reach it.
-  Status tcp_st;
-  if (forced != "shm" && forced != "ibverbs") {
-    tcp_st = tcp::TcpTransport::listen(rank_, nranks_, tcp::Options::from_params(), &tcp_);
-    if (tcp_st.ok()) mine.tcp = tcp_->info();
-    else WEFT_INFO(TRANSPORT, "no TCP listener: %s", tcp_st.message().c_str());
+  transports_.resize(reg.size());
+  for (size_t i : allowed) {
+    transports_[i] = reg[i].make();
+    WEFT_TRY(transports_[i]->describe(ctx(i), mine.blob[i]));
   }
-
-  std::vector<PeerInfo> all(static_cast<size_t>(nranks_));
-  Deadline deadline = Deadline::after_ms(timeout_ms_);
-  WEFT_TRY(boot_->allgather(&mine, sizeof(mine), all.data(), deadline));
-
+  std::vector<transport::Card> cards(static_cast<size_t>(nranks_));
+  WEFT_TRY(boot_->allgather(&mine, sizeof(mine), cards.data(), base.deadline));
   uint64_t comm_hash = 1469598103934665603ull;
-  std::vector<shm::LocalPeer> local;
-  std::vector<const PeerInfo*> remote;
+  for (const transport::Card& c : cards) comm_hash = fnv1a(&c.nonce, sizeof(c.nonce), comm_hash);
+  base.cards = &cards;
+  base.comm_hash = comm_hash;
+
+  // Ranks sharing this host; two-level algorithms need hosts of equal size
+  // holding consecutive ranks.
   int same_host = 0;
-  for (const PeerInfo& p : all) {
-    comm_hash = fnv1a(&p.nonce, sizeof(p.nonce), comm_hash);
-    bool here = p.host_hash == mine.host_hash;
-    same_host += here ? 1 : 0;
-    if (p.rank == rank_ || (here && !all_remote)) {
-      local.push_back({p.rank, p.pid, p.cma_probe});
-      continue;
-    }
-    if (forced == "shm")
-      return Error(weftInvalidArgument,
-                   "WEFT_TRANSPORT=shm, but rank %d is on another host (%s): shared memory "
-                   "reaches only ranks of this host",
-                   p.rank, p.host);
-    remote.push_back(&p);
-  }
+  for (const transport::Card& c : cards) same_host += c.host_hash == mine.host_hash ? 1 : 0;
   set_local_ranks(same_host);
-  // Two-level algorithms need hosts of equal size holding consecutive ranks.
   local_size_ = same_host;
-  for (size_t r = 0; r < all.size(); ++r) {
+  for (size_t r = 0; r < cards.size(); ++r) {
     size_t first = r - r % static_cast<size_t>(same_host);
-    if (nranks_ % same_host != 0 || all[r].host_hash != all[first].host_hash) local_size_ = 0;
-  }
-  // Every rank has remote peers or none (more than one host, or a forced
-  // transport), so every rank takes part in this decision or none does.
-  bool use_ib = false;
-  if (!remote.empty() && forced != "tcp") {
-    std::string ib_why;
-    uint8_t ok = ib::can_connect(&ib_why) ? 1 : 0;
-    std::vector<uint8_t> oks(static_cast<size_t>(nranks_));
-    WEFT_TRY(boot_->allgather(&ok, 1, oks.data(), deadline));
-    use_ib = true;
-    for (int r = 0; r < nranks_ && use_ib; ++r)
-      if (oks[static_cast<size_t>(r)] == 0) {
-        use_ib = false;
-        if (forced == "ibverbs")
-          return Error(weftInvalidArgument, "WEFT_TRANSPORT=ibverbs, but rank %d %s", r,
-                       r == rank_ ? ("cannot use it: " + ib_why).c_str()
-                                  : "has no usable ibverbs device");
-        WEFT_INFO(TRANSPORT, "ibverbs: rank %d has no usable device; TCP between hosts", r);
-      }
-  }
-  if (use_ib) {
-    Status st = ib::IbTransport::open(&ib_);
-    if (!st.ok()) return st.prefix("ibverbs: ");
-  } else if (!remote.empty() && !tcp_) {
-    return Error(tcp_st.code(), "rank %d on host %s can only be reached over TCP: %s",
-                 remote[0]->rank, remote[0]->host, tcp_st.message().c_str());
+    if (nranks_ % same_host != 0 || cards[r].host_hash != cards[first].host_hash) local_size_ = 0;
   }
 
-  char prefix[96];
-  std::snprintf(prefix, sizeof(prefix), "/weft-%.16s-%016llx", boot::secret_hex(id.secret).c_str(),
-                static_cast<unsigned long long>(comm_hash));
-  WEFT_TRY(shm::ShmTransport::create(prefix, rank_, local, &shm_));
-  WEFT_TRY(boot_->barrier(deadline));
-  WEFT_TRY(shm_->connect(&links_));
-  if (use_ib) {
-    std::vector<ib::IbPeer> peers;
-    for (const PeerInfo* p : remote) peers.push_back({p->rank, p->host});
-    auto allgather = [&](const void* mine_row, size_t bytes, void* rows) {
-      return boot_->allgather(mine_row, bytes, rows, deadline);
-    };
-    WEFT_TRY(ib_->connect(rank_, nranks_, peers, allgather, &links_));
-  } else if (!remote.empty()) {
-    std::vector<tcp::RemotePeer> peers;
-    for (const PeerInfo* p : remote) peers.push_back({p->rank, p->tcp});
-    WEFT_TRY(tcp_->connect(id.secret.bytes, comm_hash, peers, deadline, &links_));
+  std::vector<std::vector<int>> peers(reg.size());
+  std::vector<bool> used(reg.size(), false);
+  for (int a = 0; a < nranks_; ++a)
+    for (int b = a + 1; b < nranks_; ++b) {
+      const transport::Card &ca = cards[static_cast<size_t>(a)], &cb = cards[static_cast<size_t>(b)];
+      std::string why;
+      size_t chosen = reg.size();
+      for (size_t i : allowed) {
+        std::string no;
+        if (transports_[i]->can_connect(ctx(i), ca, cb, &no)) {
+          chosen = i;
+          break;
+        }
+        why += (why.empty() ? "" : "; ") + no;
+      }
+      if (chosen == reg.size())
+        return Error(weftInvalidArgument, "%s%s no transport connects rank %d (host %s) and rank %d (host %s): %s",
+                     forced.empty() ? "" : "WEFT_TRANSPORT=", forced.empty() ? "" : (forced + ":").c_str(), a, ca.host,
+                     b, cb.host, why.c_str());
+      used[chosen] = true;
+      if (a == rank_) peers[chosen].push_back(b);
+      if (b == rank_) peers[chosen].push_back(a);
+    }
+
+  for (size_t i : allowed)
+    if (used[i]) WEFT_TRY(transports_[i]->create(ctx(i), peers[i]));
+  WEFT_TRY(boot_->barrier(base.deadline));
+  for (size_t i : allowed)
+    if (used[i]) WEFT_TRY(transports_[i]->connect(ctx(i), peers[i], &links_));
+  WEFT_TRY(boot_->barrier(base.deadline));
+  for (size_t i : allowed) {
+    transports_[i]->finish(!peers[i].empty());
+    if (!used[i]) transports_[i].reset();
   }
-  WEFT_TRY(boot_->barrier(deadline));
-  shm_->unlink();
-  if (remote.empty() || use_ib) tcp_.reset();  // nobody will connect: stop listening
   return Status::Ok();
 }
 
@@ -243,9 +218,7 @@ Communicator::~Communicator() {
   }
   exec_.reset();
   links_.clear();
-  shm_.reset();
-  tcp_.reset();
-  ib_.reset();  // after the links: their queue pairs live in its protection domain
+  transports_.clear();  // after the links: verbs queue pairs live in the transport's protection domain
   boot_.reset();
 }
 

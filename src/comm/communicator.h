@@ -22,9 +22,7 @@
 #include "reduce/reduce.h"
 #include "sched/schedule.h"
 #include "transports/link.h"
-#include "transports/ibverbs/ib_transport.h"
-#include "transports/shm/shm_transport.h"
-#include "transports/tcp/tcp_transport.h"
+#include "transports/transport.h"
 #include "tune/tuner.h"
 #include "weft/weft.h"
 
@@ -141,9 +139,7 @@ class Communicator final : public exec::Health {
   int local_size_ = 0;  // ranks per host when hosts are equal and hold consecutive ranks, else 0
   std::string name_;
   std::unique_ptr<boot::Bootstrap> boot_;
-  std::unique_ptr<shm::ShmTransport> shm_;
-  std::unique_ptr<tcp::TcpTransport> tcp_;  // ranks on other hosts (or all, WEFT_TRANSPORT=tcp)
-  std::unique_ptr<ib::IbTransport> ib_;     // ... over ibverbs where every rank has a device
+  std::vector<std::unique_ptr<transport::Transport>> transports_;  // in registry order; those in use
   std::vector<std::unique_ptr<transport::Link>> links_;
   std::unique_ptr<exec::Executor> exec_;
   std::unique_ptr<tune::Tuner> tuner_;  // picks each call's algorithm

@@ -1,7 +1,11 @@
 #include "transports/ibverbs/reg_cache.h"
 
+#include <mutex>
+
 #include <iterator>
 #include <set>
+
+#include "transports/shm/memalloc.h"
 
 namespace weft::ib {
 namespace {
@@ -20,6 +24,9 @@ std::set<RegCache*>& registry() {
 
 RegCache::RegCache(Registrar r, size_t capacity, size_t page)
     : r_(std::move(r)), capacity_(capacity), page_(page) {
+  // weftMemFree tells every cache before it unmaps a region.
+  static std::once_flag hooked;
+  std::call_once(hooked, [] { shm::add_free_hook(&RegCache::invalidate_all); });
   std::lock_guard<std::mutex> l(registry_mu());
   registry().insert(this);
 }

@@ -5,7 +5,7 @@
 // pages anyway), so neighbouring buffers of one allocation share a region.
 //
 // The invalidation rule: a cached region stays valid until invalidate() is
-// called for any byte of it. weftMemFree calls invalidate_all() for the
+// called for any byte of it. weftMemFree reaches invalidate_all() (a free hook, memalloc.h) for the
 // buffers it frees (every cache of the process); a cache deregisters all it
 // holds when destroyed, with its link. Memory a user frees with
 // free()/munmap() and the allocator hands back later at the same address is

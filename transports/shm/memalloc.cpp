@@ -9,6 +9,8 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <vector>
+#include <algorithm>
 #include <string>
 
 #include "base/log.h"
@@ -49,6 +51,17 @@ Status mem_alloc(size_t bytes, void** out) {
   return Status::Ok();
 }
 
+std::mutex g_hooks_mu;
+std::vector<FreeHook>& free_hooks() {
+  static auto* h = new std::vector<FreeHook>;
+  return *h;
+}
+
+void add_free_hook(FreeHook hook) {
+  std::lock_guard<std::mutex> lock(g_hooks_mu);
+  if (std::find(free_hooks().begin(), free_hooks().end(), hook) == free_hooks().end()) free_hooks().push_back(hook);
+}
+
 Status mem_free(void* ptr) {
   if (ptr == nullptr) return Status::Ok();
   Region r;
@@ -59,6 +72,10 @@ Status mem_free(void* ptr) {
       return Error(weftInvalidArgument, "weftMemFree: %p was not returned by weftMemAlloc", ptr);
     r = it->second;
     regions().erase(it);
+  }
+  {
+    std::lock_guard<std::mutex> lock(g_hooks_mu);
+    for (FreeHook h : free_hooks()) h(ptr, r.size);
   }
   munmap(ptr, r.size);
   close(r.fd);

@@ -14,7 +14,12 @@
 namespace weft::shm {
 
 Status mem_alloc(size_t bytes, void** out);
+// Calls every free hook with the region, then unmaps it.
 Status mem_free(void* ptr);
+// Registration caches (ibverbs memory regions, ...) drop what they hold of a
+// region before it goes: they add a hook once; weftMemFree names no transport.
+using FreeHook = void (*)(const void* base, size_t bytes);
+void add_free_hook(FreeHook hook);
 
 struct Region {
   uint64_t base = 0;
