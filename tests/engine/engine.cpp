@@ -7,11 +7,13 @@
 //             a 256 MiB all-reduce: every rank's call fails promptly
 //   churn     N communicators split, used and destroyed in a loop: no file
 //             descriptor or shared-memory segment left behind
+//   footprint descriptors, threads and /dev/shm per communicator (printed)
 //   initall   weftCommInitAll: 4 ranks in this process, driven by async calls
 //   tuning-state  settled picks saved (WEFT_TUNE_STATE_FILE) and resumed
 //   settings-mismatch  ranks with another WEFT_CHUNK_BYTES: init fails, naming it
 // Expected values are computed here from closed forms, not by the library.
 #include <dirent.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -238,6 +240,54 @@ void test_churn(weftComm_t world, int me, int rounds) {
               seconds_since(t0), fds, fds_after, segs, segs_after);
 }
 
+// What one more communicator costs this process: descriptors, threads and
+// /dev/shm bytes (segments stay in use, unlinked, while mapped), measured over
+// `count` communicators split from world. Prints; fails only on a leak after
+// they are destroyed.
+long shm_used_bytes() {
+  struct statvfs v {};
+  if (statvfs("/dev/shm", &v) != 0) return -1;
+  return static_cast<long>((v.f_blocks - v.f_bfree) * v.f_frsize);
+}
+int count_threads() {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  char line[256];
+  int n = -1;
+  while (f != nullptr && std::fgets(line, sizeof(line), f) != nullptr)
+    if (std::sscanf(line, "Threads: %d", &n) == 1) break;
+  if (f != nullptr) std::fclose(f);
+  return n;
+}
+void test_footprint(weftComm_t world, int n, int me, int count) {
+  weftBarrier(world);
+  int fds = count_fds(), threads = count_threads();
+  long shm = shm_used_bytes();
+  std::vector<weftComm_t> comms(static_cast<size_t>(count));
+  for (weftComm_t& c : comms)
+    if (!ok(weftCommSplit(world, 0, me, &c, nullptr), world, "split")) return;
+  // 16 MiB through each: every FIFO slot gets touched (tmpfs counts pages in use).
+  std::vector<float> big((size_t{16} << 20) / sizeof(float), 1.0f);
+  for (weftComm_t c : comms)
+    ok(weftAllReduce(big.data(), big.data(), big.size(), weftFloat32, weftSum, c, nullptr), c, "all-reduce");
+  weftBarrier(world);
+  int fds_with = count_fds(), threads_with = count_threads();
+  long shm_with = shm_used_bytes();
+  for (weftComm_t c : comms) ok(weftCommDestroy(c), c, "destroy");
+  weftBarrier(world);
+  if (me == 0 || me == n - 1)
+    std::printf("footprint: %d ranks, per communicator on rank %d%s: %.1f descriptors, %.1f threads; /dev/shm %.1f MiB "
+                "per communicator (all ranks of this host)\n",
+                n, me, me == 0 ? " (where the bootstrap roots run)" : "", static_cast<double>(fds_with - fds) / count,
+                static_cast<double>(threads_with - threads) / count,
+                static_cast<double>(shm_with - shm) / count / (1 << 20));
+  int fds_after = count_fds();
+  for (int t = 0; t < 50 && fds_after > fds; ++t) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    fds_after = count_fds();
+  }
+  if (fds_after > fds) fail("descriptors " + std::to_string(fds) + " -> " + std::to_string(fds_after));
+}
+
 void test_initall() {
   constexpr int kRanks = 4;
   constexpr size_t kCount = 300000;
@@ -355,10 +405,11 @@ int main(int argc, char** argv) {
     if (mode == "split") test_split(world, n, g_rank);
     else if (mode == "pipeline") test_pipeline(world, n, g_rank);
     else if (mode == "abort") test_abort(world, n, g_rank);
+    else if (mode == "footprint") test_footprint(world, n, g_rank, argc > 2 ? std::atoi(argv[2]) : 4);
     else if (mode == "tuning-state") test_tuning_state(world, g_rank, state_path);
     else if (mode == "churn") test_churn(world, g_rank, argc > 2 ? std::atoi(argv[2]) : 500);
     else {
-      std::fprintf(stderr, "usage: %s split|pipeline|abort|churn [N]|initall|settings-mismatch|tuning-state\n", argv[0]);
+      std::fprintf(stderr, "usage: %s split|pipeline|abort|churn [N]|footprint [N]|initall|settings-mismatch|tuning-state\n", argv[0]);
       return 2;
     }
     if (mode != "abort") weftCommDestroy(world);
