@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm/api_internal.h"
@@ -47,7 +48,8 @@ weftResult_t dispatch(weftComm_t comm, const char* fn, const weft::CollArgs& a,
     if (st.ok()) t_group.push_back({comm, false, a, {}});
     return with_rank(c.get(), st);
   }
-  return with_rank(c.get(), c->run(a));
+  weft::Status st = c->run(a);
+  return st.ok() ? weftSuccess : with_rank(c.get(), std::move(st));
 }
 
 // request: the non-blocking form (weftSendAsync / weftRecvAsync).

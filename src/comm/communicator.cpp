@@ -562,7 +562,8 @@ Status Communicator::begin(const CollArgs& a, const algo::Algorithm* forced, std
   }
   ++seq_;
   const void* send = a.op >= weftNumOps ? premul_input(a) : a.send;
-  call->emplace(exec::Call{plan, send, a.recv, a.dtype, elementwise_op(a.op), seq_, LazyDeadline(timeout_ms_)});
+  call->emplace(exec::Call{plan, send, a.recv, a.dtype, elementwise_op(a.op), seq_, LazyDeadline(timeout_ms_),
+                           host_data_});
   return Status::Ok();
 }
 
@@ -600,7 +601,7 @@ const void* Communicator::premul_input(const CollArgs& a) {
   // Pre-multiplied sum: scale this rank's input once, then a plain sum.
   size_t n = sched::send_count({a.coll, nranks_, a.count, a.root, 0});
   premul_input_.resize(n * reduce::dtype_size(a.dtype));
-  reduce::scale(premul_input_.data(), a.send, n, a.dtype, pm->second.scalar);
+  host_data_->scale(premul_input_.data(), a.send, n, a.dtype, pm->second.scalar);
   return premul_input_.data();
 }
 
@@ -637,7 +638,8 @@ Status Communicator::execute_new_shape(const CollArgs& a) {
 inline Status Communicator::run_plan(const CollArgs& a, const sched::RankPlan* plan) {
   ++seq_;
   const void* send = a.op >= weftNumOps ? premul_input(a) : a.send;
-  exec::Call call{plan, send, a.recv, a.dtype, elementwise_op(a.op), seq_, LazyDeadline(timeout_ms_)};
+  exec::Call call{plan, send, a.recv, a.dtype, elementwise_op(a.op), seq_, LazyDeadline(timeout_ms_),
+                  host_data_};
   Status st = exec_->run(call);
   if (!st.ok()) return call_failed(a, std::move(st));
   if (a.op == weftAvg) finish_call(a);
@@ -647,8 +649,8 @@ inline Status Communicator::run_plan(const CollArgs& a, const sched::RankPlan* p
 void Communicator::finish_call(const CollArgs& a) {
   bool has_result = !(a.coll == sched::Coll::Reduce && rank_ != a.root);
   if (a.op == weftAvg && a.count > 0 && has_result)
-    reduce::divide(a.recv, a.recv, sched::recv_count({a.coll, nranks_, a.count, a.root, 0}), a.dtype,
-                   nranks_);
+    host_data_->divide(a.recv, a.recv, sched::recv_count({a.coll, nranks_, a.count, a.root, 0}), a.dtype,
+                                   nranks_);
 }
 
 Status Communicator::run(const CollArgs& a) {

@@ -142,6 +142,9 @@ class Communicator final : public exec::Health {
   std::vector<std::unique_ptr<transport::Transport>> transports_;  // in registry order; those in use
   std::vector<std::unique_ptr<transport::Link>> links_;
   std::unique_ptr<exec::Executor> exec_;
+  // The data engine of host buffers (every buffer is host memory until device
+  // buffers arrive with the GPU work).
+  exec::DataEngine* host_data_ = &exec::cpu_data_engine();
   std::unique_ptr<tune::Tuner> tuner_;  // picks each call's algorithm
   uint64_t seq_ = 0;
 

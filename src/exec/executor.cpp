@@ -112,10 +112,8 @@ void Executor::Receiver::consume(const void* piece, size_t offset, size_t bytes)
 }
 
 void Executor::apply(const void* piece, size_t offset, size_t bytes) {
-  if (recv_reduce_)
-    reduce::reduce2(recv_dst_ + offset, recv_src_ + offset, piece, bytes / elem_size_, dtype_, op_);
-  else
-    std::memcpy(recv_dst_ + offset, piece, bytes);
+  if (recv_reduce_) data_->reduce2(recv_dst_ + offset, recv_src_ + offset, piece, bytes / elem_size_, dtype_, op_);
+  else data_->copy(recv_dst_ + offset, piece, bytes);
 }
 
 Status Executor::advance_receive(Call& call, const sched::Step& step, transport::Link* link, bool* complete) {
@@ -135,7 +133,7 @@ Status Executor::advance_receive(Call& call, const sched::Step& step, transport:
       if (sends_done(recv_dst_, recv_op_.bytes)) retire_sends_overlapping(recv_dst_, recv_op_.bytes);
       else recv_guarded_ = true;
     }
-    if (recv_reduce_ || recv_guarded_) recv_op_.consumer = &receiver_;
+    if (recv_reduce_ || recv_guarded_ || !data_->host_memory) recv_op_.consumer = &receiver_;
     else recv_op_.dst = recv_dst_;
     receiving_ = true;
     finishing_ = false;
@@ -166,6 +164,7 @@ inline void Executor::reset(Call& call) {
   elem_size_ = reduce::dtype_size(call.dtype);
   dtype_ = call.dtype;
   op_ = call.op;
+  data_ = call.data;
   plan_ = call.plan;
   if (scratch_.size() < call.plan->scratch_count * elem_size_) scratch_.resize(call.plan->scratch_count * elem_size_);
   in_flight_.clear();
@@ -195,14 +194,14 @@ Status Executor::advance_steps(Call& call, bool* done) {
     if (step.kind == sched::Kind::Reduce) {
       unsigned char* dst = resolve(call, step.dst);
       if (!retire_sends_overlapping(dst, step.dst.count * elem_size_)) return Status::Ok();
-      reduce::reduce2(dst, dst, resolve(call, step.src), step.dst.count, call.dtype, call.op);
+      data_->reduce2(dst, dst, resolve(call, step.src), step.dst.count, call.dtype, call.op);
     } else if (step.kind == sched::Kind::Copy) {
       unsigned char* dst = resolve(call, step.dst);
       const unsigned char* src = resolve(call, step.src);
       size_t bytes = step.dst.count * elem_size_;
       if (dst != src) {
         if (!retire_sends_overlapping(dst, bytes)) return Status::Ok();
-        std::memmove(dst, src, bytes);
+        data_->copy(dst, src, bytes);
       }
     } else {
       transport::Link* link = link_to(step.peer);

@@ -14,6 +14,7 @@
 
 #include "base/status.h"
 #include "base/wait.h"
+#include "exec/data_engine.h"
 #include "reduce/reduce.h"
 #include "sched/schedule.h"
 #include "transports/link.h"
@@ -38,6 +39,7 @@ struct Call {
   reduce::Op op;
   uint64_t seq;  // collective sequence number, part of every message tag
   LazyDeadline deadline;  // WEFT_TIMEOUT_MS (or the config's), from the first long wait
+  DataEngine* data;       // touches send, recv (and the reductions into them)
 };
 
 // One point-to-point operation of a group.
@@ -159,6 +161,7 @@ class Executor {
   bool recv_guarded_ = false;
   weftDataType_t dtype_ = weftUint8;
   reduce::Op op_ = reduce::Op::Sum;
+  DataEngine* data_ = nullptr;
   Receiver receiver_{this};
   transport::Link* waiting_ = nullptr;  // what the last advance() waited on ...
   const char* waiting_for_ = "receiving";  // ... and for what

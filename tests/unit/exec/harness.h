@@ -83,7 +83,8 @@ inline sched::Step reduce_step(sched::Range dst, sched::Range src) { return {sch
 // An int32 sum call over `plan` with a deadline of `timeout_ms`.
 inline exec::Call int_sum_call(const sched::RankPlan& plan, const void* send, void* recv, uint64_t seq,
                                int64_t timeout_ms) {
-  return exec::Call{&plan, send, recv, weftInt32, reduce::Op::Sum, seq, LazyDeadline(timeout_ms)};
+  return exec::Call{&plan, send, recv, weftInt32, reduce::Op::Sum, seq, LazyDeadline(timeout_ms),
+                    &exec::cpu_data_engine()};
 }
 
 inline bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
