@@ -3,6 +3,7 @@
 //             from one (and a split by parity), results checked exactly
 //   pipeline  a send/recv pipeline (weftSendAsync/weftRecvAsync) running while
 //             all-reduces progress on another communicator
+//   threads   two threads per rank, blocking calls on two communicators
 //   abort     weftCommAbort from a second thread while every rank is blocked in
 //             a 256 MiB all-reduce: every rank's call fails promptly
 //   churn     N communicators split, used and destroyed in a loop: no file
@@ -130,6 +131,34 @@ void test_split(weftComm_t world, int n, int me) {
   for (weftComm_t c : comms) ok(weftCommDestroy(c), c, "destroy");
   std::printf("rank %d: split: %zu operations on %d communicators, %d failures\n", me, reqs.size(), kComms + 1,
               g_failures);
+}
+
+// Two threads per rank, each making blocking calls on its own communicator
+// (as a data-parallel thread beside a pipeline thread would): both progress,
+// results exact; under TSan this exercises the per-call shortcuts from threads.
+void test_threads(weftComm_t world, int n, int me) {
+  weftComm_t comms[2] = {};
+  for (weftComm_t& c : comms)
+    if (!ok(weftCommSplit(world, 0, me, &c, nullptr), world, "split")) return;
+  std::atomic<int> wrong{0};
+  auto work = [&](int t) {
+    weftComm_t c = comms[t];
+    std::vector<float> v(t == 0 ? 1000 : 200000);
+    for (int k = 0; k < 60; ++k) {
+      for (size_t i = 0; i < v.size(); ++i) v[i] = contribution(me, i + static_cast<size_t>(k));
+      if (weftAllReduce(v.data(), v.data(), v.size(), weftFloat32, weftSum, c, nullptr) != weftSuccess) {
+        fail(std::string("thread ") + std::to_string(t) + ": " + weftGetLastError(c));
+        return;
+      }
+      for (size_t i = 0; i < v.size(); ++i) wrong += v[i] != sum_of(n, i + static_cast<size_t>(k)) ? 1 : 0;
+    }
+  };
+  std::thread other(work, 1);
+  work(0);
+  other.join();
+  if (wrong > 0) fail("threads: " + std::to_string(wrong.load()) + " wrong elements");
+  for (weftComm_t c : comms) ok(weftCommDestroy(c), c, "destroy");
+  std::printf("rank %d: threads: two threads, two communicators, %d wrong elements\n", me, wrong.load());
 }
 
 // Stage r receives micro-batch m from r-1, adds its contribution and sends it to
@@ -404,12 +433,13 @@ int main(int argc, char** argv) {
     weftCommCount(world, &n);
     if (mode == "split") test_split(world, n, g_rank);
     else if (mode == "pipeline") test_pipeline(world, n, g_rank);
+    else if (mode == "threads") test_threads(world, n, g_rank);
     else if (mode == "abort") test_abort(world, n, g_rank);
     else if (mode == "footprint") test_footprint(world, n, g_rank, argc > 2 ? std::atoi(argv[2]) : 4);
     else if (mode == "tuning-state") test_tuning_state(world, g_rank, state_path);
     else if (mode == "churn") test_churn(world, g_rank, argc > 2 ? std::atoi(argv[2]) : 500);
     else {
-      std::fprintf(stderr, "usage: %s split|pipeline|abort|churn [N]|footprint [N]|initall|settings-mismatch|tuning-state\n", argv[0]);
+      std::fprintf(stderr, "usage: %s split|pipeline|threads|abort|churn [N]|footprint [N]|initall|settings-mismatch|tuning-state\n", argv[0]);
       return 2;
     }
     if (mode != "abort") weftCommDestroy(world);
