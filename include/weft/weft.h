@@ -120,8 +120,13 @@ weftResult_t weftCommSplit(weftComm_t comm, int color, int key, weftComm_t* newc
  * devlist must be NULL (host memory). Drive them with the *Async calls, or one
  * thread per rank. */
 weftResult_t weftCommInitAll(weftComm_t* comms, int ndev, const int* devlist);
+/* Waits for the communicator's queued operations and for its calls in progress
+ * on other threads, then frees it. */
 weftResult_t weftCommDestroy(weftComm_t comm);
-/* Unblocks every pending operation of the communicator (they fail) and frees it. */
+/* Fails every pending operation of the communicator, on this rank at once and on
+ * the others through the bootstrap (calls blocked on other threads return an
+ * error, typically weftRemoteError), waits for those calls to return, then frees
+ * it. May be called from any thread. */
 weftResult_t weftCommAbort(weftComm_t comm);
 /* weftSuccess, or the error that broke the communicator. */
 weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* asyncError);
