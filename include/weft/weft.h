@@ -82,8 +82,12 @@ typedef struct {
   size_t size;      /* sizeof(weftConfig_t), set by the initializer */
   unsigned magic;   /* set by the initializer */
   unsigned version; /* WEFT_VERSION_CODE, set by the initializer */
-  int blocking;     /* 1: init returns when the communicator is ready (the only mode:
-                     * 0 is refused with weftInvalidArgument) */
+  int blocking;     /* 1: init returns when the communicator is ready. 0: init (and
+                     * weftCommSplit) return weftInProgress at once with the handle
+                     * set; poll weftCommGetAsyncError until it is no longer
+                     * weftInProgress (then weftSuccess, or why init failed); other
+                     * calls on the handle meanwhile return weftInvalidUsage. The
+                     * config's strings must stay valid until then. */
   int64_t timeoutMs; /* deadline of every wait in this communicator; <= 0: WEFT_TIMEOUT_MS */
   const char* commName; /* shown in log lines; may be NULL */
   const char* algo;     /* algorithm choice in WEFT_ALGO's syntax, for this communicator

@@ -62,6 +62,16 @@ void weft::api::Use::lookup(weftComm* comm, const char* fn, weftResult_t* rc) {
                                static_cast<const void*>(comm)));
       return;
     }
+    int state = comm->init_state.load(std::memory_order_acquire);
+    if (state != weftSuccess) {
+      *rc = report(state == weftInProgress
+                       ? weft::Error(weftInvalidUsage,
+                                     "%s: communicator %p is still initializing (weftConfig_t.blocking = 0): poll "
+                                     "weftCommGetAsyncError until it is no longer weftInProgress",
+                                     fn, static_cast<const void*>(comm))
+                       : weft::Status(comm->init_error).prefix(std::string(fn) + ": non-blocking init failed: "));
+      return;
+    }
     g_last_live.store(comm, std::memory_order_release);
   }
   if (!enter(comm))
@@ -75,6 +85,31 @@ using weft::api::g_last_live;
 
 weftResult_t init(weftComm_t* out, const weft::boot::UniqueId& id, int nranks, int rank,
                   const weftConfig_t* config) {
+  if (config != nullptr && config->magic == WEFT_CONFIG_MAGIC && config->blocking == 0) {
+    // Non-blocking (NCCL's semantics): the handle now, the communicator once
+    // weftCommGetAsyncError stops saying weftInProgress. The config's strings
+    // must stay valid until then, as with NCCL.
+    auto* c = new weftComm{};
+    c->init_state.store(weftInProgress);
+    weftConfig_t blocking = *config;
+    blocking.blocking = 1;
+    c->init_thread = std::thread([c, id, nranks, rank, blocking] {
+      std::unique_ptr<weft::Communicator> impl;
+      weft::Status st;
+      try {
+        st = weft::Communicator::create(id, nranks, rank, &blocking, &impl);
+      } catch (const std::bad_alloc&) {
+        st = weft::Error(weftSystemError, "rank %d: out of memory during init", rank);
+      }
+      if (st.ok()) c->impl = std::move(impl);
+      else c->init_error = st;
+      c->init_state.store(st.code(), std::memory_order_release);
+    });
+    std::lock_guard<std::mutex> lock(g_comms_mu);
+    live_comms().insert(c);
+    *out = c;
+    return weftInProgress;
+  }
   std::unique_ptr<weft::Communicator> impl;
   weft::Status st;
   try {
@@ -83,7 +118,8 @@ weftResult_t init(weftComm_t* out, const weft::boot::UniqueId& id, int nranks, i
     st = weft::Error(weftSystemError, "rank %d: out of memory during init", rank);
   }
   if (!st.ok()) return report(st);
-  auto* c = new weftComm{std::move(impl)};
+  auto* c = new weftComm{};
+  c->impl = std::move(impl);
   std::lock_guard<std::mutex> lock(g_comms_mu);
   live_comms().insert(c);
   *out = c;
@@ -99,6 +135,8 @@ weftResult_t unregister(weftComm_t comm, const char* fn) {
                                 "%s: communicator %p is NULL, destroyed or was never initialized", fn,
                                 static_cast<const void*>(comm)));
   }
+  // A non-blocking init still running ends first (at its deadline at worst).
+  if (comm->init_thread.joinable()) comm->init_thread.join();
   // Calls already inside (another thread blocked in a collective) return first.
   comm->dead.store(true, std::memory_order_seq_cst);
   weft::SpinWait wait;
@@ -172,7 +210,7 @@ weftResult_t weftCommInitFromEnv(weftComm_t* comm, weftConfig_t* config) {
   if (st.ok()) st = weft::boot::unique_id_from_env(env, weft::Deadline::from_params(), &id);
   if (!st.ok()) return report(st);
   weftResult_t rc = init(comm, id, env.nranks, env.rank, config);
-  // Every rank has joined once init returns: nobody needs the file any more,
+  // Every rank has joined once a blocking init returns: nobody needs the file any more,
   // and removing it keeps a later job from waiting on a stale one.
   if (rc == weftSuccess && env.rank == 0 && !env.rendezvous_file.empty()) unlink(env.rendezvous_file.c_str());
   return rc;
@@ -250,6 +288,19 @@ weftResult_t weftCommAbort(weftComm_t comm) {
 }
 
 weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* asyncError) {
+  if (asyncError == nullptr) return invalid("%s: asyncError is NULL", "weftCommGetAsyncError");
+  {
+    // A non-blocking init: weftInProgress, or how it ended.
+    std::lock_guard<std::mutex> lock(g_comms_mu);
+    if (comm != nullptr && live_comms().count(comm) != 0) {
+      int state = comm->init_state.load(std::memory_order_acquire);
+      if (state != weftSuccess) {
+        *asyncError = static_cast<weftResult_t>(state);
+        if (state != weftInProgress) t_last_error = comm->init_error.message();
+        return weftSuccess;
+      }
+    }
+  }
   weftResult_t rc;
   Use c(comm, "weftCommGetAsyncError", &rc);
   if (!c) return rc;

@@ -3,11 +3,18 @@
 
 #include <atomic>
 #include <memory>
+#include <thread>
 
 #include "comm/communicator.h"
 
 struct weftComm {
   std::unique_ptr<weft::Communicator> impl;
+  // Non-blocking init (weftConfig_t.blocking = 0): the thread that builds impl.
+  // init_state is weftInProgress until it ends, then its result (init_error says
+  // why it failed); impl is set before init_state leaves weftInProgress.
+  std::thread init_thread;
+  std::atomic<int> init_state{weftSuccess};
+  weft::Status init_error;
   // API calls in progress on it: destroy (and abort) free it only once they
   // have returned.
   std::atomic<int> users{0};

@@ -66,10 +66,6 @@ Status Communicator::init(const boot::UniqueId& id, const weftConfig_t* config) 
     if (config->magic != WEFT_CONFIG_MAGIC || config->size < kFirstSize || config->size > sizeof(weftConfig_t))
       return Error(weftInvalidArgument,
                    "weftCommInitRankConfig: config was not initialized with WEFT_CONFIG_INITIALIZER");
-    if (config->blocking == 0)
-      return Error(weftInvalidArgument,
-                   "weftCommInitRankConfig: weftConfig_t.blocking = 0 (non-blocking init) is not supported: "
-                   "init returns once the communicator is ready; leave blocking = 1");
     if (config->timeoutMs > 0) timeout_ms_ = config->timeoutMs;
     if (config->commName != nullptr) name_ = config->commName;
     if (config->size > kFirstSize && config->algo != nullptr) {

@@ -11,6 +11,7 @@
 //   footprint descriptors, threads and /dev/shm per communicator (printed)
 //   initall   weftCommInitAll: 4 ranks in this process, driven by async calls
 //   tuning-state  settled picks saved (WEFT_TUNE_STATE_FILE) and resumed
+//   nonblocking-init  weftConfig_t.blocking = 0, polled until ready
 //   settings-mismatch  ranks with another WEFT_CHUNK_BYTES: init fails, naming it
 // Expected values are computed here from closed forms, not by the library.
 #include <dirent.h>
@@ -409,9 +410,49 @@ int test_settings_mismatch() {
   return g_failures == 0 ? 0 : 1;
 }
 
+// weftConfig_t.blocking = 0: init returns weftInProgress with the handle; calls
+// before it is ready are refused; weftCommGetAsyncError turns weftSuccess; then
+// the communicator works. The last rank joins 1 s late, so the others are surely
+// still initializing when they try a call.
+int test_nonblocking_init() {
+  int rank = std::atoi(std::getenv("WEFT_RANK") ? std::getenv("WEFT_RANK") : "-1");
+  int n = std::atoi(std::getenv("WEFT_NRANKS") ? std::getenv("WEFT_NRANKS") : "0");
+  g_rank = rank;
+  if (rank == n - 1) std::this_thread::sleep_for(std::chrono::seconds(1));
+  weftConfig_t cfg = WEFT_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  weftComm_t comm = nullptr;
+  weftResult_t rc = weftCommInitFromEnv(&comm, &cfg);
+  if (rc != weftInProgress || comm == nullptr) {
+    fail(std::string("init returned ") + weftGetErrorString(rc) + " with handle " + (comm ? "set" : "NULL"));
+    return 1;
+  }
+  int x = rank + 1;
+  if (rank != n - 1) {
+    rc = weftAllReduce(&x, &x, 1, weftInt32, weftSum, comm, nullptr);
+    std::string why = weftGetLastError(nullptr);
+    if (rc != weftInvalidUsage || why.find("still initializing") == std::string::npos)
+      fail(std::string("a call during init returned ") + weftGetErrorString(rc) + ": " + why);
+  }
+  weftResult_t state = weftInProgress;
+  auto t0 = std::chrono::steady_clock::now();
+  while (state == weftInProgress && seconds_since(t0) < 30) {
+    ok(weftCommGetAsyncError(comm, &state), comm, "get async error");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (state != weftSuccess) fail(std::string("init ended with ") + weftGetErrorString(state));
+  else if (ok(weftAllReduce(&x, &x, 1, weftInt32, weftSum, comm, nullptr), comm, "all-reduce") &&
+           x != n * (n + 1) / 2)
+    fail("all-reduce gave " + std::to_string(x));
+  ok(weftCommDestroy(comm), comm, "destroy");
+  std::printf("rank %d: non-blocking init ready after %.2f s\n", rank, seconds_since(t0));
+  return g_failures == 0 ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "settings-mismatch") return test_settings_mismatch();
+  if (mode == "nonblocking-init") return test_nonblocking_init();
   if (mode == "initall") {
     test_initall();
   } else {
@@ -439,7 +480,7 @@ int main(int argc, char** argv) {
     else if (mode == "tuning-state") test_tuning_state(world, g_rank, state_path);
     else if (mode == "churn") test_churn(world, g_rank, argc > 2 ? std::atoi(argv[2]) : 500);
     else {
-      std::fprintf(stderr, "usage: %s split|pipeline|threads|abort|churn [N]|footprint [N]|initall|settings-mismatch|tuning-state\n", argv[0]);
+      std::fprintf(stderr, "usage: %s split|pipeline|threads|abort|churn [N]|footprint [N]|initall|settings-mismatch|nonblocking-init|tuning-state\n", argv[0]);
       return 2;
     }
     if (mode != "abort") weftCommDestroy(world);
