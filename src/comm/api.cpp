@@ -126,6 +126,11 @@ weftResult_t init(weftComm_t* out, const weft::boot::UniqueId& id, int nranks, i
   return weftSuccess;
 }
 
+bool init_unfinished(weftComm_t comm) {
+  std::lock_guard<std::mutex> lock(g_comms_mu);
+  return comm != nullptr && live_comms().count(comm) != 0 && comm->init_state.load() != weftSuccess;
+}
+
 weftResult_t unregister(weftComm_t comm, const char* fn) {
   {
     std::lock_guard<std::mutex> lock(g_comms_mu);
@@ -276,7 +281,9 @@ weftResult_t weftCommDestroy(weftComm_t comm) {
 }
 
 weftResult_t weftCommAbort(weftComm_t comm) {
-  {
+  // A non-blocking init that has not ended (or failed) has nothing to abort yet:
+  // destroy waits for its thread.
+  if (!init_unfinished(comm)) {
     weftResult_t rc;
     Use c(comm, "weftCommAbort", &rc);
     if (!c) return rc;
