@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -299,8 +300,19 @@ TEST(ExecutorErrors, DeadPeerWhileItReadsOurSend) {
   EXPECT_TRUE(contains(st.message(), "rank 0")) << st.message();
 }
 
-// (e) A live peer that never sends: the call's deadline (100 ms) ends the wait
-// with weftTimeout naming the peer, soon after the deadline.
+// (e) A 100 ms deadline ends a wait on a live but silent peer with weftTimeout
+// naming that peer, soon after the deadline.
+void expect_deadline(const std::function<Status()>& call, const char* what, int peer) {
+  Watchdog dog(30, what);
+  const auto t0 = Clock::now();
+  Status st = call();
+  const double took = seconds_since(t0);
+  EXPECT_GE(took, 0.1) << what;
+  EXPECT_LT(took, 5.0) << what;
+  EXPECT_EQ(st.code(), weftTimeout) << what << ": " << st.message();
+  EXPECT_TRUE(contains(st.message(), "rank " + std::to_string(peer))) << what << ": " << st.message();
+}
+
 TEST(ExecutorErrors, DeadlineWhileReceiving) {
   FakeNet net(2, {false, 0});
   Ints in(4), out(4, -1);
@@ -308,14 +320,7 @@ TEST(ExecutorErrors, DeadlineWhileReceiving) {
   p.steps = {recv_step(0, recv_buf(0, 4))};
   exec::Executor ex(1, net.links_of(1), nullptr);
   exec::Call call = int_sum_call(p, in.data(), out.data(), 1, 100);
-  Watchdog dog(30, "DeadlineWhileReceiving");
-  const auto t0 = Clock::now();
-  Status st = ex.run(call);
-  const double took = seconds_since(t0);
-  EXPECT_GE(took, 0.1);
-  EXPECT_LT(took, 5.0);
-  EXPECT_EQ(st.code(), weftTimeout) << st.message();
-  EXPECT_TRUE(contains(st.message(), "rank 0")) << st.message();
+  expect_deadline([&] { return ex.run(call); }, "DeadlineWhileReceiving", 0);
 }
 
 TEST(ExecutorErrors, DeadlineWhileThePeerHasNotReadOurSend) {
@@ -325,28 +330,15 @@ TEST(ExecutorErrors, DeadlineWhileThePeerHasNotReadOurSend) {
   p.steps = {send_step(2, send_buf(0, 4))};
   exec::Executor ex(1, net.links_of(1), nullptr);
   exec::Call call = int_sum_call(p, in.data(), out.data(), 1, 100);
-  Watchdog dog(30, "DeadlineWhileThePeerHasNotReadOurSend");
-  const auto t0 = Clock::now();
-  Status st = ex.run(call);
-  const double took = seconds_since(t0);
-  EXPECT_GE(took, 0.1);
-  EXPECT_LT(took, 5.0);
-  EXPECT_EQ(st.code(), weftTimeout) << st.message();
-  EXPECT_TRUE(contains(st.message(), "rank 2")) << st.message();
+  expect_deadline([&] { return ex.run(call); }, "DeadlineWhileThePeerHasNotReadOurSend", 2);
 }
 
 TEST(ExecutorErrors, DeadlineOfAPointToPointReceive) {
   FakeNet net(3, {false, 0});
   Ints buf(4, -1);
   exec::Executor ex(0, net.links_of(0), nullptr);
-  Watchdog dog(30, "DeadlineOfAPointToPointReceive");
-  const auto t0 = Clock::now();
-  Status st = ex.run_p2p({exec::P2P{false, 2, buf.data(), 16}}, 100);
-  const double took = seconds_since(t0);
-  EXPECT_GE(took, 0.1);
-  EXPECT_LT(took, 5.0);
-  EXPECT_EQ(st.code(), weftTimeout) << st.message();
-  EXPECT_TRUE(contains(st.message(), "rank 2")) << st.message();
+  expect_deadline([&] { return ex.run_p2p({exec::P2P{false, 2, buf.data(), 16}}, 100); },
+                  "DeadlineOfAPointToPointReceive", 2);
 }
 
 // The communicator's own check (abort, a rank lost per the bootstrap) also ends a wait.
