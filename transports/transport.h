@@ -29,6 +29,12 @@ struct Card {
   int32_t pid;
   uint64_t host_hash;  // equal for ranks that share memory (same host and netns)
   uint64_t nonce;      // random: the hash of all nonces names the communicator
+  // The family (communicators split from one, at any depth, share what their
+  // transports allow): the first communicator's hash and this rank's rank in
+  // it; family 0 for a communicator made by init (it starts its own family).
+  uint64_t family;
+  int32_t family_rank;
+  int32_t pad;
   char host[64];
   unsigned char blob[kMaxTransports][kCardBlobBytes];  // each transport's part, in registry order
 };

@@ -40,7 +40,7 @@ reduce::Op elementwise_op(weftRedOp_t op) {
 }  // namespace
 
 Status Communicator::create(const boot::UniqueId& id, int nranks, int rank,
-                            const weftConfig_t* config, std::unique_ptr<Communicator>* out) {
+                            const weftConfig_t* config, std::unique_ptr<Communicator>* out, Lineage lineage) {
   if (nranks < 1)
     return Error(weftInvalidArgument, "weftCommInitRank: nranks must be >= 1, got %d", nranks);
   if (rank < 0 || rank >= nranks)
@@ -49,6 +49,7 @@ Status Communicator::create(const boot::UniqueId& id, int nranks, int rank,
   std::unique_ptr<Communicator> c(new Communicator);
   c->rank_ = rank;
   c->nranks_ = nranks;
+  c->lineage_ = lineage;
   log::set_rank(rank);
   WEFT_TRY(c->init(id, config));
   *out = std::move(c);
@@ -146,6 +147,8 @@ Status Communicator::connect_transports(const boot::UniqueId& id) {
   mine.host_hash = fnv1a(ident.data(), ident.size());
   if (getrandom(&mine.nonce, sizeof(mine.nonce), 0) != sizeof(mine.nonce)) return SysError(errno, "getrandom");
   gethostname(mine.host, sizeof(mine.host) - 1);
+  mine.family = lineage_.family;
+  mine.family_rank = lineage_.family != 0 ? lineage_.family_rank : rank_;
   transports_.resize(reg.size());
   for (size_t i : allowed) {
     transports_[i] = reg[i].make();
@@ -157,6 +160,7 @@ Status Communicator::connect_transports(const boot::UniqueId& id) {
   for (const transport::Card& c : cards) comm_hash = fnv1a(&c.nonce, sizeof(c.nonce), comm_hash);
   base.cards = &cards;
   base.comm_hash = comm_hash;
+  if (lineage_.family == 0) lineage_ = {comm_hash, rank_};
 
   // Ranks sharing this host; two-level algorithms need hosts of equal size
   // holding consecutive ranks.
@@ -360,7 +364,7 @@ Status Communicator::run_p2p(const std::vector<exec::P2P>& ops) {
   return st;
 }
 
-Status Communicator::split(int color, int key, boot::UniqueId* id, int* nranks, int* rank) {
+Status Communicator::split(int color, int key, boot::UniqueId* id, int* nranks, int* rank, Lineage* lineage) {
   // Ordered like a collective: after everything posted before it.
   queue_->drain();
   WEFT_TRY(async_error());
@@ -401,6 +405,7 @@ Status Communicator::split(int color, int key, boot::UniqueId* id, int* nranks, 
   WEFT_TRY(boot::unpack(got.id, id));
   *nranks = static_cast<int>(members.size());
   *rank = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
+  *lineage = lineage_;
   return Status::Ok();
 }
 

@@ -43,10 +43,18 @@ struct CollArgs {
   bool operator==(const CollArgs&) const = default;
 };
 
+// Communicators split from one (at any depth) form its family and share what
+// their transports allow (shm: the channels between two ranks). A communicator
+// made by init starts a family: {0, -1} until its init names it.
+struct Lineage {
+  uint64_t family = 0;  // the first communicator's hash
+  int family_rank = -1;  // this rank's rank in it
+};
+
 class Communicator final : public exec::Health {
  public:
   static Status create(const boot::UniqueId& id, int nranks, int rank, const weftConfig_t* config,
-                       std::unique_ptr<Communicator>* out);
+                       std::unique_ptr<Communicator>* out, Lineage lineage = {});
   ~Communicator();
 
   int rank() const { return rank_; }
@@ -69,7 +77,7 @@ class Communicator final : public exec::Health {
   // weftCommSplit's exchange over this communicator's bootstrap: the new
   // communicator's size, this rank's place in it, and the unique id its first
   // rank created (*nranks 0 for WEFT_SPLIT_NOCOLOR).
-  Status split(int color, int key, boot::UniqueId* id, int* nranks, int* rank);
+  Status split(int color, int key, boot::UniqueId* id, int* nranks, int* rank, Lineage* lineage);
 
   // Online tuning's settled picks (tune::Tuner::settled_state), after queued work.
   Status tuning_state(std::string* out);
@@ -138,6 +146,7 @@ class Communicator final : public exec::Health {
   bool check_ = false;  // WEFT_CHECK
   int local_size_ = 0;  // ranks per host when hosts are equal and hold consecutive ranks, else 0
   std::string name_;
+  Lineage lineage_;
   std::unique_ptr<boot::Bootstrap> boot_;
   std::vector<std::unique_ptr<transport::Transport>> transports_;  // in registry order; those in use
   std::vector<std::unique_ptr<transport::Link>> links_;

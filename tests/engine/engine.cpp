@@ -288,28 +288,49 @@ int count_threads() {
   if (f != nullptr) std::fclose(f);
   return n;
 }
+// A job's footprint: one communicator made by init, then `count` split from it,
+// each moving 16 MiB (every FIFO slot touched: tmpfs counts pages in use). The
+// split ones open contexts on the first one's shared-memory channels, so the
+// job's /dev/shm stays about that of one communicator: 64 communicators at 8
+// ranks must fit in Docker's default 64 MiB.
 void test_footprint(weftComm_t world, int n, int me, int count) {
   weftBarrier(world);
-  int fds = count_fds(), threads = count_threads();
-  long shm = shm_used_bytes();
+  const int fds = count_fds(), threads = count_threads();
+  const long shm = shm_used_bytes();
+  weftUniqueId id{};
+  if (me == 0 && !ok(weftGetUniqueId(&id), world, "unique id")) return;
+  if (!ok(weftBroadcast(&id, &id, sizeof(id), weftUint8, 0, world, nullptr), world, "broadcast id")) return;
+  weftComm_t first = nullptr;
+  if (!ok(weftCommInitRank(&first, n, id, me), nullptr, "init")) return;
+  std::vector<float> big((size_t{16} << 20) / sizeof(float), 1.0f);
+  ok(weftAllReduce(big.data(), big.data(), big.size(), weftFloat32, weftSum, first, nullptr), first, "all-reduce");
+  weftBarrier(world);
+  const int fds_first = count_fds(), threads_first = count_threads();
+  const long shm_first = shm_used_bytes();
   std::vector<weftComm_t> comms(static_cast<size_t>(count));
   for (weftComm_t& c : comms)
-    if (!ok(weftCommSplit(world, 0, me, &c, nullptr), world, "split")) return;
-  // 16 MiB through each: every FIFO slot gets touched (tmpfs counts pages in use).
-  std::vector<float> big((size_t{16} << 20) / sizeof(float), 1.0f);
+    if (!ok(weftCommSplit(first, 0, me, &c, nullptr), first, "split")) return;
   for (weftComm_t c : comms)
     ok(weftAllReduce(big.data(), big.data(), big.size(), weftFloat32, weftSum, c, nullptr), c, "all-reduce");
   weftBarrier(world);
-  int fds_with = count_fds(), threads_with = count_threads();
-  long shm_with = shm_used_bytes();
+  const int fds_with = count_fds(), threads_with = count_threads();
+  const long shm_with = shm_used_bytes();
   for (weftComm_t c : comms) ok(weftCommDestroy(c), c, "destroy");
+  ok(weftCommDestroy(first), first, "destroy");
   weftBarrier(world);
+  const double mib = 1 << 20, per_split = static_cast<double>(shm_with - shm_first) / count / mib;
   if (me == 0 || me == n - 1)
-    std::printf("footprint: %d ranks, per communicator on rank %d%s: %.1f descriptors, %.1f threads; /dev/shm %.1f MiB "
-                "per communicator (all ranks of this host)\n",
-                n, me, me == 0 ? " (where the bootstrap roots run)" : "", static_cast<double>(fds_with - fds) / count,
-                static_cast<double>(threads_with - threads) / count,
-                static_cast<double>(shm_with - shm) / count / (1 << 20));
+    std::printf("footprint: %d ranks, rank %d%s: the first communicator %d descriptors, %d threads; each of %d split "
+                "from it %.1f descriptors, %.1f threads. /dev/shm (all ranks of this host): the first %.1f MiB, each "
+                "split one %.3f MiB, %.1f MiB in all\n",
+                n, me, me == 0 ? " (where the bootstrap roots run)" : "", fds_first - fds, threads_first - threads,
+                count, static_cast<double>(fds_with - fds_first) / count,
+                static_cast<double>(threads_with - threads_first) / count,
+                static_cast<double>(shm_first - shm) / mib, per_split, static_cast<double>(shm_with - shm) / mib);
+  if (per_split > 0.25)
+    fail("a split communicator added " + std::to_string(per_split) + " MiB of /dev/shm: it did not share its parent's channels");
+  if (count >= 64 && shm_with - shm > (long{64} << 20))
+    fail("64 communicators at " + std::to_string(n) + " ranks use more than 64 MiB of /dev/shm");
   int fds_after = count_fds();
   for (int t = 0; t < 50 && fds_after > fds; ++t) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));

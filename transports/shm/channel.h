@@ -1,7 +1,11 @@
 // Memory layout of one directed shared-memory channel (sender -> receiver), a
-// single-producer/single-consumer FIFO of slots. The receiver's counters sit on
-// their own cache lines so that neither side writes a line the other polls
-// except to hand it over.
+// FIFO of slots between two processes, shared by every communicator of a
+// family (those split from one communicator) that connects them. Each slot
+// names the receiver's context (one per communicator) it belongs to; the
+// receiver's per-context counters say how many of that context's slots and
+// rendezvous messages it has consumed. The receiver's counters sit on their
+// own cache lines so that neither side writes a line the other polls except to
+// hand it over.
 #pragma once
 
 #include <atomic>
@@ -24,7 +28,9 @@ struct alignas(kCacheLine) SlotHeader {
   uint64_t tag;
   uint64_t msg_bytes;         // size of the whole message this slot belongs to
   uint32_t bytes;             // payload bytes in this slot
-  uint32_t kind;              // SlotKind
+  uint8_t kind;               // SlotKind
+  uint8_t gen;                // the context's generation: a reused context ignores old slots
+  uint16_t ctx;               // the receiver's context (communicator) this slot is for
   unsigned char inline_data[32];
 };
 static_assert(sizeof(SlotHeader) == kCacheLine);
@@ -44,26 +50,38 @@ struct alignas(kCacheLine) Counter {
   std::atomic<uint64_t> value;
 };
 
-// Channel = [head][rndv_done][slots...]; each slot = header line + payload.
+// One context's counters, written by the receiver. A sender keeps at most a
+// FIFO's worth of a context's slots unconsumed, so slots the receiver moves
+// aside for a context that is not receiving yet stay bounded.
+struct alignas(kCacheLine) ContextCounters {
+  std::atomic<uint64_t> consumed;   // this context's slots consumed
+  std::atomic<uint64_t> rndv_done;  // this context's rendezvous messages fully read
+};
+// Communicators of one family that connect the same two ranks at once.
+constexpr size_t kMaxContexts = 1024;
+
+// Channel = [head][contexts...][slots...]; each slot = header line + payload.
+// Pages of the context table are touched only as contexts are used.
 struct ChannelLayout {
   size_t slot_bytes;  // payload bytes per slot, a multiple of kCacheLine
   size_t nslots;
 
   size_t slot_stride() const { return kCacheLine + slot_bytes; }
-  size_t bytes() const { return 2 * kCacheLine + nslots * slot_stride(); }
+  size_t slots_offset() const { return kCacheLine + kMaxContexts * sizeof(ContextCounters); }
+  size_t bytes() const { return slots_offset() + nslots * slot_stride(); }
 };
 
 struct ChannelView {
-  Counter* head;       // slots consumed, written by the receiver
-  Counter* rndv_done;  // rendezvous messages fully read, written by the receiver
+  Counter* head;              // slots taken off the FIFO, written by the receiver
+  ContextCounters* contexts;  // kMaxContexts
   unsigned char* slots;
   ChannelLayout layout;
 
   ChannelView() = default;
   ChannelView(void* base, ChannelLayout l)
       : head(static_cast<Counter*>(base)),
-        rndv_done(reinterpret_cast<Counter*>(static_cast<unsigned char*>(base) + kCacheLine)),
-        slots(static_cast<unsigned char*>(base) + 2 * kCacheLine),
+        contexts(reinterpret_cast<ContextCounters*>(static_cast<unsigned char*>(base) + kCacheLine)),
+        slots(static_cast<unsigned char*>(base) + l.slots_offset()),
         layout(l) {}
 
   SlotHeader* header(uint64_t n) const {

@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <vector>
 
 #include "base/log.h"
@@ -93,8 +95,8 @@ std::string ShmTransport::segment_name(int rank) const {
 }
 
 Status ShmTransport::create(const std::string& name_prefix, int rank, std::vector<LocalPeer> local,
-                            std::unique_ptr<ShmTransport>* out) {
-  std::unique_ptr<ShmTransport> t(new ShmTransport);
+                            std::shared_ptr<ShmTransport>* out) {
+  std::shared_ptr<ShmTransport> t(new ShmTransport);
   t->prefix_ = name_prefix;
   t->rank_ = rank;
   t->local_ = std::move(local);
@@ -108,13 +110,13 @@ Status ShmTransport::create(const std::string& name_prefix, int rank, std::vecto
   return Status::Ok();
 }
 
-Status ShmTransport::connect(std::vector<std::unique_ptr<transport::Link>>* links,
-                             std::optional<bool> read_private_in_place) {
+Status ShmTransport::connect(std::optional<bool> read_private_in_place) {
   ChannelLayout layout = layout_from_params();
   LinkOptions opts;
   opts.eager_max = static_cast<size_t>(params::SHM_EAGER_MAX());
   opts.pull_bytes = static_cast<size_t>(params::SHM_PULL_BYTES());
   peers_.resize(local_.size());
+  channels_.resize(local_.size());
   size_t bytes = channel_bytes_ * local_.size();
   for (size_t i = 0; i < local_.size(); ++i) {
     if (static_cast<int>(i) == my_index_) continue;
@@ -128,11 +130,41 @@ Status ShmTransport::connect(std::vector<std::unique_ptr<transport::Link>>* link
     ChannelView in(own_base + channel_bytes_ * i, layout);
     opts.cma = probe_cma(p);
     opts.cma_private = opts.cma && read_private_in_place.value_or(cma_beats_fifo());
-    links->push_back(std::make_unique<ShmLink>(p.rank, p.pid, out, in, opts));
-    WEFT_INFO(TRANSPORT, "rank %d -> rank %d via %s (%zu slots x %zu B, eager <= %zu B)", rank_,
-              p.rank, links->back()->name(), layout.nslots, layout.slot_bytes, opts.eager_max);
+    channels_[i] = std::make_unique<PeerChannel>(p.pid, out, in, opts);
+    WEFT_INFO(TRANSPORT, "rank %d -> rank %d via shm%s (%zu slots x %zu B, eager <= %zu B)", rank_, p.rank,
+              opts.cma_private ? "+cma" : "", layout.nslots, layout.slot_bytes, opts.eager_max);
   }
   return Status::Ok();
+}
+
+PeerChannel* ShmTransport::channel(int rank) {
+  for (size_t i = 0; i < local_.size(); ++i)
+    if (local_[i].rank == rank && i < channels_.size()) return channels_[i].get();
+  return nullptr;
+}
+
+std::unique_ptr<transport::Link> ShmTransport::link(int rank, int peer, uint32_t remote, uint32_t in) {
+  return std::make_unique<ShmLink>(peer, shared_from_this(), channel(rank), remote, in);
+}
+
+namespace {
+std::mutex g_families_mu;
+std::map<std::pair<uint64_t, int>, std::weak_ptr<ShmTransport>>& families() {
+  static auto* m = new std::map<std::pair<uint64_t, int>, std::weak_ptr<ShmTransport>>;
+  return *m;
+}
+}  // namespace
+
+void ShmTransport::enroll(uint64_t family, int rank, const std::shared_ptr<ShmTransport>& t) {
+  std::lock_guard<std::mutex> lock(g_families_mu);
+  std::erase_if(families(), [](const auto& e) { return e.second.expired(); });
+  families()[{family, rank}] = t;
+}
+
+std::shared_ptr<ShmTransport> ShmTransport::find(uint64_t family, int rank) {
+  std::lock_guard<std::mutex> lock(g_families_mu);
+  auto it = families().find({family, rank});
+  return it == families().end() ? nullptr : it->second.lock();
 }
 
 }  // namespace weft::shm

@@ -20,8 +20,8 @@ namespace weft::shm {
 namespace {
 
 struct Pair {
-  std::unique_ptr<ShmTransport> t0, t1;
-  std::vector<std::unique_ptr<transport::Link>> l0, l1;  // l0[0]: 0 -> 1, l1[0]: 1 -> 0
+  std::shared_ptr<ShmTransport> t0, t1;
+  std::vector<std::unique_ptr<transport::Link>> l0, l1;  // l0[i]: 0 -> 1, l1[i]: 1 -> 0, context i
 
   // cma: ordinary buffers above the eager limit are read with cross-memory
   // attach; else they cross the FIFO (weftMemAlloc buffers are mapped either way).
@@ -31,10 +31,18 @@ struct Pair {
                                     {1, getpid(), cma_probe_address()}};
     EXPECT_TRUE(ShmTransport::create(prefix, 0, local, &t0).ok());
     EXPECT_TRUE(ShmTransport::create(prefix, 1, local, &t1).ok());
-    EXPECT_TRUE(t0->connect(&l0, cma).ok());
-    EXPECT_TRUE(t1->connect(&l1, cma).ok());
+    EXPECT_TRUE(t0->connect(cma).ok());
+    EXPECT_TRUE(t1->connect(cma).ok());
     t0->unlink();
     t1->unlink();
+    add_context();
+  }
+  // Another communicator of the family on the same channels: each side opens
+  // a receiving context and the other writes to it (as init exchanges them).
+  void add_context() {
+    uint32_t in0 = t0->channel(1)->open_in(), in1 = t1->channel(0)->open_in();
+    l0.push_back(t0->link(1, 1, in1, in0));
+    l1.push_back(t1->link(0, 0, in0, in1));
   }
 };
 
@@ -210,12 +218,152 @@ TEST(ShmLink, DeadPeerIsReportedByCheck) {
   ASSERT_GT(child, 0);
   std::vector<unsigned char> mem(ChannelLayout{64, 2}.bytes() * 2, 0);
   ChannelView v(mem.data(), ChannelLayout{64, 2});
-  ShmLink link(3, child, v, v, LinkOptions{});
+  PeerChannel ch(child, v, v, LinkOptions{});
   usleep(100000);  // the child has exited (a zombie until reaped: still "exited")
-  Status st = link.check_peer();
+  Status st = ch.check_peer(3);
   EXPECT_EQ(weftRemoteError, st.code());
   EXPECT_NE(std::string::npos, st.message().find("rank 3")) << st.message();
   waitpid(child, nullptr, 0);
+}
+
+// ---- communicators of one family sharing the channels ----------------------
+
+// Polls `op` on `rx` (driving `tx`'s sends) until done or a bound.
+bool receive(transport::Link* tx, transport::Link* rx, transport::RecvOp& op) {
+  for (int spins = 0; spins < 1000000; ++spins) {
+    bool done = false;
+    if (!rx->poll_recv(op, &done).ok()) return false;
+    tx->progress();
+    if (done) return true;
+  }
+  return false;
+}
+
+transport::RecvOp recv_into(std::vector<unsigned char>& out, uint64_t tag) {
+  transport::RecvOp op;
+  op.dst = out.data();
+  op.bytes = out.size();
+  op.tag = tag;
+  return op;
+}
+
+TEST(ShmContexts, AReceiverGetsItsMessagesPastAnotherContextsAtTheHead) {
+  for (bool cma : {false, true}) {
+    Pair p(cma);
+    p.add_context();
+    // Context 0's messages reach the FIFO first: two eager (one inline, one of
+    // several slots) and one large (rendezvous with cma, else slots).
+    auto a1 = pattern(8, 1), a2 = pattern(70000, 2), a3 = pattern(1 << 20, 3), b1 = pattern(40000, 4);
+    p.l0[0]->send(a1.data(), a1.size(), 11);
+    p.l0[0]->send(a2.data(), a2.size(), 12);
+    p.l0[0]->send(a3.data(), a3.size(), 13);
+    p.l0[1]->send(b1.data(), b1.size(), 21);
+    // Context 1 receives first: context 0's slots are moved aside for it.
+    std::vector<unsigned char> ob1(b1.size());
+    auto op = recv_into(ob1, 21);
+    bool got = false;
+    for (int spins = 0; !got && spins < 1000000; ++spins) {
+      ASSERT_TRUE(p.l1[1]->poll_recv(op, &got).ok());
+      p.l0[0]->progress();
+      p.l0[1]->progress();
+    }
+    ASSERT_TRUE(got) << (cma ? "cma" : "fifo") << ": context 1 waited behind context 0";
+    EXPECT_EQ(ob1, b1);
+    // Context 0 then gets its own, in order and intact.
+    std::vector<unsigned char> o1(a1.size()), o2(a2.size()), o3(a3.size());
+    auto op1 = recv_into(o1, 11), op2 = recv_into(o2, 12), op3 = recv_into(o3, 13);
+    ASSERT_TRUE(receive(p.l0[0].get(), p.l1[0].get(), op1));
+    ASSERT_TRUE(receive(p.l0[0].get(), p.l1[0].get(), op2));
+    ASSERT_TRUE(receive(p.l0[0].get(), p.l1[0].get(), op3));
+    EXPECT_EQ(o1, a1);
+    EXPECT_EQ(o2, a2);
+    EXPECT_EQ(o3, a3);
+  }
+}
+
+TEST(ShmContexts, WhatIsMovedAsideIsBoundedByAFifoPerContext) {
+  Pair p(false);
+  p.add_context();
+  // Context 0 queues three FIFOs' worth that nobody receives yet.
+  const size_t slot = static_cast<size_t>(params::SHM_SLOT_BYTES()), nslots = static_cast<size_t>(params::SHM_SLOTS());
+  auto big = pattern(3 * nslots * slot, 9);
+  uint64_t t = p.l0[0]->send(big.data(), big.size(), 5);
+  // Context 1's many messages still flow while context 1 alone receives.
+  for (int i = 0; i < 3 * static_cast<int>(nslots); ++i) {
+    auto m = pattern(slot, 100 + i);
+    p.l0[1]->send(m.data(), m.size(), 100 + static_cast<uint64_t>(i));
+    std::vector<unsigned char> out(slot);
+    auto op = recv_into(out, 100 + static_cast<uint64_t>(i));
+    bool got = false;
+    for (int spins = 0; !got && spins < 1000000; ++spins) {
+      ASSERT_TRUE(p.l1[1]->poll_recv(op, &got).ok());
+      p.l0[0]->progress();
+      p.l0[1]->progress();
+    }
+    ASSERT_TRUE(got) << "message " << i;
+    ASSERT_EQ(out, m) << "message " << i;
+  }
+  // Context 0's sender stopped at one FIFO's worth unconsumed: its message is
+  // not all posted until its receiver takes some.
+  EXPECT_FALSE(p.l0[0]->send_done(t));
+  std::vector<unsigned char> out(big.size());
+  auto op = recv_into(out, 5);
+  ASSERT_TRUE(receive(p.l0[0].get(), p.l1[0].get(), op));
+  EXPECT_EQ(out, big);
+  EXPECT_TRUE(p.l0[0]->send_done(t));
+}
+
+TEST(ShmContexts, RendezvousCompletesPerContextInAnyOrder) {
+  Pair p(true);
+  p.add_context();
+  auto a = pattern(1 << 20, 1), b = pattern(1 << 20, 2);
+  uint64_t ta = p.l0[0]->send(a.data(), a.size(), 1);
+  uint64_t tb = p.l0[1]->send(b.data(), b.size(), 2);
+  std::vector<unsigned char> ob(b.size());
+  auto opb = recv_into(ob, 2);
+  ASSERT_TRUE(receive(p.l0[1].get(), p.l1[1].get(), opb));
+  EXPECT_EQ(ob, b);
+  EXPECT_TRUE(p.l0[1]->send_done(tb)) << "context 1's buffer was read";
+  EXPECT_FALSE(p.l0[0]->send_done(ta)) << "context 0's buffer was not read yet";
+  std::vector<unsigned char> oa(a.size());
+  auto opa = recv_into(oa, 1);
+  ASSERT_TRUE(receive(p.l0[0].get(), p.l1[0].get(), opa));
+  EXPECT_EQ(oa, a);
+  EXPECT_TRUE(p.l0[0]->send_done(ta));
+}
+
+TEST(ShmContexts, AClosedContextsSlotsNeverReachItsSuccessor) {
+  Pair p(false);
+  p.add_context();
+  // Context 1 is torn down with a message on its way to it ...
+  auto stale = pattern(100, 1);
+  p.l0[1]->send(stale.data(), stale.size(), 7);
+  p.l0.pop_back();
+  p.l1.pop_back();
+  // ... and the next communicator reuses its number (a new generation).
+  p.add_context();
+  auto fresh = pattern(100, 2);
+  p.l0[1]->send(fresh.data(), fresh.size(), 7);
+  std::vector<unsigned char> out(100);
+  auto op = recv_into(out, 7);
+  ASSERT_TRUE(receive(p.l0[1].get(), p.l1[1].get(), op));
+  EXPECT_EQ(out, fresh);
+}
+
+TEST(ShmContexts, EveryContextCanBeOpenedAndNoMore) {
+  Pair p(false);
+  PeerChannel* ch = p.t0->channel(1);
+  std::vector<uint32_t> opened;
+  for (size_t i = 1; i < kMaxContexts; ++i) {  // context 0 is the pair's own
+    uint32_t c = ch->open_in();
+    ASSERT_NE(c, kNoContext) << i;
+    opened.push_back(c);
+  }
+  EXPECT_EQ(ch->open_in(), kNoContext);
+  ch->close_in(opened[5]);
+  uint32_t again = ch->open_in();
+  EXPECT_EQ(again & 0xffffu, opened[5] & 0xffffu) << "a closed context's number is reused";
+  EXPECT_NE(again >> 16, opened[5] >> 16) << "... with a new generation";
 }
 
 }  // namespace

@@ -1,0 +1,306 @@
+#include "transports/shm/peer_channel.h"
+
+#include <poll.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace weft::shm {
+namespace {
+
+uint32_t pack_context(size_t index, uint8_t gen) { return static_cast<uint32_t>(index) | uint32_t{gen} << 16; }
+size_t context_index(uint32_t ctx) { return ctx & 0xffffu; }
+uint8_t context_gen(uint32_t ctx) { return static_cast<uint8_t>(ctx >> 16); }
+
+const void* slot_data(const SlotHeader* h, const unsigned char* payload) {
+  return h->bytes <= kInlineBytes ? static_cast<const void*>(h->inline_data) : payload;
+}
+
+}  // namespace
+
+PeerChannel::PeerChannel(pid_t peer_pid, ChannelView out, ChannelView in, LinkOptions opts)
+    : peer_pid_(peer_pid), out_(out), in_(in), opts_(opts), mappings_(peer_pid) {
+  pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, peer_pid, 0));
+}
+
+PeerChannel::~PeerChannel() {
+  if (pidfd_ >= 0) close(pidfd_);
+}
+
+// ---- contexts ------------------------------------------------------------
+
+uint32_t PeerChannel::open_in() {
+  std::lock_guard<std::mutex> lock(recv_mu_);
+  size_t i = 0;
+  while (i < ins_.size() && ins_[i]->open) ++i;
+  if (i == kMaxContexts) return kNoContext;
+  if (i == ins_.size()) ins_.push_back(std::make_unique<InContext>());
+  InContext& c = *ins_[i];
+  c.open = true;
+  c.consumed = c.rndv_received = 0;
+  in_.contexts[i].consumed.store(0, std::memory_order_relaxed);
+  in_.contexts[i].rndv_done.store(0, std::memory_order_release);
+  return pack_context(i, c.gen);
+}
+
+void PeerChannel::close_in(uint32_t ctx) {
+  std::lock_guard<std::mutex> lock(recv_mu_);
+  InContext& c = *ins_[context_index(ctx)];
+  c.open = false;
+  ++c.gen;  // slots still on their way to the old context are dropped
+  c.aside.clear();
+  c.bounce = {};
+}
+
+int PeerChannel::open_out(uint32_t remote) {
+  std::lock_guard<std::mutex> lock(send_mu_);
+  size_t h = 0;
+  while (h < outs_.size() && outs_[h]->open) ++h;
+  if (h == outs_.size()) outs_.push_back(std::make_unique<OutContext>());
+  OutContext& c = *outs_[h];
+  c = OutContext{};
+  c.index = static_cast<uint16_t>(context_index(remote));
+  c.gen = context_gen(remote);
+  c.open = true;
+  return static_cast<int>(h);
+}
+
+void PeerChannel::close_out(int out) {
+  std::lock_guard<std::mutex> lock(send_mu_);
+  OutContext& c = *outs_[static_cast<size_t>(out)];
+  c.open = false;
+  c.queue.clear();
+}
+
+// ---- sending -------------------------------------------------------------
+
+bool PeerChannel::slot_free(OutContext& c) {
+  const size_t n = out_.layout.nslots;
+  if (sent_slots_ - cached_head_ >= n) {
+    cached_head_ = out_.head->value.load(std::memory_order_acquire);
+    if (sent_slots_ - cached_head_ >= n) return false;
+  }
+  if (c.posted - c.cached_consumed < n) return true;
+  c.cached_consumed = out_.contexts[c.index].consumed.load(std::memory_order_acquire);
+  return c.posted - c.cached_consumed < n;
+}
+
+void PeerChannel::post_slot(OutContext& c, const SendItem& item, uint32_t kind, const void* payload,
+                            size_t bytes) {
+  SlotHeader* h = out_.header(sent_slots_);
+  h->tag = item.tag;
+  h->msg_bytes = item.bytes;
+  h->bytes = static_cast<uint32_t>(bytes);
+  h->kind = static_cast<uint8_t>(kind);
+  h->gen = c.gen;
+  h->ctx = c.index;
+  if (bytes <= kInlineBytes) std::memcpy(h->inline_data, payload, bytes);
+  else std::memcpy(out_.payload(sent_slots_), payload, bytes);
+  h->seq.store(sent_slots_ + 1, std::memory_order_release);
+  ++sent_slots_;
+  ++c.posted;
+}
+
+uint64_t PeerChannel::send(int out, const void* data, size_t bytes, uint64_t tag) {
+  std::lock_guard<std::mutex> lock(send_mu_);
+  OutContext& c = *outs_[static_cast<size_t>(out)];
+  SendItem item{static_cast<const unsigned char*>(data), bytes, tag, c.next_ticket++};
+  if (opts_.cma && bytes > opts_.eager_max) {
+    Region r;
+    item.rndv = opts_.cma_private || find_region(data, bytes, &r);
+  }
+  // The common small message goes straight into a free slot: nothing queued,
+  // so send_done() sees it done.
+  if (c.queue.empty() && !item.rndv && bytes <= out_.layout.slot_bytes && slot_free(c)) {
+    post_slot(c, item, kEager, data, bytes);
+    return item.ticket;
+  }
+  c.queue.push_back(item);
+  progress_locked(c);
+  return item.ticket;
+}
+
+void PeerChannel::progress(int out) {
+  std::lock_guard<std::mutex> lock(send_mu_);
+  progress_locked(*outs_[static_cast<size_t>(out)]);
+}
+
+void PeerChannel::progress_locked(OutContext& c) {
+  // A context's messages are posted strictly in order: a later one waits for
+  // slots behind an earlier one. Contexts do not wait for each other.
+  for (SendItem& item : c.queue) {
+    if (item.rndv) {
+      if (item.header_posted) continue;
+      if (!slot_free(c)) return;
+      RndvDescriptor d{};
+      d.addr = reinterpret_cast<uint64_t>(item.data);
+      Region r;
+      if (find_region(item.data, item.bytes, &r)) {
+        d.region_base = r.base;
+        d.region_size = r.size;
+        d.region_ino = r.ino;
+        d.region_fd = r.fd;
+      }
+      item.rndv_seq = ++c.rndv_posted;
+      post_slot(c, item, kRndv, &d, sizeof(d));
+      item.header_posted = true;
+      continue;
+    }
+    while (item.posted < item.bytes || !item.header_posted) {
+      if (!slot_free(c)) return;
+      size_t n = std::min(item.bytes - item.posted, out_.layout.slot_bytes);
+      post_slot(c, item, kEager, item.data + item.posted, n);
+      item.posted += n;
+      item.header_posted = true;
+    }
+  }
+  while (!c.queue.empty() && item_done(c, c.queue.front())) c.queue.pop_front();
+}
+
+bool PeerChannel::item_done(const OutContext& c, const SendItem& item) const {
+  if (!item.header_posted) return false;
+  if (!item.rndv) return item.posted == item.bytes;
+  return out_.contexts[c.index].rndv_done.load(std::memory_order_acquire) >= item.rndv_seq;
+}
+
+bool PeerChannel::send_done(int out, uint64_t ticket) {
+  std::lock_guard<std::mutex> lock(send_mu_);
+  OutContext& c = *outs_[static_cast<size_t>(out)];
+  if (c.queue.empty() || ticket < c.queue.front().ticket) return true;
+  progress_locked(c);
+  if (c.queue.empty() || ticket < c.queue.front().ticket) return true;
+  for (const SendItem& item : c.queue)
+    if (item.ticket == ticket) return item_done(c, item);
+  return true;
+}
+
+// ---- receiving -----------------------------------------------------------
+
+void PeerChannel::deliver(transport::RecvOp& op, const void* piece, size_t offset, size_t bytes) {
+  if (op.consumer != nullptr) op.consumer->consume(piece, offset, bytes);
+  else std::memcpy(static_cast<unsigned char*>(op.dst) + offset, piece, bytes);
+}
+
+void PeerChannel::set_aside(const SlotHeader* h, const void* payload) {
+  size_t i = h->ctx;
+  if (i >= ins_.size() || !ins_[i]->open || ins_[i]->gen != h->gen) return;  // a closed context's: dropped
+  const auto* p = static_cast<const unsigned char*>(slot_data(h, static_cast<const unsigned char*>(payload)));
+  ins_[i]->aside.push_back({h->tag, h->msg_bytes, h->bytes, h->kind, std::vector<unsigned char>(p, p + h->bytes)});
+}
+
+Status PeerChannel::pull(const RndvDescriptor& d, InContext& c, transport::RecvOp& op, int peer) {
+  if (d.region_base != 0) {
+    Region r{d.region_base, d.region_size, d.region_ino, d.region_fd};
+    std::lock_guard<std::mutex> lock(map_mu_);  // the mapping stays while we read it
+    if (const void* p = mappings_.map(r, d.addr)) {
+      deliver(op, p, 0, op.bytes);
+      return Status::Ok();
+    }
+  }
+  // Plain receives land directly in the destination; reductions go through a
+  // cache-sized bounce buffer so the reduce reads hot data.
+  size_t piece = op.consumer != nullptr ? opts_.pull_bytes : op.bytes;
+  if (op.consumer != nullptr && c.bounce.size() < piece) c.bounce.resize(piece);
+  for (size_t off = 0; off < op.bytes;) {
+    size_t n = std::min(piece, op.bytes - off);
+    unsigned char* local = op.consumer != nullptr ? c.bounce.data() : static_cast<unsigned char*>(op.dst) + off;
+    size_t got = 0;
+    while (got < n) {
+      struct iovec l{local + got, n - got};
+      struct iovec r{reinterpret_cast<void*>(d.addr + off + got), n - got};
+      ssize_t rc = process_vm_readv(peer_pid_, &l, 1, &r, 1, 0);
+      if (rc < 0) {
+        if (errno == EINTR) continue;
+        if (errno == ESRCH || errno == EFAULT)
+          return Error(weftRemoteError, "peer rank %d (pid %d) exited or released its buffer while we read it", peer,
+                       peer_pid_);
+        return SysError(errno, "reading %zu bytes from peer rank %d (pid %d) with process_vm_readv", n - got, peer,
+                        peer_pid_);
+      }
+      if (rc == 0)
+        return Error(weftRemoteError, "peer rank %d (pid %d) buffer vanished during the read", peer, peer_pid_);
+      got += static_cast<size_t>(rc);
+    }
+    if (op.consumer != nullptr) op.consumer->consume(local, off, n);
+    off += n;
+  }
+  return Status::Ok();
+}
+
+Status PeerChannel::poll_recv(uint32_t in, transport::RecvOp& op, bool* complete, int peer) {
+  *complete = false;
+  // Another thread polling this channel moves our slots aside for us.
+  std::unique_lock<std::mutex> lock(recv_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return Status::Ok();
+  const size_t index = context_index(in);
+  InContext& c = *ins_[index];
+  ContextCounters& counters = in_.contexts[index];
+  for (;;) {
+    // This context's next slot: one moved aside earlier, else the FIFO's head.
+    uint64_t tag, msg_bytes;
+    uint32_t bytes, kind;
+    const void* data;
+    SlotHeader* h = nullptr;
+    if (!c.aside.empty()) {
+      const SetAside& s = c.aside.front();
+      tag = s.tag, msg_bytes = s.msg_bytes, bytes = s.bytes, kind = s.kind, data = s.payload.data();
+    } else {
+      h = in_.header(recv_slots_);
+      if (h->seq.load(std::memory_order_acquire) != recv_slots_ + 1) return Status::Ok();
+      if (h->ctx != index || h->gen != c.gen) {
+        set_aside(h, in_.payload(recv_slots_));
+        in_.head->value.store(++recv_slots_, std::memory_order_release);
+        continue;
+      }
+      tag = h->tag, msg_bytes = h->msg_bytes, bytes = h->bytes, kind = h->kind;
+      data = slot_data(h, in_.payload(recv_slots_));
+    }
+    if (!op.started) {
+      if (tag != op.tag || msg_bytes != op.bytes)
+        return Error(weftInvalidUsage,
+                     "mismatched calls: expected a %zu-byte message (tag %#llx) from rank %d, "
+                     "received %llu bytes (tag %#llx); do all ranks call the same collectives "
+                     "with the same count and datatype?",
+                     op.bytes, static_cast<unsigned long long>(op.tag), peer,
+                     static_cast<unsigned long long>(msg_bytes), static_cast<unsigned long long>(tag));
+      op.started = true;
+    }
+    RndvDescriptor d;
+    if (kind == kRndv) std::memcpy(&d, data, sizeof(d));
+    else {
+      deliver(op, data, op.done, bytes);
+      op.done += bytes;
+    }
+    // The slot is consumed.
+    if (h != nullptr) in_.head->value.store(++recv_slots_, std::memory_order_release);
+    else c.aside.pop_front();
+    counters.consumed.store(++c.consumed, std::memory_order_release);
+    if (kind == kRndv) {
+      // Read in place without holding up other contexts' polls.
+      lock.unlock();
+      Status st = pull(d, c, op, peer);
+      // Release the sender even on failure, so it cannot wait forever on us.
+      counters.rndv_done.store(++c.rndv_received, std::memory_order_release);
+      WEFT_TRY(st);
+      op.done = op.bytes;
+    }
+    if (op.done == op.bytes) {
+      *complete = true;
+      return Status::Ok();
+    }
+  }
+}
+
+Status PeerChannel::check_peer(int peer) {
+  if (pidfd_ < 0) return Status::Ok();
+  struct pollfd p{pidfd_, POLLIN, 0};
+  if (::poll(&p, 1, 0) > 0 && (p.revents & POLLIN))
+    return Error(weftRemoteError, "peer rank %d (pid %d) exited", peer, peer_pid_);
+  return Status::Ok();
+}
+
+}  // namespace weft::shm

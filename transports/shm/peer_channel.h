@@ -1,0 +1,134 @@
+// One rank's pair of channels with one local peer: the one it writes (in the
+// peer's segment) and the one it reads (in its own). Every communicator of a
+// family (those split from one communicator) that connects the two ranks uses
+// the same pair through its own context, so a family of 64 communicators costs
+// the FIFOs of one.
+//
+// A slot carries the receiver's context number. A receiver polling for one
+// context that finds another's slot at the head moves it aside (a copy of the
+// payload; for a rendezvous slot, only its descriptor) so that no communicator
+// waits behind another's messages; a sender keeps at most a FIFO's worth of a
+// context's slots unconsumed, which bounds what is moved aside. Rendezvous
+// completions and consumed slots are counted per context.
+//
+// Thread-safe: communicators of one family are driven from different threads.
+// Each context is driven by one thread at a time (its communicator's queue).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "transports/link.h"
+#include "transports/shm/channel.h"
+#include "transports/shm/memalloc.h"
+
+namespace weft::shm {
+
+struct LinkOptions {
+  bool cma = false;          // the peer's memory can be read (process_vm_readv, /proc/pid/fd)
+  bool cma_private = false;  // ... and reading ordinary buffers so beats the FIFO's copy
+  size_t eager_max = 65536;  // larger messages go by rendezvous where allowed above
+  size_t pull_bytes = 262144;
+};
+
+// A context as both ends name it: index | generation << 16.
+constexpr uint32_t kNoContext = 0xffffffffu;
+
+class PeerChannel {
+ public:
+  // out: the channel this rank writes (in the peer's segment);
+  // in: the channel the peer writes (in this rank's segment).
+  PeerChannel(pid_t peer_pid, ChannelView out, ChannelView in, LinkOptions opts);
+  ~PeerChannel();
+  PeerChannel(const PeerChannel&) = delete;
+  PeerChannel& operator=(const PeerChannel&) = delete;
+
+  const LinkOptions& options() const { return opts_; }
+
+  // A new receiving context (the first on a fresh channel is 0, generation 0),
+  // or kNoContext when kMaxContexts are open.
+  uint32_t open_in();
+  void close_in(uint32_t ctx);
+  // A sending context writing to the peer's receiving context `remote`; returns
+  // the handle the calls below take.
+  int open_out(uint32_t remote);
+  void close_out(int out);
+
+  // As transport::Link's, for one context; `peer` is the communicator's rank
+  // of the peer, for errors.
+  uint64_t send(int out, const void* data, size_t bytes, uint64_t tag);
+  bool send_done(int out, uint64_t ticket);
+  void progress(int out);
+  Status poll_recv(uint32_t in, transport::RecvOp& op, bool* complete, int peer);
+  Status check_peer(int peer);
+
+ private:
+  struct SendItem {
+    const unsigned char* data;
+    size_t bytes;
+    uint64_t tag;
+    uint64_t ticket;
+    size_t posted = 0;      // eager: payload bytes written into slots
+    bool rndv = false;
+    bool header_posted = false;
+    uint64_t rndv_seq = 0;  // rendezvous: completes when the context's rndv_done reaches this
+  };
+  struct OutContext {
+    uint16_t index = 0;
+    uint8_t gen = 0;
+    bool open = false;
+    std::deque<SendItem> queue;
+    uint64_t next_ticket = 0;
+    uint64_t posted = 0;  // slots written for this context
+    uint64_t cached_consumed = 0;
+    uint64_t rndv_posted = 0;
+  };
+  // A slot of a context that was not receiving when it reached the head.
+  struct SetAside {
+    uint64_t tag, msg_bytes;
+    uint32_t bytes;
+    uint8_t kind;
+    std::vector<unsigned char> payload;
+  };
+  struct InContext {
+    uint8_t gen = 0;
+    bool open = false;
+    std::deque<SetAside> aside;
+    uint64_t consumed = 0;
+    uint64_t rndv_received = 0;
+    std::vector<unsigned char> bounce;  // cross-memory-attach reads for a consumer
+  };
+
+  bool slot_free(OutContext& c);
+  void post_slot(OutContext& c, const SendItem& item, uint32_t kind, const void* payload, size_t bytes);
+  bool item_done(const OutContext& c, const SendItem& item) const;
+  void progress_locked(OutContext& c);
+  void set_aside(const SlotHeader* h, const void* payload);
+  Status pull(const RndvDescriptor& d, InContext& c, transport::RecvOp& op, int peer);
+  static void deliver(transport::RecvOp& op, const void* piece, size_t offset, size_t bytes);
+
+  pid_t peer_pid_;
+  int pidfd_ = -1;
+  ChannelView out_, in_;
+  LinkOptions opts_;
+
+  // Sender side, under send_mu_.
+  std::mutex send_mu_;
+  std::vector<std::unique_ptr<OutContext>> outs_;
+  uint64_t sent_slots_ = 0;
+  uint64_t cached_head_ = 0;
+
+  // Receiver side, under recv_mu_ (a rendezvous read runs outside it).
+  std::mutex recv_mu_;
+  std::vector<std::unique_ptr<InContext>> ins_;  // index = context number
+  uint64_t recv_slots_ = 0;
+  std::mutex map_mu_;  // mappings_ and reads through them
+  PeerMappings mappings_;
+};
+
+}  // namespace weft::shm
