@@ -14,6 +14,7 @@
 #include "algorithms/registry.h"
 #include "comm/operations.h"
 #include "comm/settings.h"
+#include "exec/data_engine.h"
 #include "weft_config.h"
 #include "base/log.h"
 #include "base/params.h"
@@ -35,6 +36,16 @@ reduce::Op elementwise_op(weftRedOp_t op) {
     case weftMin: return reduce::Op::Min;
     default: return reduce::Op::Sum;  // sum, and avg (sum then divide)
   }
+}
+
+// A buffer of memory that no data engine of this build can touch.
+Status check_memory(const char* what, const char* which, const void* p) {
+  exec::BufferKind k = exec::buffer_kind(p);
+  if (exec::data_engine_for(k) != nullptr) return Status::Ok();
+  return Error(weftInvalidArgument,
+               "%s: %s %p is device memory (GPU %d): this build moves host memory only (device buffers need "
+               "the CUDA data engine, not built yet)",
+               what, which, p, k.gpu);
 }
 
 }  // namespace
@@ -301,6 +312,9 @@ Status Communicator::validate(const CollArgs& a) const {
     return Error(weftInvalidArgument, "%s: sendbuff is NULL with count %zu", what(), a.count);
   if (a.count > 0 && uses_recv && a.recv == nullptr)
     return Error(weftInvalidArgument, "%s: recvbuff is NULL with count %zu", what(), a.count);
+  if (a.count > 0 && uses_send) WEFT_TRY(check_memory(what(), "sendbuff", a.send));
+  if (a.count > 0 && uses_recv && !(uses_send && a.recv == a.send))
+    WEFT_TRY(check_memory(what(), "recvbuff", a.recv));
   if (a.count == 0 || !uses_send || !uses_recv) return Status::Ok();
   // Buffers may overlap only in the collective's in-place position.
   auto s = reinterpret_cast<uintptr_t>(a.send), r = reinterpret_cast<uintptr_t>(a.recv);
@@ -335,6 +349,7 @@ Status Communicator::validate_p2p(bool send, const void* buf, size_t count, weft
     return Error(weftInvalidArgument, "%s: count %zu overflows the address space", what, count);
   if (count > 0 && buf == nullptr)
     return Error(weftInvalidArgument, "%s: buffer is NULL with count %zu", what, count);
+  if (count > 0) WEFT_TRY(check_memory(what, "buffer", buf));
   return Status::Ok();
 }
 

@@ -28,4 +28,6 @@ DataEngine& cpu_data_engine() {
   return engine;
 }
 
+DataEngine* data_engine_for(const BufferKind& kind) { return kind.device ? nullptr : &cpu_data_engine(); }
+
 }  // namespace weft::exec

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 
+#include "exec/buffer_kind.h"
 #include "reduce/reduce.h"
 
 namespace weft::exec {
@@ -32,5 +33,8 @@ class DataEngine {
 
 // The CPU kernels, for host memory.
 DataEngine& cpu_data_engine();
+// The engine for memory of this kind, or nullptr where this build has none
+// (device memory, until the CUDA engine exists).
+DataEngine* data_engine_for(const BufferKind& kind);
 
 }  // namespace weft::exec
