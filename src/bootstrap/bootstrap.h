@@ -3,7 +3,8 @@
 //
 // Topology: a star. The root service (a thread in the process that created the
 // unique id, or in the rank-0 process when the address comes from the
-// environment) accepts one TCP connection per rank. Each connection opens by
+// environment) accepts one TCP connection per rank, which every communicator
+// split from the first one (subgroup()) shares. Each connection opens by
 // proving the 128-bit job secret of the unique id; one that does not is dropped
 // and logged. The root answers all-gathers and barriers once every rank has sent
 // its part, and when a rank's connection closes unexpectedly it tells every other
@@ -13,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "base/wait.h"
@@ -133,6 +135,13 @@ class Bootstrap {
   // Best effort: tells the root (and through it every rank) that this rank is
   // failing, with a reason that the others put in their errors.
   virtual void abort(const std::string& reason) = 0;
+
+  // The bootstrap of a communicator of some of these ranks (`ranks`, in its rank
+  // order, this rank among them), on the same connection to the same root: no
+  // new thread, listener or connection. Every member calls it with the same
+  // ranks and tag (a split's sequence number and color); its operations, aborts
+  // and lost-rank notices concern its members only.
+  virtual Status subgroup(uint64_t tag, const std::vector<int>& ranks, std::unique_ptr<Bootstrap>* out) = 0;
 };
 
 }  // namespace weft::boot

@@ -1,11 +1,15 @@
-// The rank side of the bootstrap: one connection to the root, requests answered
-// in order, and notices (lost rank, abort, job error) that may arrive at any time
-// and make every later call fail with the same error.
+// The rank side of the bootstrap: one connection to the root per rank, shared by
+// the communicators of its family (groups), requests answered in order per group,
+// and notices (lost rank, abort, error) that may arrive at any time and make every
+// later call of their group (of every group, for the job's) fail with the same error.
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <vector>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -44,149 +48,184 @@ int leave_root_process(const UniqueId& id) {
   return left;
 }
 
-class Client final : public Bootstrap {
+// One joined rank's connection to the root, shared by the bootstraps of its
+// family's communicators (a group each; group 0 is the communicator made by
+// init). Whichever thread waits reads the socket for everyone and sorts what
+// arrives into the groups' boxes; the others wait on the condition variable.
+class Connection {
  public:
-  Client(const UniqueId& id, const SockAddr& root, int rank, int nranks, Fd fd)
+  Connection(const UniqueId& id, const SockAddr& root, int rank, int nranks, Fd fd)
       : id_(id), root_(root), rank_(rank), nranks_(nranks), fd_(std::move(fd)) {}
-  ~Client() override;
-
-  int rank() const override { return rank_; }
-  int nranks() const override { return nranks_; }
-  Status allgather(const void* mine, size_t size, void* all, Deadline deadline) override;
-  Status barrier(Deadline deadline) override;
-  Status poll() override;
-  void abort(const std::string& reason) override;
+  ~Connection();
 
   Status join(Deadline deadline);
+  // One operation of `group` (members: its ranks on their connections, empty
+  // for group 0; me: this rank's place there, for messages).
+  Status run_op(uint64_t group, const std::vector<int32_t>& members, int me, OpKind kind, const void* mine,
+                size_t size, void* all, Deadline deadline);
+  Status poll(uint64_t group);
+  void abort(uint64_t group, int me, const std::string& reason);
 
  private:
-  Status send_msg(MsgType type, uint64_t seq, int64_t arg, const void* data, size_t len,
-                  Deadline deadline, const char* what);
-  // Waits for the reply to operation `seq`; notices that arrive instead fail the call.
-  Status wait_msg(MsgType want, uint64_t seq, Deadline deadline, const std::string& what,
+  struct Box {
+    uint64_t seq = 0;  // the group's next operation
+    std::deque<Msg> replies;
+    Status sticky;  // the group's failure: its later calls return it
+  };
+  Status send_msg(MsgType type, uint64_t seq, int64_t arg, const void* data, size_t len, Deadline deadline,
+                  const char* what, uint64_t group);
+  // Waits for `want` #seq of `group`; the group's or the connection's failure ends the wait.
+  Status wait_msg(uint64_t group, int me, MsgType want, uint64_t seq, Deadline deadline, const std::string& what,
                   const std::string& waiting_for, Msg* out);
-  // Turns a notice or a closed connection into the sticky error; returns it.
-  Status handle_notice(const Msg& m);
+  // With mu_ held: reads what arrives within `wait` (none: only what is there)
+  // without holding mu_, then sorts it into the boxes.
+  void read_some(std::unique_lock<std::mutex>& lk, Deadline wait);
+  void dispatch(Msg& m);
+  Status failure(uint64_t group) {
+    if (!sticky_.ok()) return sticky_;
+    return boxes_[group].sticky;
+  }
   Status lost_root(const std::string& what, int err);
-  Status sticky() {
-    std::lock_guard<std::mutex> lk(state_mu_);
-    return sticky_;
-  }
-  void set_sticky(const Status& st) {
-    std::lock_guard<std::mutex> lk(state_mu_);
-    if (sticky_.ok()) sticky_ = st;
-  }
-  Status run_op(OpKind kind, const void* mine, size_t size, void* all, Deadline deadline);
 
   UniqueId id_;
   SockAddr root_;
   int rank_, nranks_;
   Fd fd_;
-  MsgReader in_;
-  uint64_t seq_ = 0;
-  // op_mu_ serialises requests and all reads; send_mu_ serialises writes so that
-  // abort() can speak while another thread waits for a reply.
-  std::mutex op_mu_, send_mu_, state_mu_;
-  Status sticky_;
-  std::atomic<bool> aborted_{false};
+  MsgReader in_;        // touched by the reading thread only
+  std::mutex send_mu_;  // whole messages
+  std::mutex mu_;       // the boxes, sticky_, reading_
+  std::condition_variable cv_;
+  bool reading_ = false;
+  std::map<uint64_t, Box> boxes_;
+  Status sticky_;  // the connection's failure: every group's
   bool joined_ = false;  // only a joined rank says goodbye and waits for the root
 };
 
-Status Client::send_msg(MsgType type, uint64_t seq, int64_t arg, const void* data, size_t len,
-                        Deadline deadline, const char* what) {
+Status Connection::send_msg(MsgType type, uint64_t seq, int64_t arg, const void* data, size_t len,
+                            Deadline deadline, const char* what, uint64_t group) {
   std::string buf;
   buf.reserve(sizeof(MsgHeader) + len);
-  append_msg(&buf, type, seq, arg, data, len);
+  append_msg(&buf, type, seq, arg, data, len, group);
   std::lock_guard<std::mutex> lk(send_mu_);
   return send_all(fd_.get(), buf.data(), buf.size(), deadline, what);
 }
 
-Status Client::lost_root(const std::string& what, int err) {
-  std::string msg = "rank " + std::to_string(rank_) + ": " + what +
-                    ": lost connection to the bootstrap root at " + root_.str();
+Status Connection::lost_root(const std::string& what, int err) {
+  std::string msg = "rank " + std::to_string(rank_) + ": " + what + ": lost connection to the bootstrap root at " +
+                    root_.str();
   if (err != 0) msg += std::string(" (") + std::strerror(err) + ")";
-  Status st(weftRemoteError, msg);
-  set_sticky(st);
-  return sticky();
+  if (sticky_.ok()) sticky_ = Status(weftRemoteError, msg);
+  return sticky_;
 }
 
-Status Client::handle_notice(const Msg& m) {
+void Connection::dispatch(Msg& m) {
+  const uint64_t group = m.hdr.group;
   switch (m.type()) {
+    case MsgType::Welcome:
+    case MsgType::Reply:
+    case MsgType::Waiting:
+      boxes_[group].replies.push_back(std::move(m));
+      return;
     case MsgType::Lost:
     case MsgType::Abort:
-      set_sticky(Status(weftRemoteError, m.payload));
-      break;
+      if (boxes_[group].sticky.ok()) boxes_[group].sticky = Status(weftRemoteError, m.payload);
+      return;
     case MsgType::Error: {
       auto code = static_cast<weftResult_t>(m.hdr.arg);
       if (code <= weftSuccess || code >= weftNumResults) code = weftInternalError;
-      set_sticky(Status(code, m.payload));
-      break;
+      Status& st = group == kJobGroup ? sticky_ : boxes_[group].sticky;
+      if (st.ok()) st = Status(code, m.payload);
+      return;
     }
     default:
-      set_sticky(Error(weftInternalError, "rank %d: unexpected bootstrap message type %u from the root",
-                       rank_, m.hdr.type));
+      if (sticky_.ok())
+        sticky_ = Error(weftInternalError, "rank %d: unexpected bootstrap message type %u from the root", rank_,
+                        m.hdr.type);
   }
-  return sticky();
 }
 
-Status Client::wait_msg(MsgType want, uint64_t seq, Deadline deadline, const std::string& what,
-                        const std::string& waiting_for, Msg* out) {
-  auto start = Clock::now();
+void Connection::read_some(std::unique_lock<std::mutex>& lk, Deadline wait) {
+  reading_ = true;
+  lk.unlock();
+  std::vector<Msg> got;
+  bool closed = false, bad = false;
+  int err = 0;
   char buf[65536];
+  int perr = 0;
+  if (wait.remaining_ms() <= 0 || wait_readable(fd_.get(), wait, &perr)) {
+    for (;;) {
+      ssize_t n = recv_some(fd_.get(), buf, sizeof buf, &err);
+      if (n > 0) {
+        in_.feed(buf, static_cast<size_t>(n));
+        if (static_cast<size_t>(n) == sizeof buf) continue;
+      } else if (n == 0 || err != 0) {
+        closed = true;
+      }
+      break;
+    }
+  }
+  // Parse even when nothing new came: a message may wait in the buffer.
+  Msg m;
+  while (in_.next(&m, &bad)) got.push_back(std::move(m));
+  lk.lock();
+  reading_ = false;
+  for (Msg& msg : got) dispatch(msg);
+  if (bad && sticky_.ok())
+    sticky_ = Error(weftInternalError, "rank %d: malformed message from the bootstrap root %s", rank_,
+                    root_.str().c_str());
+  if (closed) (void)lost_root("bootstrap", err);
+  if (perr != 0 && sticky_.ok()) sticky_ = SysError(perr, "rank %d: bootstrap: poll", rank_);
+  cv_.notify_all();
+}
+
+Status Connection::wait_msg(uint64_t group, int me, MsgType want, uint64_t seq, Deadline deadline,
+                            const std::string& what, const std::string& waiting_for, Msg* out) {
+  auto start = Clock::now();
   // At the deadline, ask the root once which ranks are missing and give it a
   // moment to answer, so the timeout can name them.
   bool asked = false;
   int64_t waited_ms = 0;
   std::string missing;
+  std::unique_lock<std::mutex> lk(mu_);
   for (;;) {
-    bool bad = false;
-    while (in_.next(out, &bad)) {
-      if (out->type() == want && out->hdr.seq == seq) return Status::Ok();
-      if (out->type() == MsgType::Waiting) {
-        if (asked) missing = out->payload;
-        continue;
+    Box& box = boxes_[group];
+    for (auto it = box.replies.begin(); it != box.replies.end();) {
+      if (it->type() == want && it->hdr.seq == seq) {
+        *out = std::move(*it);
+        box.replies.erase(it);
+        return Status::Ok();
       }
-      return handle_notice(*out);
+      if (it->type() == MsgType::Waiting && asked && it->hdr.seq == seq) missing = it->payload;
+      it = it->type() == MsgType::Waiting ? box.replies.erase(it) : std::next(it);
     }
-    if (bad) {
-      Status st = Error(weftInternalError, "rank %d: %s: malformed message from the bootstrap root %s",
-                        rank_, what.c_str(), root_.str().c_str());
-      set_sticky(st);
-      return st;
-    }
-    if (aborted_) return sticky();
-    int err = 0;
-    ssize_t n = recv_some(fd_.get(), buf, sizeof buf, &err);
-    if (n > 0) {
-      in_.feed(buf, static_cast<size_t>(n));
-      continue;
-    }
-    if (n == 0 || err != 0) return lost_root(what, err);
+    WEFT_TRY(failure(group));
     if (deadline.expired() && !asked) {
       waited_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
       asked = true;
       deadline = Deadline::after_ms(300);
-      if (!send_msg(MsgType::Query, seq, 0, nullptr, 0, deadline, what.c_str()).ok()) missing = "";
+      lk.unlock();
+      Status st = send_msg(MsgType::Query, seq, 0, nullptr, 0, deadline, what.c_str(), group);
+      lk.lock();
+      if (!st.ok()) missing = "";
       continue;
     }
     if (asked && (deadline.expired() || !missing.empty())) {
       // The reply may still come; a late one must not be taken for a later
-      // request's, so the job is over for this rank.
-      Status st = Error(weftTimeout, "rank %d: %s: timed out after %lld ms waiting for %s%s%s", rank_,
-                        what.c_str(), static_cast<long long>(waited_ms), waiting_for.c_str(),
-                        missing.empty() ? "" : "; ", missing.c_str());
-      set_sticky(st);
+      // request's, so the communicator is over for this rank.
+      Status st = Error(weftTimeout, "rank %d: %s: timed out after %lld ms waiting for %s%s%s", me, what.c_str(),
+                        static_cast<long long>(waited_ms), waiting_for.c_str(), missing.empty() ? "" : "; ",
+                        missing.c_str());
+      if (boxes_[group].sticky.ok()) boxes_[group].sticky = st;
       return st;
     }
-    // Nothing yet: wait in short slices so that a local abort() is noticed.
-    Deadline slice = Deadline::after_ms(std::min<int64_t>(deadline.remaining_ms(), 100));
-    int perr = 0;
-    if (!wait_readable(fd_.get(), slice, &perr) && perr != 0)
-      return SysError(perr, "rank %d: %s: poll", rank_, what.c_str());
+    // Wait in short slices so that an abort (on this rank or from the root) is noticed.
+    Deadline slice = Deadline::after_ms(std::max<int64_t>(1, std::min<int64_t>(deadline.remaining_ms(), 100)));
+    if (!reading_) read_some(lk, slice);
+    else cv_.wait_for(lk, std::chrono::milliseconds(20));
   }
 }
 
-Status Client::join(Deadline deadline) {
+Status Connection::join(Deadline deadline) {
   HelloBody h{};
   std::memcpy(h.secret, id_.secret.bytes, sizeof h.secret);
   h.version = kWireVersion;
@@ -194,12 +233,11 @@ Status Client::join(Deadline deadline) {
   h.nranks = nranks_;
   h.pid = static_cast<int32_t>(::getpid());
   if (gethostname(h.host, sizeof h.host - 1) != 0) std::strcpy(h.host, "?");
-  std::string what = "bootstrap join (rank " + std::to_string(rank_) + " of " +
-                     std::to_string(nranks_) + ")";
-  WEFT_TRY(send_msg(MsgType::Hello, 0, 0, &h, sizeof h, deadline, what.c_str()));
+  std::string what = "bootstrap join (rank " + std::to_string(rank_) + " of " + std::to_string(nranks_) + ")";
+  WEFT_TRY(send_msg(MsgType::Hello, 0, 0, &h, sizeof h, deadline, what.c_str(), 0));
   Msg m;
   std::string waiting = "all " + std::to_string(nranks_) + " ranks to connect to the root at " + root_.str();
-  Status st = wait_msg(MsgType::Welcome, 0, deadline, what, waiting, &m);
+  Status st = wait_msg(0, rank_, MsgType::Welcome, 0, deadline, what, waiting, &m);
   joined_ = st.ok();
   if (joined_ && find_root_service(id_) != nullptr) join_root_process(id_);
   if (st.code() == weftRemoteError && st.message().find("lost connection") != std::string::npos)
@@ -209,80 +247,81 @@ Status Client::join(Deadline deadline) {
   return st;
 }
 
-Status Client::run_op(OpKind kind, const void* mine, size_t size, void* all, Deadline deadline) {
-  std::lock_guard<std::mutex> lk(op_mu_);
-  WEFT_TRY(sticky());
+Status Connection::run_op(uint64_t group, const std::vector<int32_t>& members, int me, OpKind kind,
+                          const void* mine, size_t size, void* all, Deadline deadline) {
+  const size_t n = members.empty() ? static_cast<size_t>(nranks_) : members.size();
   const char* name = op_name(static_cast<int64_t>(kind));
-  std::string what = std::string("bootstrap ") + name + " #" + std::to_string(seq_);
+  uint64_t seq;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    WEFT_TRY(failure(group));
+    seq = boxes_[group].seq;
+  }
+  std::string what = std::string("bootstrap ") + name + " #" + std::to_string(seq);
   if (kind == OpKind::Allgather) what += " (" + std::to_string(size) + " bytes)";
   // Checked before taking a sequence number: a call refused here never reached the root.
-  if (size > kMaxPayload / static_cast<size_t>(nranks_))
-    return Error(weftInvalidArgument, "rank %d: %s: too large for the bootstrap (limit %u bytes in all)",
-                 rank_, what.c_str(), kMaxPayload);
-  uint64_t seq = seq_++;
-  Status st = send_msg(MsgType::Op, seq, static_cast<int64_t>(kind), mine, size, deadline, what.c_str());
+  if (size > kMaxPayload / n - members.size() * sizeof(int32_t) - sizeof(GroupPrefix))
+    return Error(weftInvalidArgument, "rank %d: %s: too large for the bootstrap (limit %u bytes in all)", me,
+                 what.c_str(), kMaxPayload);
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    ++boxes_[group].seq;
+  }
+  const void* payload = mine;
+  std::string framed;  // a group other than 0 names its members first
+  if (!members.empty()) {
+    GroupPrefix p{static_cast<uint32_t>(members.size())};
+    framed.append(reinterpret_cast<const char*>(&p), sizeof p);
+    framed.append(reinterpret_cast<const char*>(members.data()), members.size() * sizeof(int32_t));
+    if (size > 0) framed.append(static_cast<const char*>(mine), size);
+    payload = framed.data();
+  }
+  Status st = send_msg(MsgType::Op, seq, static_cast<int64_t>(kind), payload, members.empty() ? size : framed.size(),
+                       deadline, what.c_str(), group);
   if (!st.ok()) {
+    std::lock_guard<std::mutex> lk(mu_);
     if (st.code() == weftRemoteError) return lost_root(what, 0);
-    // A message cut off midway leaves the stream unusable: the job is over here.
-    set_sticky(st);
+    // A message cut off midway leaves the stream unusable: every group is over here.
+    if (sticky_.ok()) sticky_ = st;
     return st;
   }
   Msg m;
-  std::string waiting = "all " + std::to_string(nranks_) + " ranks to arrive (reply from the root at " +
-                        root_.str() + ")";
-  WEFT_TRY(wait_msg(MsgType::Reply, seq, deadline, what, waiting, &m));
-  if (m.payload.size() != size * static_cast<size_t>(nranks_)) {
-    set_sticky(Error(weftInternalError, "rank %d: %s: the root replied with %zu bytes, expected %zu",
-                     rank_, what.c_str(), m.payload.size(), size * static_cast<size_t>(nranks_)));
-    return sticky();
+  std::string waiting = "all " + std::to_string(n) + " ranks to arrive (reply from the root at " + root_.str() + ")";
+  WEFT_TRY(wait_msg(group, me, MsgType::Reply, seq, deadline, what, waiting, &m));
+  if (m.payload.size() != size * n) {
+    Status bad = Error(weftInternalError, "rank %d: %s: the root replied with %zu bytes, expected %zu", me,
+                       what.c_str(), m.payload.size(), size * n);
+    std::lock_guard<std::mutex> lk(mu_);
+    if (boxes_[group].sticky.ok()) boxes_[group].sticky = bad;
+    return bad;
   }
   if (size > 0) std::memcpy(all, m.payload.data(), m.payload.size());
   return Status::Ok();
 }
 
-Status Client::allgather(const void* mine, size_t size, void* all, Deadline deadline) {
-  return run_op(OpKind::Allgather, mine, size, all, deadline);
+Status Connection::poll(uint64_t group) {
+  std::unique_lock<std::mutex> lk(mu_);
+  // A thread waiting in an operation reads the socket itself and will see any
+  // notice; do not wait for it.
+  if (failure(group).ok() && !reading_) read_some(lk, Deadline::after_ms(0));
+  return failure(group);
 }
 
-Status Client::barrier(Deadline deadline) { return run_op(OpKind::Barrier, nullptr, 0, nullptr, deadline); }
-
-Status Client::poll() {
-  // A thread waiting in allgather/barrier reads the socket itself and will see
-  // any notice; do not wait for it.
-  std::unique_lock<std::mutex> lk(op_mu_, std::try_to_lock);
-  if (!lk.owns_lock()) return sticky();
-  WEFT_TRY(sticky());
-  char buf[4096];
-  int err = 0;
-  ssize_t n = recv_some(fd_.get(), buf, sizeof buf, &err);
-  if (n > 0) in_.feed(buf, static_cast<size_t>(n));
-  // Parse even when nothing new came: a notice may have arrived together with the
-  // last reply and be waiting in the buffer. Outside a request only notices can
-  // arrive; each one ends the job.
-  Msg m;
-  bool bad = false;
-  while (in_.next(&m, &bad))
-    if (m.type() != MsgType::Waiting) WEFT_TRY(handle_notice(m));
-  if (bad)
-    set_sticky(Error(weftInternalError, "rank %d: bootstrap poll: malformed message from the root %s",
-                     rank_, root_.str().c_str()));
-  if (n == 0 || (n < 0 && err != 0)) return lost_root("bootstrap poll", err);
-  return sticky();
+void Connection::abort(uint64_t group, int me, const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    Status& st = boxes_[group].sticky;
+    if (st.ok()) st = Error(weftRemoteError, "rank %d aborted the job: %s", me, reason.c_str());
+    cv_.notify_all();
+  }
+  Status st = send_msg(MsgType::Abort, 0, 0, reason.data(), reason.size(), Deadline::after_ms(1000), "abort", group);
+  if (!st.ok()) WEFT_WARN(BOOT, "rank %d: could not tell the root about the abort: %s", me, st.message().c_str());
 }
 
-void Client::abort(const std::string& reason) {
-  set_sticky(Error(weftRemoteError, "rank %d aborted the job: %s", rank_, reason.c_str()));
-  aborted_ = true;
-  Status st = send_msg(MsgType::Abort, 0, 0, reason.data(), reason.size(), Deadline::after_ms(1000),
-                       "abort");
-  if (!st.ok()) WEFT_WARN(BOOT, "rank %d: could not tell the root about the abort: %s", rank_,
-                          st.message().c_str());
-}
-
-Client::~Client() {
+Connection::~Connection() {
   if (!joined_) return;  // fd_ closes; the root frees this rank's slot
   // A goodbye tells the root this close is deliberate, so no rank hears "lost".
-  Status st = send_msg(MsgType::Goodbye, 0, 0, nullptr, 0, Deadline::after_ms(1000), "goodbye");
+  Status st = send_msg(MsgType::Goodbye, 0, 0, nullptr, 0, Deadline::after_ms(1000), "goodbye", 0);
   (void)st;
   ::shutdown(fd_.get(), SHUT_WR);
   fd_.reset();
@@ -292,10 +331,59 @@ Client::~Client() {
   auto svc = find_root_service(id_);
   if (svc != nullptr && leave_root_process(id_) == 0) {
     if (!wait_root_service(*svc, Deadline::from_params()))
-      WEFT_WARN(BOOT, "rank %d: bootstrap root %s still has ranks connected after %lld ms; leaving it",
-                rank_, root_.str().c_str(), static_cast<long long>(params::TIMEOUT_MS()));
+      WEFT_WARN(BOOT, "rank %d: bootstrap root %s still has ranks connected after %lld ms; leaving it", rank_,
+                root_.str().c_str(), static_cast<long long>(params::TIMEOUT_MS()));
   }
 }
+
+// A communicator's bootstrap: its group on the family's connection.
+class GroupBootstrap final : public Bootstrap {
+ public:
+  GroupBootstrap(std::shared_ptr<Connection> conn, uint64_t id, std::vector<int32_t> members, int rank, int nranks)
+      : conn_(std::move(conn)), id_(id), members_(std::move(members)), rank_(rank), nranks_(nranks) {}
+
+  int rank() const override { return rank_; }
+  int nranks() const override { return nranks_; }
+  Status allgather(const void* mine, size_t size, void* all, Deadline deadline) override {
+    std::lock_guard<std::mutex> lk(op_mu_);
+    return conn_->run_op(id_, members_, rank_, OpKind::Allgather, mine, size, all, deadline);
+  }
+  Status barrier(Deadline deadline) override {
+    std::lock_guard<std::mutex> lk(op_mu_);
+    return conn_->run_op(id_, members_, rank_, OpKind::Barrier, nullptr, 0, nullptr, deadline);
+  }
+  Status poll() override { return conn_->poll(id_); }
+  void abort(const std::string& reason) override { conn_->abort(id_, rank_, reason); }
+  Status subgroup(uint64_t tag, const std::vector<int>& ranks, std::unique_ptr<Bootstrap>* out) override {
+    std::vector<int32_t> members;
+    int me = -1;
+    for (int r : ranks) {
+      if (r < 0 || r >= nranks_)
+        return Error(weftInternalError, "bootstrap subgroup: rank %d is out of range [0, %d)", r, nranks_);
+      if (r == rank_) me = static_cast<int>(members.size());
+      members.push_back(members_.empty() ? r : members_[static_cast<size_t>(r)]);
+    }
+    if (me < 0) return Error(weftInternalError, "bootstrap subgroup: rank %d is not a member", rank_);
+    // Every member derives the same id from the same (group, tag); 0 stays the family's first.
+    uint64_t id = splitmix(id_ ^ splitmix(tag)) | 1;
+    *out = std::make_unique<GroupBootstrap>(conn_, id, std::move(members), me, static_cast<int>(ranks.size()));
+    return Status::Ok();
+  }
+
+ private:
+  static uint64_t splitmix(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+  }
+
+  std::shared_ptr<Connection> conn_;
+  uint64_t id_;
+  std::vector<int32_t> members_;  // ranks on the connection, in this group's order; empty for group 0
+  int rank_, nranks_;
+  std::mutex op_mu_;  // one operation at a time
+};
 
 }  // namespace
 
@@ -312,10 +400,10 @@ Status Bootstrap::connect(const UniqueId& id, int rank, int nranks, Deadline dea
   Fd fd;
   Status st = connect_retry(root, params::BOOT_RETRY_MS(), deadline, &fd);
   if (!st.ok()) return st.prefix("rank " + std::to_string(rank) + ": ");
-  auto c = std::make_unique<Client>(id, root, rank, nranks, std::move(fd));
+  auto c = std::make_shared<Connection>(id, root, rank, nranks, std::move(fd));
   WEFT_TRY(c->join(deadline));
   WEFT_INFO(BOOT, "rank %d of %d joined the bootstrap at %s", rank, nranks, root.str().c_str());
-  *out = std::move(c);
+  *out = std::make_unique<GroupBootstrap>(std::move(c), 0, std::vector<int32_t>{}, rank, nranks);
   return Status::Ok();
 }
 

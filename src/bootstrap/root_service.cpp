@@ -13,6 +13,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -53,6 +54,29 @@ std::string describe(int rank, const RankInfo& r) {
   return buf;
 }
 
+// The ranks of one communicator of the family and its operation in flight:
+// members cannot run ahead, since each waits for the reply to operation k
+// before it sends k+1. A group's ranks are numbered by their place in members.
+struct Group {
+  std::vector<int> members;  // ranks on their connections
+  bool failed = false;
+  weftResult_t fail_code = weftSuccess;
+  std::string fail_msg;
+  uint64_t op_seq = 0;
+  bool op_active = false;
+  int64_t op_kind = 0;
+  uint64_t op_size = 0;
+  int op_first = -1;  // in the group's numbering
+  int op_count = 0;
+  std::vector<bool> op_arrived;
+  std::string op_data;
+
+  int index_of(int rank) const {
+    auto it = std::find(members.begin(), members.end(), rank);
+    return it == members.end() ? -1 : static_cast<int>(it - members.begin());
+  }
+};
+
 }  // namespace
 
 class RootService : public std::enable_shared_from_this<RootService> {
@@ -73,13 +97,18 @@ class RootService : public std::enable_shared_from_this<RootService> {
   void on_message(Conn* c, Msg& m);
   void on_hello(Conn* c, const Msg& m);
   void on_op(Conn* c, const Msg& m);
+  void on_abort(Conn* c, const Msg& m);
   void on_closed(Conn* c);
   void fail_all(weftResult_t code, const std::string& msg);
-  void send(Conn* c, MsgType type, uint64_t seq, int64_t arg, const void* data, size_t len);
+  void fail_group(uint64_t id, Group& g, weftResult_t code, const std::string& msg);
+  // The group an Op names (created by its first Op), or nullptr after failing
+  // the sender's request; *data: the rank's part, past the member list.
+  Group* group_of(Conn* c, const Msg& m, std::string_view* data);
+  void send(Conn* c, MsgType type, uint64_t seq, int64_t arg, const void* data, size_t len, uint64_t group = 0);
   void flush(Conn* c);
   void drop(Conn* c, const char* why);
   bool finished() const;
-  std::string waiting_text() const;
+  std::string waiting_text(uint64_t group) const;
   int joined() const;
 
   Fd listen_;
@@ -105,16 +134,8 @@ class RootService : public std::enable_shared_from_this<RootService> {
   std::string fail_msg_;
   Clock::time_point failed_at_{};
 
-  // The one operation in flight: ranks cannot run ahead, since each waits for the
-  // reply to operation k before it sends k+1.
-  uint64_t op_seq_ = 0;
-  bool op_active_ = false;
-  int64_t op_kind_ = 0;
-  uint64_t op_size_ = 0;
-  int op_first_rank_ = -1;
-  int op_count_ = 0;
-  std::vector<bool> op_arrived_;
-  std::string op_data_;
+  // Group 0 (every rank) from the welcome on; the others from their first Op.
+  std::map<uint64_t, Group> groups_;
 };
 
 namespace {
@@ -188,9 +209,9 @@ bool RootService::finished() const {
 }
 
 void RootService::send(Conn* c, MsgType type, uint64_t seq, int64_t arg, const void* data,
-                       size_t len) {
+                       size_t len, uint64_t group) {
   if (c == nullptr || c->dead) return;
-  append_msg(&c->out, type, seq, arg, data, len);
+  append_msg(&c->out, type, seq, arg, data, len, group);
   flush(c);
 }
 
@@ -233,8 +254,19 @@ void RootService::fail_all(weftResult_t code, const std::string& msg) {
   for (auto& c : conns_) {
     if (!c->hello_ok || c->dead) continue;
     c->close_after_flush = !welcomed_;
-    send(c.get(), MsgType::Error, 0, code, msg.data(), msg.size());
+    send(c.get(), MsgType::Error, 0, code, msg.data(), msg.size(), kJobGroup);
   }
+}
+
+// An operation of one group went wrong: its members fail, the family's other
+// communicators go on.
+void RootService::fail_group(uint64_t id, Group& g, weftResult_t code, const std::string& msg) {
+  if (g.failed) return;
+  g.failed = true;
+  g.fail_code = code;
+  g.fail_msg = msg;
+  WEFT_WARN(BOOT, "bootstrap root %s: %s", bound_.str().c_str(), msg.c_str());
+  for (int r : g.members) send(ranks_[static_cast<size_t>(r)].conn, MsgType::Error, 0, code, msg.data(), msg.size(), id);
 }
 
 // A connection closed. Before the job is complete that only frees the rank (a
@@ -252,10 +284,16 @@ void RootService::on_closed(Conn* c) {
   }
   if (info.goodbye) return;
   info.lost = true;
-  std::string text = describe(r, info) + " disconnected from the bootstrap";
-  WEFT_WARN(BOOT, "bootstrap root %s: %s", bound_.str().c_str(), text.c_str());
-  for (int i = 0; i < nranks_; ++i)
-    if (i != r) send(ranks_[i].conn, MsgType::Lost, 0, r, text.data(), text.size());
+  WEFT_WARN(BOOT, "bootstrap root %s: %s disconnected from the bootstrap", bound_.str().c_str(),
+            describe(r, info).c_str());
+  // Every communicator of the family that has the rank hears of it, in its own numbering.
+  for (auto& [id, g] : groups_) {
+    int lost = g.index_of(r);
+    if (lost < 0) continue;
+    std::string text = describe(lost, info) + " disconnected from the bootstrap";
+    for (int m : g.members)
+      if (m != r) send(ranks_[static_cast<size_t>(m)].conn, MsgType::Lost, 0, lost, text.data(), text.size(), id);
+  }
 }
 
 void RootService::on_hello(Conn* c, const Msg& m) {
@@ -324,65 +362,132 @@ void RootService::on_hello(Conn* c, const Msg& m) {
             h.rank, me.addr.c_str(), joined(), nranks_);
   if (joined() == nranks_) {
     welcomed_ = true;
-    op_arrived_.assign(static_cast<size_t>(nranks_), false);
+    Group& all = groups_[0];
+    for (int i = 0; i < nranks_; ++i) all.members.push_back(i);
+    all.op_arrived.assign(static_cast<size_t>(nranks_), false);
     for (auto& r : ranks_) send(r.conn, MsgType::Welcome, 0, nranks_, nullptr, 0);
     WEFT_INFO(BOOT, "bootstrap root %s: all %d ranks joined", bound_.str().c_str(), nranks_);
   }
 }
 
+Group* RootService::group_of(Conn* c, const Msg& m, std::string_view* data) {
+  *data = m.payload;
+  const uint64_t id = m.hdr.group;
+  auto it = groups_.find(id);
+  if (id == 0) return &it->second;
+  // The member list leads every Op of a group other than 0.
+  GroupPrefix p{};
+  std::vector<int> members;
+  bool ok = data->size() >= sizeof p;
+  if (ok) {
+    std::memcpy(&p, data->data(), sizeof p);
+    ok = p.nmembers >= 1 && p.nmembers <= static_cast<uint32_t>(nranks_) &&
+         data->size() >= sizeof p + size_t{p.nmembers} * sizeof(int32_t);
+  }
+  for (uint32_t i = 0; ok && i < p.nmembers; ++i) {
+    int32_t r;
+    std::memcpy(&r, data->data() + sizeof p + i * sizeof r, sizeof r);
+    ok = r >= 0 && r < nranks_;
+    members.push_back(r);
+  }
+  if (!ok || std::find(members.begin(), members.end(), c->rank) == members.end()) {
+    drop(c, "malformed group operation");
+    on_closed(c);
+    return nullptr;
+  }
+  data->remove_prefix(sizeof p + size_t{p.nmembers} * sizeof(int32_t));
+  if (it == groups_.end()) {
+    Group& g = groups_[id];
+    g.members = std::move(members);
+    g.op_arrived.assign(g.members.size(), false);
+    return &g;
+  }
+  if (it->second.members != members) {
+    std::string msg = "bootstrap group " + std::to_string(id) + ": rank " + std::to_string(c->rank) +
+                      " names other members than the group's first operation did";
+    send(c, MsgType::Error, 0, weftInternalError, msg.data(), msg.size(), id);
+    return nullptr;
+  }
+  return &it->second;
+}
+
 void RootService::on_op(Conn* c, const Msg& m) {
-  int r = c->rank;
+  std::string_view data;
+  Group* gp = group_of(c, m, &data);
+  if (gp == nullptr) return;
+  Group& g = *gp;
+  const uint64_t id = m.hdr.group;
+  const int r = g.index_of(c->rank);  // in the group's numbering
+  const int n = static_cast<int>(g.members.size());
   int64_t kind = m.hdr.arg;
-  uint64_t size = m.payload.size();
+  uint64_t size = data.size();
   char buf[512];
-  if (m.hdr.seq != op_seq_) {
+  if (g.failed) {
+    send(c, MsgType::Error, 0, g.fail_code, g.fail_msg.data(), g.fail_msg.size(), id);
+    return;
+  }
+  if (m.hdr.seq != g.op_seq) {
     std::snprintf(buf, sizeof buf,
                   "bootstrap operation order mismatch: rank %d sent %s #%llu while the job is at #%llu",
                   r, op_name(kind), static_cast<unsigned long long>(m.hdr.seq),
-                  static_cast<unsigned long long>(op_seq_));
-    fail_all(weftInvalidUsage, buf);
+                  static_cast<unsigned long long>(g.op_seq));
+    fail_group(id, g, weftInvalidUsage, buf);
     return;
   }
-  for (int i = 0; i < nranks_; ++i)
-    if (ranks_[i].goodbye) {
+  for (int i = 0; i < n; ++i)
+    if (ranks_[static_cast<size_t>(g.members[static_cast<size_t>(i)])].goodbye) {
       std::snprintf(buf, sizeof buf,
                     "rank %d called bootstrap %s #%llu, but rank %d has already left the bootstrap",
                     r, op_name(kind), static_cast<unsigned long long>(m.hdr.seq), i);
-      send(c, MsgType::Error, 0, weftInvalidUsage, buf, std::strlen(buf));
+      send(c, MsgType::Error, 0, weftInvalidUsage, buf, std::strlen(buf), id);
       return;
     }
-  if (!op_active_) {
-    op_active_ = true;
-    op_kind_ = kind;
-    op_size_ = size;
-    op_first_rank_ = r;
-    op_count_ = 0;
-    std::fill(op_arrived_.begin(), op_arrived_.end(), false);
-    op_data_.assign(size * static_cast<uint64_t>(nranks_), '\0');
-  } else if (kind != op_kind_ || size != op_size_) {
+  if (!g.op_active) {
+    g.op_active = true;
+    g.op_kind = kind;
+    g.op_size = size;
+    g.op_first = r;
+    g.op_count = 0;
+    std::fill(g.op_arrived.begin(), g.op_arrived.end(), false);
+    g.op_data.assign(size * static_cast<uint64_t>(n), '\0');
+  } else if (kind != g.op_kind || size != g.op_size) {
     std::snprintf(buf, sizeof buf,
                   "bootstrap operation #%llu mismatch: rank %d called %s(%llu bytes) but rank %d "
                   "called %s(%llu bytes)",
-                  static_cast<unsigned long long>(op_seq_), r, op_name(kind),
-                  static_cast<unsigned long long>(size), op_first_rank_, op_name(op_kind_),
-                  static_cast<unsigned long long>(op_size_));
-    fail_all(weftInvalidUsage, buf);
+                  static_cast<unsigned long long>(g.op_seq), r, op_name(kind),
+                  static_cast<unsigned long long>(size), g.op_first, op_name(g.op_kind),
+                  static_cast<unsigned long long>(g.op_size));
+    fail_group(id, g, weftInvalidUsage, buf);
     return;
   }
-  if (op_arrived_[r]) {
-    fail_all(weftInternalError, "rank " + std::to_string(r) + " sent bootstrap operation #" +
-                                    std::to_string(op_seq_) + " twice");
+  if (g.op_arrived[static_cast<size_t>(r)]) {
+    fail_group(id, g, weftInternalError,
+               "rank " + std::to_string(r) + " sent bootstrap operation #" + std::to_string(g.op_seq) + " twice");
     return;
   }
-  op_arrived_[r] = true;
-  ++op_count_;
-  if (size > 0) std::memcpy(op_data_.data() + size * static_cast<uint64_t>(r), m.payload.data(), size);
-  if (op_count_ < nranks_) return;
-  for (auto& info : ranks_)
-    send(info.conn, MsgType::Reply, op_seq_, op_kind_, op_data_.data(), op_data_.size());
-  op_active_ = false;
-  ++op_seq_;
-  op_data_.clear();
+  g.op_arrived[static_cast<size_t>(r)] = true;
+  ++g.op_count;
+  if (size > 0) std::memcpy(g.op_data.data() + size * static_cast<uint64_t>(r), data.data(), size);
+  if (g.op_count < n) return;
+  for (int member : g.members)
+    send(ranks_[static_cast<size_t>(member)].conn, MsgType::Reply, g.op_seq, g.op_kind, g.op_data.data(),
+         g.op_data.size(), id);
+  g.op_active = false;
+  ++g.op_seq;
+  g.op_data.clear();
+}
+
+void RootService::on_abort(Conn* c, const Msg& m) {
+  auto it = groups_.find(m.hdr.group);
+  if (it == groups_.end()) return;  // a communicator that never reached the root: nobody waits on it here
+  Group& g = it->second;
+  int r = g.index_of(c->rank);
+  if (r < 0) return;
+  std::string text = describe(r, ranks_[static_cast<size_t>(c->rank)]) + " aborted: " + m.payload;
+  WEFT_WARN(BOOT, "bootstrap root %s: %s", bound_.str().c_str(), text.c_str());
+  for (int member : g.members)
+    if (member != c->rank)
+      send(ranks_[static_cast<size_t>(member)].conn, MsgType::Abort, 0, r, text.data(), text.size(), m.hdr.group);
 }
 
 namespace {
@@ -399,8 +504,8 @@ std::string rank_list(const std::vector<int>& ranks) {
 }
 }  // namespace
 
-// What a rank that timed out is waiting for, in the root's view.
-std::string RootService::waiting_text() const {
+// What a rank of `group` that timed out is waiting for, in the root's view.
+std::string RootService::waiting_text(uint64_t group) const {
   std::vector<int> missing;
   if (failed_) return "the job has already failed: " + fail_msg_;
   if (!welcomed_) {
@@ -409,12 +514,16 @@ std::string RootService::waiting_text() const {
     return "the root has not heard from rank" + std::string(missing.size() == 1 ? " " : "s ") +
            rank_list(missing);
   }
-  if (!op_active_) return "";
-  for (int i = 0; i < nranks_; ++i)
-    if (!op_arrived_[i]) missing.push_back(i);
+  auto it = groups_.find(group);
+  if (it == groups_.end()) return "no rank has called an operation of this communicator yet";
+  const Group& g = it->second;
+  if (g.failed) return "the communicator has already failed: " + g.fail_msg;
+  if (!g.op_active) return "";
+  for (size_t i = 0; i < g.members.size(); ++i)
+    if (!g.op_arrived[i]) missing.push_back(static_cast<int>(i));
   return "rank" + std::string(missing.size() == 1 ? " " : "s ") + rank_list(missing) + " ha" +
-         (missing.size() == 1 ? "s" : "ve") + " not called " + op_name(op_kind_) + " #" +
-         std::to_string(op_seq_) + " yet";
+         (missing.size() == 1 ? "s" : "ve") + " not called " + op_name(g.op_kind) + " #" +
+         std::to_string(g.op_seq) + " yet";
 }
 
 void RootService::on_message(Conn* c, Msg& m) {
@@ -423,8 +532,8 @@ void RootService::on_message(Conn* c, Msg& m) {
     return;
   }
   if (m.type() == MsgType::Query) {
-    std::string text = waiting_text();
-    send(c, MsgType::Waiting, m.hdr.seq, 0, text.data(), text.size());
+    std::string text = waiting_text(m.hdr.group);
+    send(c, MsgType::Waiting, m.hdr.seq, 0, text.data(), text.size(), m.hdr.group);
     return;
   }
   if (failed_ || !welcomed_) {
@@ -439,13 +548,9 @@ void RootService::on_message(Conn* c, Msg& m) {
     case MsgType::Op:
       on_op(c, m);
       break;
-    case MsgType::Abort: {
-      std::string text = describe(r, ranks_[r]) + " aborted: " + m.payload;
-      WEFT_WARN(BOOT, "bootstrap root %s: %s", bound_.str().c_str(), text.c_str());
-      for (int i = 0; i < nranks_; ++i)
-        if (i != r) send(ranks_[i].conn, MsgType::Abort, 0, r, text.data(), text.size());
+    case MsgType::Abort:
+      on_abort(c, m);
       break;
-    }
     case MsgType::Goodbye:
       ranks_[r].goodbye = true;
       break;

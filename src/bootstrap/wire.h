@@ -1,7 +1,14 @@
-// The bootstrap's wire format: every message is a fixed 24-byte header followed
+// The bootstrap's wire format: every message is a fixed 40-byte header followed
 // by `len` payload bytes. Both ends run the same build on the same architecture
 // family, so fields travel in host byte order; the magic in each header catches a
 // stray or mis-framed connection early.
+//
+// Groups: one connection per rank carries the operations of every communicator
+// of its family (the one made by init is group 0, with every rank; those split
+// from it are groups of some ranks, named by a 64-bit id that every member
+// derives alike). An Op of a group other than 0 opens its payload with the
+// group's members (GroupPrefix); the root numbers a group's ranks by their place
+// there, in replies and in the texts of Lost, Abort and Error.
 #pragma once
 
 #include <cstddef>
@@ -14,21 +21,23 @@
 namespace weft::boot {
 
 constexpr uint32_t kWireMagic = 0x77667462;  // "weft boot"
-constexpr uint32_t kWireVersion = 1;
+constexpr uint32_t kWireVersion = 2;
+// Error's group for a failure of the whole job (every group of every connection).
+constexpr uint64_t kJobGroup = ~uint64_t{0};
 // Largest payload either side accepts: bounds memory a broken peer can make us allocate.
 constexpr uint32_t kMaxPayload = 1u << 30;
 
 enum class MsgType : uint32_t {
   Hello = 1,    // rank -> root: HelloBody
   Welcome = 2,  // root -> rank: every rank has joined
-  Error = 3,    // root -> rank: arg = weftResult_t, payload = message; the job is over
-  Op = 4,       // rank -> root: seq, arg = OpKind, payload = this rank's part
-  Reply = 5,    // root -> rank: seq, payload = all parts in rank order
-  Lost = 6,     // root -> rank: arg = lost rank, payload = "rank R (host H, pid P)"
-  Abort = 7,    // rank -> root: payload = reason; root -> rank: arg = aborting rank
+  Error = 3,    // root -> rank: group, arg = weftResult_t, payload = message; the group is over
+  Op = 4,       // rank -> root: group, seq, arg = OpKind, payload = [GroupPrefix] this rank's part
+  Reply = 5,    // root -> rank: group, seq, payload = all parts in the group's rank order
+  Lost = 6,     // root -> rank: group, arg = lost rank, payload = "rank R (host H, pid P) ..."
+  Abort = 7,    // rank -> root: group, payload = reason; root -> rank: group, arg = aborting rank
   Goodbye = 8,  // rank -> root: clean exit, do not report this rank as lost
-  Query = 9,    // rank -> root: I timed out; who is the job waiting for?
-  Waiting = 10, // root -> rank: payload = which ranks have not arrived
+  Query = 9,    // rank -> root: group, seq: I timed out; who is the group waiting for?
+  Waiting = 10, // root -> rank: group, seq, payload = which ranks have not arrived
 };
 
 enum class OpKind : int64_t { Allgather = 1, Barrier = 2 };
@@ -48,8 +57,15 @@ struct MsgHeader {
   uint32_t reserved;
   uint64_t seq;
   int64_t arg;
+  uint64_t group;
 };
-static_assert(sizeof(MsgHeader) == 32);
+static_assert(sizeof(MsgHeader) == 40);
+
+// How an Op of a group other than 0 opens: its member count, then each member's
+// rank on its connection, in the group's rank order (int32 each).
+struct GroupPrefix {
+  uint32_t nmembers;
+};
 
 // The first message on every connection. The secret leads so that the root can
 // reject a stranger before trusting anything else it sent.
@@ -71,8 +87,8 @@ struct Msg {
 
 // Serialises one message onto the end of `out`.
 inline void append_msg(std::string* out, MsgType type, uint64_t seq, int64_t arg,
-                       const void* payload, size_t len) {
-  MsgHeader h{kWireMagic, static_cast<uint32_t>(type), static_cast<uint32_t>(len), 0, seq, arg};
+                       const void* payload, size_t len, uint64_t group = 0) {
+  MsgHeader h{kWireMagic, static_cast<uint32_t>(type), static_cast<uint32_t>(len), 0, seq, arg, group};
   out->append(reinterpret_cast<const char*>(&h), sizeof h);
   if (len > 0) out->append(static_cast<const char*>(payload), len);
 }

@@ -84,7 +84,8 @@ using weft::api::Use;
 using weft::api::g_last_live;
 
 weftResult_t init(weftComm_t* out, const weft::boot::UniqueId& id, int nranks, int rank,
-                  const weftConfig_t* config, weft::Lineage lineage = {}) {
+                  const weftConfig_t* config, weft::Lineage lineage = {},
+                  std::unique_ptr<weft::boot::Bootstrap> boot = nullptr) {
   if (config != nullptr && config->magic == WEFT_CONFIG_MAGIC && config->blocking == 0) {
     // Non-blocking (NCCL's semantics): the handle now, the communicator once
     // weftCommGetAsyncError stops saying weftInProgress. The config's strings
@@ -93,11 +94,11 @@ weftResult_t init(weftComm_t* out, const weft::boot::UniqueId& id, int nranks, i
     c->init_state.store(weftInProgress);
     weftConfig_t blocking = *config;
     blocking.blocking = 1;
-    c->init_thread = std::thread([c, id, nranks, rank, blocking, lineage] {
+    c->init_thread = std::thread([c, id, nranks, rank, blocking, lineage, boot = std::move(boot)]() mutable {
       std::unique_ptr<weft::Communicator> impl;
       weft::Status st;
       try {
-        st = weft::Communicator::create(id, nranks, rank, &blocking, &impl, lineage);
+        st = weft::Communicator::create(id, nranks, rank, &blocking, &impl, lineage, std::move(boot));
       } catch (const std::bad_alloc&) {
         st = weft::Error(weftSystemError, "rank %d: out of memory during init", rank);
       }
@@ -113,7 +114,7 @@ weftResult_t init(weftComm_t* out, const weft::boot::UniqueId& id, int nranks, i
   std::unique_ptr<weft::Communicator> impl;
   weft::Status st;
   try {
-    st = weft::Communicator::create(id, nranks, rank, config, &impl, lineage);
+    st = weft::Communicator::create(id, nranks, rank, config, &impl, lineage, std::move(boot));
   } catch (const std::bad_alloc&) {
     st = weft::Error(weftSystemError, "rank %d: out of memory during init", rank);
   }
@@ -230,15 +231,16 @@ weftResult_t weftCommSplit(weftComm_t comm, int color, int key, weftComm_t* newc
   weft::boot::UniqueId id;
   int nranks = 0, rank = 0;
   weft::Lineage lineage;
+  std::unique_ptr<weft::boot::Bootstrap> boot;
   {
     weftResult_t rc;
     Use c(comm, "weftCommSplit", &rc);
     if (!c) return rc;
-    weft::Status st = c->split(color, key, &id, &nranks, &rank, &lineage);
+    weft::Status st = c->split(color, key, &id, &nranks, &rank, &lineage, &boot);
     if (!st.ok()) return report(st.prefix("rank " + std::to_string(c->rank()) + ": weftCommSplit: "));
   }
   if (nranks == 0) return weftSuccess;
-  return init(newcomm, id, nranks, rank, config, lineage);
+  return init(newcomm, id, nranks, rank, config, lineage, std::move(boot));
 }
 
 weftResult_t weftCommInitAll(weftComm_t* comms, int ndev, const int* devlist) {

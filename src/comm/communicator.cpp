@@ -51,7 +51,8 @@ Status check_memory(const char* what, const char* which, const void* p) {
 }  // namespace
 
 Status Communicator::create(const boot::UniqueId& id, int nranks, int rank,
-                            const weftConfig_t* config, std::unique_ptr<Communicator>* out, Lineage lineage) {
+                            const weftConfig_t* config, std::unique_ptr<Communicator>* out, Lineage lineage,
+                            std::unique_ptr<boot::Bootstrap> boot) {
   if (nranks < 1)
     return Error(weftInvalidArgument, "weftCommInitRank: nranks must be >= 1, got %d", nranks);
   if (rank < 0 || rank >= nranks)
@@ -61,6 +62,8 @@ Status Communicator::create(const boot::UniqueId& id, int nranks, int rank,
   c->rank_ = rank;
   c->nranks_ = nranks;
   c->lineage_ = lineage;
+  c->boot_ = std::move(boot);
+  c->id_ = id;
   log::set_rank(rank);
   WEFT_TRY(c->init(id, config));
   *out = std::move(c);
@@ -90,7 +93,9 @@ Status Communicator::init(const boot::UniqueId& id, const weftConfig_t* config) 
               nranks_, reduce::kernel_name());
     params::log_all();
   }
-  Status st = boot::Bootstrap::connect(id, rank_, nranks_, Deadline::after_ms(timeout_ms_), &boot_);
+  // A split communicator comes with its group on the family's bootstrap connection.
+  Status st = boot_ != nullptr ? Status::Ok()
+                               : boot::Bootstrap::connect(id, rank_, nranks_, Deadline::after_ms(timeout_ms_), &boot_);
   if (!st.ok()) return st.prefix("rank " + std::to_string(rank_) + ": bootstrap: ");
   st = agree_on_settings(*boot_, nranks_, shared_settings(topt), Deadline::after_ms(timeout_ms_));
   if (!st.ok()) return st.prefix("rank " + std::to_string(rank_) + ": init: ");
@@ -379,7 +384,8 @@ Status Communicator::run_p2p(const std::vector<exec::P2P>& ops) {
   return st;
 }
 
-Status Communicator::split(int color, int key, boot::UniqueId* id, int* nranks, int* rank, Lineage* lineage) {
+Status Communicator::split(int color, int key, boot::UniqueId* id, int* nranks, int* rank, Lineage* lineage,
+                           std::unique_ptr<boot::Bootstrap>* boot) {
   // Ordered like a collective: after everything posted before it.
   queue_->drain();
   WEFT_TRY(async_error());
@@ -395,29 +401,13 @@ Status Communicator::split(int color, int key, boot::UniqueId* id, int* nranks, 
   std::stable_sort(members.begin(), members.end(), [&](int a, int b) {
     return all[static_cast<size_t>(a)].key < all[static_cast<size_t>(b)].key;
   });
-  // Each group's first rank starts its bootstrap root; everyone learns its id.
-  struct Offer {
-    uint8_t ok;
-    char error[127];
-    weftUniqueId id;
-  } offer{};
-  bool leader = color != WEFT_SPLIT_NOCOLOR && members.front() == rank_;
-  if (leader) {
-    boot::UniqueId created;
-    Status st = boot::create_root(&created);
-    offer.ok = st.ok() ? 1 : 0;
-    if (st.ok()) boot::pack(created, &offer.id);
-    else std::snprintf(offer.error, sizeof(offer.error), "%s", st.message().c_str());
-  }
-  std::vector<Offer> offers(static_cast<size_t>(nranks_));
-  WEFT_TRY(boot_->allgather(&offer, sizeof(offer), offers.data(), deadline));
+  // Every split of this communicator is numbered alike on all ranks: with the
+  // color, that names the new group on the family's bootstrap connection.
+  const uint64_t tag = splits_++ << 32 | static_cast<uint32_t>(color);
   *nranks = 0;
   if (color == WEFT_SPLIT_NOCOLOR) return Status::Ok();
-  const Offer& got = offers[static_cast<size_t>(members.front())];
-  if (got.ok == 0)
-    return Error(weftSystemError, "weftCommSplit: rank %d could not start the bootstrap of color %d: %s",
-                 members.front(), color, got.error);
-  WEFT_TRY(boot::unpack(got.id, id));
+  WEFT_TRY(boot_->subgroup(tag, members, boot));
+  *id = id_;
   *nranks = static_cast<int>(members.size());
   *rank = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
   *lineage = lineage_;

@@ -54,7 +54,8 @@ struct Lineage {
 class Communicator final : public exec::Health {
  public:
   static Status create(const boot::UniqueId& id, int nranks, int rank, const weftConfig_t* config,
-                       std::unique_ptr<Communicator>* out, Lineage lineage = {});
+                       std::unique_ptr<Communicator>* out, Lineage lineage = {},
+                       std::unique_ptr<boot::Bootstrap> boot = nullptr);
   ~Communicator();
 
   int rank() const { return rank_; }
@@ -75,9 +76,10 @@ class Communicator final : public exec::Health {
   Status validate_p2p(bool send, const void* buf, size_t count, weftDataType_t dtype, int peer) const;
 
   // weftCommSplit's exchange over this communicator's bootstrap: the new
-  // communicator's size, this rank's place in it, and the unique id its first
-  // rank created (*nranks 0 for WEFT_SPLIT_NOCOLOR).
-  Status split(int color, int key, boot::UniqueId* id, int* nranks, int* rank, Lineage* lineage);
+  // communicator's size, this rank's place in it, its family, and its group on
+  // the family's bootstrap connection (*nranks 0 for WEFT_SPLIT_NOCOLOR).
+  Status split(int color, int key, boot::UniqueId* id, int* nranks, int* rank, Lineage* lineage,
+               std::unique_ptr<boot::Bootstrap>* boot);
 
   // Online tuning's settled picks (tune::Tuner::settled_state), after queued work.
   Status tuning_state(std::string* out);
@@ -146,7 +148,9 @@ class Communicator final : public exec::Health {
   bool check_ = false;  // WEFT_CHECK
   int local_size_ = 0;  // ranks per host when hosts are equal and hold consecutive ranks, else 0
   std::string name_;
+  boot::UniqueId id_{};  // the family's first rendezvous (its job secret)
   Lineage lineage_;
+  uint64_t splits_ = 0;  // weftCommSplit calls so far
   std::unique_ptr<boot::Bootstrap> boot_;
   std::vector<std::unique_ptr<transport::Transport>> transports_;  // in registry order; those in use
   std::vector<std::unique_ptr<transport::Link>> links_;

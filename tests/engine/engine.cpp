@@ -292,9 +292,10 @@ int count_threads() {
 }
 // A job's footprint: one communicator made by init, then `count` split from it,
 // each moving 16 MiB (every FIFO slot touched: tmpfs counts pages in use). The
-// split ones open contexts on the first one's shared-memory channels, so the
-// job's /dev/shm stays about that of one communicator: 64 communicators at 8
-// ranks must fit in Docker's default 64 MiB.
+// split ones open contexts on the first one's shared-memory channels and groups
+// on its bootstrap connection, so the job's /dev/shm, descriptors and threads
+// stay about those of one communicator: 64 communicators at 8 ranks must fit in
+// Docker's default 64 MiB.
 void test_footprint(weftComm_t world, int n, int me, int count) {
   weftBarrier(world);
   const int fds = count_fds(), threads = count_threads();
@@ -325,12 +326,15 @@ void test_footprint(weftComm_t world, int n, int me, int count) {
     std::printf("footprint: %d ranks, rank %d%s: the first communicator %d descriptors, %d threads; each of %d split "
                 "from it %.1f descriptors, %.1f threads. /dev/shm (all ranks of this host): the first %.1f MiB, each "
                 "split one %.3f MiB, %.1f MiB in all\n",
-                n, me, me == 0 ? " (where the bootstrap roots run)" : "", fds_first - fds, threads_first - threads,
+                n, me, me == 0 ? " (where the bootstrap root runs)" : "", fds_first - fds, threads_first - threads,
                 count, static_cast<double>(fds_with - fds_first) / count,
                 static_cast<double>(threads_with - threads_first) / count,
                 static_cast<double>(shm_first - shm) / mib, per_split, static_cast<double>(shm_with - shm) / mib);
   if (per_split > 0.25)
     fail("a split communicator added " + std::to_string(per_split) + " MiB of /dev/shm: it did not share its parent's channels");
+  if (fds_with - fds_first > count / 4 || threads_with > threads_first)
+    fail("split communicators added " + std::to_string(fds_with - fds_first) + " descriptors and " +
+         std::to_string(threads_with - threads_first) + " threads: they did not share the bootstrap");
   if (count >= 64 && shm_with - shm > (long{64} << 20))
     fail("64 communicators at " + std::to_string(n) + " ranks use more than 64 MiB of /dev/shm");
   int fds_after = count_fds();

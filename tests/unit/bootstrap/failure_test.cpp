@@ -121,7 +121,7 @@ TEST(BootstrapFailure, GarbageConnectionIsDropped) {
   // A well-formed header announcing a huge hello: dropped before it is buffered.
   Fd big;
   ASSERT_TRUE(connect_retry(addr, 50, Deadline::after_ms(3000), &big).ok());
-  MsgHeader h{kWireMagic, static_cast<uint32_t>(MsgType::Hello), 1u << 29, 0, 0, 0};
+  MsgHeader h{kWireMagic, static_cast<uint32_t>(MsgType::Hello), 1u << 29, 0, 0, 0, 0};
   ASSERT_TRUE(send_all(big.get(), &h, sizeof h, Deadline::after_ms(1000), "big").ok());
   ASSERT_TRUE(wait_readable(big.get(), Deadline::after_ms(3000), &err));
   EXPECT_LE(recv_some(big.get(), buf, sizeof buf, &err), 0);
