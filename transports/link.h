@@ -18,9 +18,18 @@ namespace weft::transport {
 // Receives the bytes of one message piece by piece, in order. `offset` counts
 // from the start of the message. A consumer that reduces instead of copying
 // reads each byte once, straight from wherever the transport has it.
+//
+// consume() may finish reading a piece later (an asynchronous copy or kernel,
+// completed by an event, as a device data engine's): it then returns false, and
+// the link leaves that memory as it is (a FIFO slot stays taken, a sender's
+// buffer stays unreleased, a bounce buffer unfilled) and advances this receive
+// no further until released() is true. The message is complete only after that.
 class Consumer {
  public:
-  virtual void consume(const void* piece, size_t offset, size_t bytes) = 0;
+  // true: done with `piece` now.
+  virtual bool consume(const void* piece, size_t offset, size_t bytes) = 0;
+  // Whether every piece consume() kept has been read.
+  virtual bool released() { return true; }
 
  protected:
   ~Consumer() = default;

@@ -29,6 +29,11 @@ class DataEngine {
   virtual void divide(void* dst, const void* src, size_t count, weftDataType_t dtype, int n) = 0;
   // dst = src * scalar (a pre-multiplied sum's input).
   virtual void scale(void* dst, const void* src, size_t count, weftDataType_t dtype, const void* scalar) = 0;
+  // Whether everything issued so far has run. An engine that works
+  // asynchronously (a CUDA stream, completion by event) says false until then:
+  // a link keeps a received piece the engine reads until then, and the executor
+  // sends nothing the engine writes, and ends no call, before it.
+  virtual bool idle() { return true; }
 };
 
 // The CPU kernels, for host memory.

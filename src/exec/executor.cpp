@@ -100,15 +100,16 @@ bool Executor::retire_overlapping(const unsigned char* p, size_t bytes) {
 // receiving could deadlock when the peer in turn waits for us to read its
 // buffer (an exchange); but a peer running the same schedule has usually read
 // ours by now (butterfly and direct in place), and then nothing is copied twice.
-void Executor::Receiver::consume(const void* piece, size_t offset, size_t bytes) {
+bool Executor::Receiver::consume(const void* piece, size_t offset, size_t bytes) {
   Executor& e = *e_;
   if (e.recv_guarded_ && !e.sends_done(e.recv_dst_ + offset, bytes)) {
     if (e.staging_.size() < offset + bytes) e.staging_.resize(offset + bytes);
     std::memcpy(e.staging_.data() + offset, piece, bytes);
     e.staged_.push_back({offset, bytes});
-    return;
+    return true;
   }
   e.apply(piece, offset, bytes);
+  return e.data_->idle();  // an asynchronous engine reads the piece later
 }
 
 void Executor::apply(const void* piece, size_t offset, size_t bytes) {
@@ -208,6 +209,11 @@ Status Executor::advance_steps(Call& call, bool* done) {
       if (link == nullptr)
         return Error(weftInternalError, "the plan names rank %d, which has no link", step.peer);
       if (step.kind == sched::Kind::Send) {
+        if (!data_->idle()) {  // what it sends may still be being written
+          waiting_ = nullptr;
+          waiting_for_ = "the data engine";
+          return Status::Ok();
+        }
         const unsigned char* src = resolve(call, step.src);
         size_t bytes = step.src.count * elem_size_;
         uint64_t ticket = link->send(src, bytes, tag(call, sent_[static_cast<size_t>(step.peer)]));
@@ -227,6 +233,11 @@ Status Executor::advance_steps(Call& call, bool* done) {
         return Status::Ok();
       }
     in_flight_.clear();
+  }
+  if (!data_->idle()) {
+    waiting_ = nullptr;
+    waiting_for_ = "the data engine";
+    return Status::Ok();
   }
   *done = true;
   return Status::Ok();

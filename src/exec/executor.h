@@ -142,7 +142,8 @@ class Executor {
   class Receiver final : public transport::Consumer {
    public:
     explicit Receiver(Executor* e) : e_(e) {}
-    void consume(const void* piece, size_t offset, size_t bytes) override;
+    bool consume(const void* piece, size_t offset, size_t bytes) override;
+    bool released() override { return e_->data_->idle(); }
 
    private:
     Executor* e_;

@@ -240,6 +240,11 @@ Status IbLink::poll_recv(transport::RecvOp& op, bool* complete) {
   *complete = false;
   WEFT_TRY(error_);
   WEFT_TRY(drain());
+  if (held_) {
+    if (!op.consumer->released()) return Status::Ok();
+    held_ = false;
+    if (slot_consumed(op, complete)) return error_;
+  }
   const size_t payload = opts_.slot_bytes - sizeof(SlotHeader);
   while (consumed_ < arrived_) {
     auto* slot = static_cast<unsigned char*>(ring_) + (consumed_ % opts_.slots) * opts_.slot_bytes;
@@ -272,21 +277,26 @@ Status IbLink::poll_recv(transport::RecvOp& op, bool* complete) {
     op.started = true;
     const unsigned char* data = slot + sizeof(SlotHeader);
     if (op.consumer != nullptr) {
-      if (h.piece_bytes > 0) op.consumer->consume(data, h.offset, h.piece_bytes);
+      if (h.piece_bytes > 0) held_ = !op.consumer->consume(data, h.offset, h.piece_bytes);
     } else if (h.piece_bytes > 0) {
       std::memcpy(static_cast<unsigned char*>(op.dst) + h.offset, data, h.piece_bytes);
     }
     op.done += h.piece_bytes;
-    ++consumed_;
-    recv_credits_.consumed();
-    return_credits();
-    if (op.done == op.bytes) {
-      ++recv_seq_;
-      *complete = true;
-      return error_;
-    }
+    // A slot the consumer kept goes back to the peer once it is done with it.
+    if (held_) return error_;
+    if (slot_consumed(op, complete)) return error_;
   }
   return error_;
+}
+
+bool IbLink::slot_consumed(const transport::RecvOp& op, bool* complete) {
+  ++consumed_;
+  recv_credits_.consumed();
+  return_credits();
+  if (op.done != op.bytes) return false;
+  ++recv_seq_;
+  *complete = true;
+  return true;
 }
 
 Status IbLink::check_peer() {

@@ -104,6 +104,8 @@ class IbLink final : public transport::Link {
   Status on_completion(const Completion& c);
   bool post_pieces();
   void return_credits();
+  // The head slot is handed on (its credit returns); true when that completed the message.
+  bool slot_consumed(const transport::RecvOp& op, bool* complete);
   void retire_done();
   OutMsg* find(uint64_t ticket);
   Status fail(Status st);
@@ -120,6 +122,7 @@ class IbLink final : public transport::Link {
   uint64_t arrived_ = 0;    // slots the peer has written (data immediates seen)
   uint64_t consumed_ = 0;   // slots handed on
   uint64_t recv_seq_ = 0;   // the message being received
+  bool held_ = false;       // the consumer kept the head slot's piece: it stays until released
   ReceiverCredits recv_credits_;
   uint32_t credit_writes_ = 0;  // credit writes posted, completion not yet seen
 

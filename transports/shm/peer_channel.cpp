@@ -9,6 +9,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/params.h"
+#include "base/wait.h"
+
 namespace weft::shm {
 namespace {
 
@@ -50,6 +53,7 @@ uint32_t PeerChannel::open_in() {
 void PeerChannel::close_in(uint32_t ctx) {
   std::lock_guard<std::mutex> lock(recv_mu_);
   InContext& c = *ins_[context_index(ctx)];
+  release(c);  // its communicator is done: so is its data engine
   c.open = false;
   ++c.gen;  // slots still on their way to the old context are dropped
   c.aside.clear();
@@ -180,9 +184,37 @@ bool PeerChannel::send_done(int out, uint64_t ticket) {
 
 // ---- receiving -----------------------------------------------------------
 
-void PeerChannel::deliver(transport::RecvOp& op, const void* piece, size_t offset, size_t bytes) {
-  if (op.consumer != nullptr) op.consumer->consume(piece, offset, bytes);
-  else std::memcpy(static_cast<unsigned char*>(op.dst) + offset, piece, bytes);
+bool PeerChannel::deliver(transport::RecvOp& op, const void* piece, size_t offset, size_t bytes) {
+  if (op.consumer != nullptr) return op.consumer->consume(piece, offset, bytes);
+  std::memcpy(static_cast<unsigned char*>(op.dst) + offset, piece, bytes);
+  return true;
+}
+
+Status PeerChannel::wait_released(transport::RecvOp& op, int peer) {
+  if (op.consumer == nullptr || op.consumer->released()) return Status::Ok();
+  Deadline deadline = Deadline::after_ms(params::TIMEOUT_MS());
+  SpinWait spin;
+  while (!op.consumer->released()) {
+    if (deadline.expired())
+      return Error(weftTimeout, "the data engine did not finish reading a piece of a %zu-byte message from rank %d "
+                                "within WEFT_TIMEOUT_MS", op.bytes, peer);
+    spin.pause();
+  }
+  return Status::Ok();
+}
+
+void PeerChannel::take_slot() {
+  ++recv_slots_;
+  if (holders_ == 0) in_.head->value.store(recv_slots_, std::memory_order_release);
+}
+
+void PeerChannel::release(InContext& c) {
+  c.holding = false;
+  c.kept.clear();
+  if (c.holds_slot) {
+    c.holds_slot = false;
+    if (--holders_ == 0) in_.head->value.store(recv_slots_, std::memory_order_release);
+  }
 }
 
 void PeerChannel::set_aside(const SlotHeader* h, const void* payload) {
@@ -197,8 +229,8 @@ Status PeerChannel::pull(const RndvDescriptor& d, InContext& c, transport::RecvO
     Region r{d.region_base, d.region_size, d.region_ino, d.region_fd};
     std::lock_guard<std::mutex> lock(map_mu_);  // the mapping stays while we read it
     if (const void* p = mappings_.map(r, d.addr)) {
-      deliver(op, p, 0, op.bytes);
-      return Status::Ok();
+      // The mapping and the sender's buffer stay until the consumer has read them.
+      return deliver(op, p, 0, op.bytes) ? Status::Ok() : wait_released(op, peer);
     }
   }
   // Plain receives land directly in the destination; reductions go through a
@@ -225,7 +257,7 @@ Status PeerChannel::pull(const RndvDescriptor& d, InContext& c, transport::RecvO
         return Error(weftRemoteError, "peer rank %d (pid %d) buffer vanished during the read", peer, peer_pid_);
       got += static_cast<size_t>(rc);
     }
-    if (op.consumer != nullptr) op.consumer->consume(local, off, n);
+    if (op.consumer != nullptr && !op.consumer->consume(local, off, n)) WEFT_TRY(wait_released(op, peer));
     off += n;
   }
   return Status::Ok();
@@ -239,6 +271,14 @@ Status PeerChannel::poll_recv(uint32_t in, transport::RecvOp& op, bool* complete
   const size_t index = context_index(in);
   InContext& c = *ins_[index];
   ContextCounters& counters = in_.contexts[index];
+  if (c.holding) {
+    if (!op.consumer->released()) return Status::Ok();
+    release(c);
+    if (op.started && op.done == op.bytes) {
+      *complete = true;
+      return Status::Ok();
+    }
+  }
   for (;;) {
     // This context's next slot: one moved aside earlier, else the FIFO's head.
     uint64_t tag, msg_bytes;
@@ -253,7 +293,7 @@ Status PeerChannel::poll_recv(uint32_t in, transport::RecvOp& op, bool* complete
       if (h->seq.load(std::memory_order_acquire) != recv_slots_ + 1) return Status::Ok();
       if (h->ctx != index || h->gen != c.gen) {
         set_aside(h, in_.payload(recv_slots_));
-        in_.head->value.store(++recv_slots_, std::memory_order_release);
+        take_slot();
         continue;
       }
       tag = h->tag, msg_bytes = h->msg_bytes, bytes = h->bytes, kind = h->kind;
@@ -270,13 +310,22 @@ Status PeerChannel::poll_recv(uint32_t in, transport::RecvOp& op, bool* complete
       op.started = true;
     }
     RndvDescriptor d;
+    bool kept = false;
     if (kind == kRndv) std::memcpy(&d, data, sizeof(d));
     else {
-      deliver(op, data, op.done, bytes);
+      kept = !deliver(op, data, op.done, bytes);
       op.done += bytes;
     }
-    // The slot is consumed.
-    if (h != nullptr) in_.head->value.store(++recv_slots_, std::memory_order_release);
+    // The slot is consumed (a kept one stays taken until the consumer is done).
+    if (kept) {
+      c.holding = true;
+      if (h == nullptr) c.kept.push_back(std::move(c.aside.front().payload));
+      else if (!c.holds_slot) {
+        c.holds_slot = true;
+        ++holders_;
+      }
+    }
+    if (h != nullptr) take_slot();
     else c.aside.pop_front();
     counters.consumed.store(++c.consumed, std::memory_order_release);
     if (kind == kRndv) {
@@ -288,6 +337,7 @@ Status PeerChannel::poll_recv(uint32_t in, transport::RecvOp& op, bool* complete
       WEFT_TRY(st);
       op.done = op.bytes;
     }
+    if (c.holding) return Status::Ok();  // no further until the consumer is done
     if (op.done == op.bytes) {
       *complete = true;
       return Status::Ok();

@@ -102,6 +102,11 @@ class PeerChannel {
     uint64_t consumed = 0;
     uint64_t rndv_received = 0;
     std::vector<unsigned char> bounce;  // cross-memory-attach reads for a consumer
+    // A piece the consumer kept (Consumer::released() not yet true): a FIFO slot
+    // (the published head waits for it) or a payload moved aside.
+    bool holding = false;
+    bool holds_slot = false;
+    std::vector<std::vector<unsigned char>> kept;
   };
 
   bool slot_free(OutContext& c);
@@ -109,8 +114,15 @@ class PeerChannel {
   bool item_done(const OutContext& c, const SendItem& item) const;
   void progress_locked(OutContext& c);
   void set_aside(const SlotHeader* h, const void* payload);
+  // The FIFO's head slot is read: the sender may reuse it unless a context
+  // holds an earlier one.
+  void take_slot();
+  void release(InContext& c);
   Status pull(const RndvDescriptor& d, InContext& c, transport::RecvOp& op, int peer);
-  static void deliver(transport::RecvOp& op, const void* piece, size_t offset, size_t bytes);
+  // Whether the consumer is done with the piece now (a plain receive always is).
+  static bool deliver(transport::RecvOp& op, const void* piece, size_t offset, size_t bytes);
+  // For a piece whose memory is reused next: waits until the consumer read it.
+  static Status wait_released(transport::RecvOp& op, int peer);
 
   pid_t peer_pid_;
   int pidfd_ = -1;
@@ -126,7 +138,8 @@ class PeerChannel {
   // Receiver side, under recv_mu_ (a rendezvous read runs outside it).
   std::mutex recv_mu_;
   std::vector<std::unique_ptr<InContext>> ins_;  // index = context number
-  uint64_t recv_slots_ = 0;
+  uint64_t recv_slots_ = 0;  // slots read; published as the head unless a slot is held
+  int holders_ = 0;          // contexts holding a FIFO slot
   std::mutex map_mu_;  // mappings_ and reads through them
   PeerMappings mappings_;
 };

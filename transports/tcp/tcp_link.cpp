@@ -250,15 +250,16 @@ bool TcpLink::deliver_in_order(transport::RecvOp& op) {
       bool whole = s.body_got == s.h.slice_bytes;
       size_t ready = whole ? s.body_got : s.body_got / kAlign * kAlign;
       if (ready <= s.delivered || (!whole && ready - s.delivered < kMinPiece)) continue;
-      op.consumer->consume(s.bounce.data() + s.delivered, op.done, ready - s.delivered);
+      held_ = !op.consumer->consume(s.bounce.data() + s.delivered, op.done, ready - s.delivered);
       op.done += ready - s.delivered;
       s.delivered = ready;
       moved = true;
       if (whole) {
         s.state = In::Header;
         s.hdr_got = 0;
-        again = true;
+        again = !held_;
       }
+      if (held_) return moved;
     }
   }
   return moved;
@@ -268,6 +269,10 @@ Status TcpLink::poll_recv(transport::RecvOp& op, bool* complete) {
   *complete = false;
   WEFT_TRY(error_);
   WEFT_TRY(report_lost());
+  if (held_) {
+    if (!op.consumer->released()) return Status::Ok();
+    held_ = false;
+  }
   uint64_t in_before = bytes_in_;
   for (bool progressed = true; progressed;) {
     progressed = false;
@@ -276,6 +281,7 @@ Status TcpLink::poll_recv(transport::RecvOp& op, bool* complete) {
       if (op.started && op.done == op.bytes) break;
     }
     if (op.consumer != nullptr) progressed = deliver_in_order(op);
+    if (held_) return Status::Ok();  // complete, if it is, once the consumer is done
     if (op.started && op.done == op.bytes) {
       ++recv_seq_;
       *complete = true;

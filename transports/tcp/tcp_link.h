@@ -82,6 +82,9 @@ class TcpLink final : public transport::Link {
   Status pump(size_t i, transport::RecvOp& op);
   Status read_some(size_t i, void* buf, size_t n, size_t* got);
   bool deliver_in_order(transport::RecvOp& op);
+  // The consumer kept a piece of a bounce buffer: nothing is read into the
+  // bounce buffers until it is done with it.
+  bool held_ = false;
   Status fail(Status st);
   Status lost(Status st);
   Status report_lost() const;

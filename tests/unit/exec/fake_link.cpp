@@ -32,6 +32,17 @@ class FakeLink final : public transport::Link {
     *complete = false;
     std::lock_guard<std::recursive_mutex> lock(net_->mu_);
     FakeNet::Wire& w = net_->wire(peer(), self_);
+    if (held_) {
+      // A kept piece: the message (and a rendezvous sender's buffer) stays until it is read.
+      if (!op.consumer->released()) return Status::Ok();
+      held_ = false;
+      if (w.queue.front().delivered == w.queue.front().bytes) {
+        w.queue.pop_front();
+        ++w.consumed;
+        *complete = true;
+      }
+      return Status::Ok();
+    }
     if (w.queue.empty()) return Status::Ok();
     FakeNet::Msg& m = w.queue.front();
     if (m.tag != op.tag || m.bytes != op.bytes)
@@ -46,7 +57,7 @@ class FakeLink final : public transport::Link {
     const size_t n = net_->opt_.piece == 0 ? left : std::min(net_->opt_.piece, left);
     const unsigned char* piece = (net_->opt_.rendezvous ? m.src : m.copy.data()) + m.delivered;
     if (n > 0) {
-      if (op.consumer != nullptr) op.consumer->consume(piece, m.delivered, n);
+      if (op.consumer != nullptr) held_ = !op.consumer->consume(piece, m.delivered, n);
       else std::memcpy(static_cast<unsigned char*>(op.dst) + m.delivered, piece, n);
     }
     const size_t offset = m.delivered;
@@ -54,7 +65,7 @@ class FakeLink final : public transport::Link {
     op.done = m.delivered;
     w.consumed_bytes += n;
     const uint64_t index = w.consumed;
-    if (m.delivered == m.bytes) {
+    if (m.delivered == m.bytes && !held_) {
       w.queue.pop_front();
       ++w.consumed;
       *complete = true;
@@ -73,6 +84,7 @@ class FakeLink final : public transport::Link {
  private:
   FakeNet* net_;
   int self_;
+  bool held_ = false;  // the consumer kept the last piece
 };
 
 FakeNet::FakeNet(int nranks, FakeOptions opt)

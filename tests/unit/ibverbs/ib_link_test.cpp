@@ -10,6 +10,7 @@
 #include <numeric>
 #include <vector>
 
+#include "tests/unit/deferred_consumer.h"
 #include "tests/unit/ibverbs/fake_queue_pair.h"
 #include "transports/ibverbs/ib_link.h"
 
@@ -81,11 +82,12 @@ TEST(IbLink, MessagesOfEverySizeArriveInBothDirections) {
 struct Collect final : transport::Consumer {
   std::vector<unsigned char> bytes;
   std::vector<size_t> pieces;
-  void consume(const void* piece, size_t offset, size_t n) override {
+  bool consume(const void* piece, size_t offset, size_t n) override {
     EXPECT_EQ(offset, bytes.size()) << "pieces out of order";
     const auto* c = static_cast<const unsigned char*>(piece);
     bytes.insert(bytes.end(), c, c + n);
     pieces.push_back(n);
+    return true;
   }
 };
 
@@ -98,6 +100,19 @@ TEST(IbLink, ConsumerGetsPiecesInOrderAndWholeElements) {
   ASSERT_TRUE(receive(*p.b, *p.a, op).ok());
   EXPECT_EQ(c.bytes, msg);
   for (size_t i = 0; i + 1 < c.pieces.size(); ++i) EXPECT_EQ(c.pieces[i] % 64, 0u);
+}
+
+TEST(IbLink, ASlotAConsumerKeepsIsNotRefilledUntilItIsRead) {
+  // 20 KB through a 4-slot ring: every slot is refilled many times, so a slot
+  // handed back before the consumer read it would be overwritten.
+  Pair p;
+  auto msg = weft::testing::noise(20000, 9);
+  p.a->send(msg.data(), msg.size(), 2);
+  weft::testing::DeferredConsumer c(msg.size());
+  transport::RecvOp op{2, msg.size(), nullptr, &c};
+  ASSERT_TRUE(receive(*p.b, *p.a, op).ok());
+  EXPECT_GT(c.pieces, 4);
+  EXPECT_EQ(c.data, msg);
 }
 
 TEST(IbLink, CreditsHoldTheSenderToTheReceiversRing) {

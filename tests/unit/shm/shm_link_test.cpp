@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "base/params.h"
+#include "tests/unit/deferred_consumer.h"
 #include "transports/shm/memalloc.h"
 #include "transports/shm/shm_link.h"
 #include "transports/shm/shm_transport.h"
@@ -49,10 +50,11 @@ struct Pair {
 class Summer final : public transport::Consumer {
  public:
   explicit Summer(std::vector<unsigned char>* out) : out_(out) {}
-  void consume(const void* piece, size_t offset, size_t bytes) override {
+  bool consume(const void* piece, size_t offset, size_t bytes) override {
     const auto* p = static_cast<const unsigned char*>(piece);
     for (size_t i = 0; i < bytes; ++i) (*out_)[offset + i] += p[i];
     ++pieces;
+    return true;
   }
   int pieces = 0;
 
@@ -159,6 +161,26 @@ TEST(ShmLink, LargeOrdinaryBuffersAreReadInPlaceOnlyWhereCmaPays) {
     EXPECT_EQ(mapped.pieces, 1) << "weftMemAlloc buffers are read in place either way";
     for (size_t i = 0; i < bytes; i += 4099) ASSERT_EQ(acc[i], static_cast<unsigned char>(2 * data[i]));
   }
+  ASSERT_TRUE(mem_free(shared).ok());
+}
+
+TEST(ShmLink, PiecesAConsumerKeepsAreNotOverwrittenUntilItReadThem) {
+  // Through the FIFO (3 FIFOs' worth: every slot refilled), read in place with
+  // cross-memory attach (the bounce buffer refilled), and mapped in place.
+  const size_t bytes = 3 * static_cast<size_t>(params::SHM_SLOTS() * params::SHM_SLOT_BYTES()) + 5;
+  auto data = weft::testing::noise(bytes, 21);
+  void* shared = nullptr;
+  ASSERT_TRUE(mem_alloc(bytes, &shared).ok());
+  std::memcpy(shared, data.data(), bytes);
+  for (bool cma : {false, true})
+    for (const void* src : {static_cast<const void*>(data.data()), static_cast<const void*>(shared)}) {
+      Pair p(cma);
+      weft::testing::DeferredConsumer c(bytes);
+      transport::RecvOp op;
+      op.consumer = &c;
+      ASSERT_TRUE(transfer(p.l0[0].get(), p.l1[0].get(), src, bytes, op, 4).ok());
+      EXPECT_TRUE(c.data == data) << (cma ? "cma" : "fifo") << (src == shared ? ", weftMemAlloc" : "");
+    }
   ASSERT_TRUE(mem_free(shared).ok());
 }
 

@@ -75,10 +75,11 @@ TEST(Framing, SlicesOutOfOrderAcrossSocketsReachTheConsumerInOrder) {
     std::vector<unsigned char> data = std::vector<unsigned char>(3 * 65536);
     size_t next = 0;
     bool in_order = true;
-    void consume(const void* p, size_t off, size_t n) override {
+    bool consume(const void* p, size_t off, size_t n) override {
       in_order &= off == next;
       std::memcpy(data.data() + off, p, n);
       next = off + n;
+      return true;
     }
   } c;
   transport::RecvOp op;

@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 
 #include "helpers.h"
+#include "tests/unit/deferred_consumer.h"
 
 namespace weft::tcp::test {
 namespace {
@@ -12,12 +13,13 @@ namespace {
 class Collect final : public transport::Consumer {
  public:
   explicit Collect(size_t n) : data(n) {}
-  void consume(const void* piece, size_t offset, size_t bytes) override {
+  bool consume(const void* piece, size_t offset, size_t bytes) override {
     if (offset != next) in_order = false;
     if (offset % 8 != 0 || (bytes % 8 != 0 && offset + bytes != data.size())) aligned = false;
     std::memcpy(data.data() + offset, piece, bytes);
     next = offset + bytes;
     ++pieces;
+    return true;
   }
   std::vector<unsigned char> data;
   size_t next = 0, pieces = 0;
@@ -76,6 +78,26 @@ INSTANTIATE_TEST_SUITE_P(Sizes, LinkSizes,
                                             ::testing::Values(size_t{0}, size_t{1}, size_t{40},
                                                               size_t{65536}, size_t{1000003},
                                                               size_t{48} << 20)));
+
+TEST(TcpLink, ABounceBufferAConsumerKeepsIsNotRefilledUntilItIsRead) {
+  // 3 MB in 256 KiB slices over 2 sockets: each socket's bounce buffer is
+  // refilled several times.
+  Pair p;
+  Options o = opts_with(2);
+  o.link.max_slice = 256 << 10;
+  ASSERT_TRUE(make_pair(&p, o).ok());
+  auto msg = pattern(3000017, 5);
+  p.l0[0]->send(msg.data(), msg.size(), 9);
+  weft::testing::DeferredConsumer c(msg.size());
+  transport::RecvOp op;
+  op.tag = 9;
+  op.bytes = msg.size();
+  op.consumer = &c;
+  Status st = recv_driven(p.l0[0].get(), p.l1[0].get(), op);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_GE(c.pieces, 12);
+  EXPECT_TRUE(c.data == msg);
+}
 
 TEST(TcpLink, ManyMessagesQueuedBeforeAnyReceive) {
   Pair p;
