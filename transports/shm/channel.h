@@ -60,15 +60,16 @@ struct alignas(kCacheLine) ContextCounters {
 // Communicators of one family that connect the same two ranks at once.
 constexpr size_t kMaxContexts = 1024;
 
-// Channel = [head][contexts...][slots...]; each slot = header line + payload.
-// Pages of the context table are touched only as contexts are used.
+// Channel = [head][slots...][contexts...]; each slot = header line + payload.
+// The head and the first slots share a page, as a small message touches both;
+// pages of the context table are touched only as contexts are used.
 struct ChannelLayout {
   size_t slot_bytes;  // payload bytes per slot, a multiple of kCacheLine
   size_t nslots;
 
   size_t slot_stride() const { return kCacheLine + slot_bytes; }
-  size_t slots_offset() const { return kCacheLine + kMaxContexts * sizeof(ContextCounters); }
-  size_t bytes() const { return slots_offset() + nslots * slot_stride(); }
+  size_t contexts_offset() const { return kCacheLine + nslots * slot_stride(); }
+  size_t bytes() const { return contexts_offset() + kMaxContexts * sizeof(ContextCounters); }
 };
 
 struct ChannelView {
@@ -80,8 +81,8 @@ struct ChannelView {
   ChannelView() = default;
   ChannelView(void* base, ChannelLayout l)
       : head(static_cast<Counter*>(base)),
-        contexts(reinterpret_cast<ContextCounters*>(static_cast<unsigned char*>(base) + kCacheLine)),
-        slots(static_cast<unsigned char*>(base) + l.slots_offset()),
+        contexts(reinterpret_cast<ContextCounters*>(static_cast<unsigned char*>(base) + l.contexts_offset())),
+        slots(static_cast<unsigned char*>(base) + kCacheLine),
         layout(l) {}
 
   SlotHeader* header(uint64_t n) const {

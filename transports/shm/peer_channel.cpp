@@ -37,7 +37,7 @@ PeerChannel::~PeerChannel() {
 // ---- contexts ------------------------------------------------------------
 
 uint32_t PeerChannel::open_in() {
-  std::lock_guard<std::mutex> lock(recv_mu_);
+  std::lock_guard<SpinLock> lock(recv_mu_);
   size_t i = 0;
   while (i < ins_.size() && ins_[i]->open) ++i;
   if (i == kMaxContexts) return kNoContext;
@@ -51,7 +51,7 @@ uint32_t PeerChannel::open_in() {
 }
 
 void PeerChannel::close_in(uint32_t ctx) {
-  std::lock_guard<std::mutex> lock(recv_mu_);
+  std::lock_guard<SpinLock> lock(recv_mu_);
   InContext& c = *ins_[context_index(ctx)];
   release(c);  // its communicator is done: so is its data engine
   c.open = false;
@@ -60,8 +60,8 @@ void PeerChannel::close_in(uint32_t ctx) {
   c.bounce = {};
 }
 
-int PeerChannel::open_out(uint32_t remote) {
-  std::lock_guard<std::mutex> lock(send_mu_);
+PeerChannel::OutContext* PeerChannel::open_out(uint32_t remote) {
+  std::lock_guard<SpinLock> lock(send_mu_);
   size_t h = 0;
   while (h < outs_.size() && outs_[h]->open) ++h;
   if (h == outs_.size()) outs_.push_back(std::make_unique<OutContext>());
@@ -70,12 +70,12 @@ int PeerChannel::open_out(uint32_t remote) {
   c.index = static_cast<uint16_t>(context_index(remote));
   c.gen = context_gen(remote);
   c.open = true;
-  return static_cast<int>(h);
+  return &c;
 }
 
-void PeerChannel::close_out(int out) {
-  std::lock_guard<std::mutex> lock(send_mu_);
-  OutContext& c = *outs_[static_cast<size_t>(out)];
+void PeerChannel::close_out(OutContext* out) {
+  std::lock_guard<SpinLock> lock(send_mu_);
+  OutContext& c = *out;
   c.open = false;
   c.queue.clear();
 }
@@ -109,9 +109,9 @@ void PeerChannel::post_slot(OutContext& c, const SendItem& item, uint32_t kind, 
   ++c.posted;
 }
 
-uint64_t PeerChannel::send(int out, const void* data, size_t bytes, uint64_t tag) {
-  std::lock_guard<std::mutex> lock(send_mu_);
-  OutContext& c = *outs_[static_cast<size_t>(out)];
+uint64_t PeerChannel::send(OutContext* out, const void* data, size_t bytes, uint64_t tag) {
+  std::lock_guard<SpinLock> lock(send_mu_);
+  OutContext& c = *out;
   SendItem item{static_cast<const unsigned char*>(data), bytes, tag, c.next_ticket++};
   if (opts_.cma && bytes > opts_.eager_max) {
     Region r;
@@ -128,9 +128,12 @@ uint64_t PeerChannel::send(int out, const void* data, size_t bytes, uint64_t tag
   return item.ticket;
 }
 
-void PeerChannel::progress(int out) {
-  std::lock_guard<std::mutex> lock(send_mu_);
-  progress_locked(*outs_[static_cast<size_t>(out)]);
+// A context's queue is its owner's alone: only posting slots takes the lock.
+void PeerChannel::progress(OutContext* out) {
+  OutContext& c = *out;
+  if (c.queue.empty()) return;
+  std::lock_guard<SpinLock> lock(send_mu_);
+  progress_locked(c);
 }
 
 void PeerChannel::progress_locked(OutContext& c) {
@@ -171,10 +174,10 @@ bool PeerChannel::item_done(const OutContext& c, const SendItem& item) const {
   return out_.contexts[c.index].rndv_done.load(std::memory_order_acquire) >= item.rndv_seq;
 }
 
-bool PeerChannel::send_done(int out, uint64_t ticket) {
-  std::lock_guard<std::mutex> lock(send_mu_);
-  OutContext& c = *outs_[static_cast<size_t>(out)];
+bool PeerChannel::send_done(OutContext* out, uint64_t ticket) {
+  OutContext& c = *out;
   if (c.queue.empty() || ticket < c.queue.front().ticket) return true;
+  std::lock_guard<SpinLock> lock(send_mu_);
   progress_locked(c);
   if (c.queue.empty() || ticket < c.queue.front().ticket) return true;
   for (const SendItem& item : c.queue)
@@ -266,7 +269,7 @@ Status PeerChannel::pull(const RndvDescriptor& d, InContext& c, transport::RecvO
 Status PeerChannel::poll_recv(uint32_t in, transport::RecvOp& op, bool* complete, int peer) {
   *complete = false;
   // Another thread polling this channel moves our slots aside for us.
-  std::unique_lock<std::mutex> lock(recv_mu_, std::try_to_lock);
+  std::unique_lock<SpinLock> lock(recv_mu_, std::try_to_lock);
   if (!lock.owns_lock()) return Status::Ok();
   const size_t index = context_index(in);
   InContext& c = *ins_[index];

@@ -23,6 +23,7 @@
 #include <mutex>
 #include <vector>
 
+#include "base/wait.h"
 #include "transports/link.h"
 #include "transports/shm/channel.h"
 #include "transports/shm/memalloc.h"
@@ -54,16 +55,17 @@ class PeerChannel {
   // or kNoContext when kMaxContexts are open.
   uint32_t open_in();
   void close_in(uint32_t ctx);
-  // A sending context writing to the peer's receiving context `remote`; returns
-  // the handle the calls below take.
-  int open_out(uint32_t remote);
-  void close_out(int out);
+  // A sending context writing to the peer's receiving context `remote`: the
+  // handle the calls below take, valid until close_out.
+  struct OutContext;
+  OutContext* open_out(uint32_t remote);
+  void close_out(OutContext* out);
 
   // As transport::Link's, for one context; `peer` is the communicator's rank
   // of the peer, for errors.
-  uint64_t send(int out, const void* data, size_t bytes, uint64_t tag);
-  bool send_done(int out, uint64_t ticket);
-  void progress(int out);
+  uint64_t send(OutContext* out, const void* data, size_t bytes, uint64_t tag);
+  bool send_done(OutContext* out, uint64_t ticket);
+  void progress(OutContext* out);
   Status poll_recv(uint32_t in, transport::RecvOp& op, bool* complete, int peer);
   Status check_peer(int peer);
 
@@ -78,6 +80,8 @@ class PeerChannel {
     bool header_posted = false;
     uint64_t rndv_seq = 0;  // rendezvous: completes when the context's rndv_done reaches this
   };
+
+ public:
   struct OutContext {
     uint16_t index = 0;
     uint8_t gen = 0;
@@ -88,6 +92,8 @@ class PeerChannel {
     uint64_t cached_consumed = 0;
     uint64_t rndv_posted = 0;
   };
+
+ private:
   // A slot of a context that was not receiving when it reached the head.
   struct SetAside {
     uint64_t tag, msg_bytes;
@@ -130,13 +136,13 @@ class PeerChannel {
   LinkOptions opts_;
 
   // Sender side, under send_mu_.
-  std::mutex send_mu_;
+  SpinLock send_mu_;
   std::vector<std::unique_ptr<OutContext>> outs_;
   uint64_t sent_slots_ = 0;
   uint64_t cached_head_ = 0;
 
   // Receiver side, under recv_mu_ (a rendezvous read runs outside it).
-  std::mutex recv_mu_;
+  SpinLock recv_mu_;
   std::vector<std::unique_ptr<InContext>> ins_;  // index = context number
   uint64_t recv_slots_ = 0;  // slots read; published as the head unless a slot is held
   int holders_ = 0;          // contexts holding a FIFO slot

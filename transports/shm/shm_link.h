@@ -34,7 +34,7 @@ class ShmLink final : public transport::Link {
  private:
   std::shared_ptr<void> owner_;
   PeerChannel* ch_;
-  int out_;
+  PeerChannel::OutContext* out_;
   uint32_t in_;
 };
 
