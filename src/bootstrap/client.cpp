@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <set>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -65,6 +66,8 @@ class Connection {
                 size_t size, void* all, Deadline deadline);
   Status poll(uint64_t group);
   void abort(uint64_t group, int me, const std::string& reason);
+  // A communicator's group is gone here: its box goes, and the root hears of it.
+  void leave(uint64_t group);
 
  private:
   struct Box {
@@ -97,6 +100,7 @@ class Connection {
   std::condition_variable cv_;
   bool reading_ = false;
   std::map<uint64_t, Box> boxes_;
+  std::set<uint64_t> left_;  // groups whose communicator is gone here
   Status sticky_;  // the connection's failure: every group's
   bool joined_ = false;  // only a joined rank says goodbye and waits for the root
 };
@@ -120,6 +124,7 @@ Status Connection::lost_root(const std::string& what, int err) {
 
 void Connection::dispatch(Msg& m) {
   const uint64_t group = m.hdr.group;
+  if (left_.count(group) != 0) return;  // late news of a communicator gone here
   switch (m.type()) {
     case MsgType::Welcome:
     case MsgType::Reply:
@@ -254,6 +259,7 @@ Status Connection::run_op(uint64_t group, const std::vector<int32_t>& members, i
   uint64_t seq;
   {
     std::lock_guard<std::mutex> lk(mu_);
+    left_.erase(group);  // a group of that id again
     WEFT_TRY(failure(group));
     seq = boxes_[group].seq;
   }
@@ -318,6 +324,16 @@ void Connection::abort(uint64_t group, int me, const std::string& reason) {
   if (!st.ok()) WEFT_WARN(BOOT, "rank %d: could not tell the root about the abort: %s", me, st.message().c_str());
 }
 
+void Connection::leave(uint64_t group) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    boxes_.erase(group);
+    left_.insert(group);
+    if (!sticky_.ok()) return;  // the root is gone or the job failed: nobody to tell
+  }
+  (void)send_msg(MsgType::Leave, 0, 0, nullptr, 0, Deadline::after_ms(1000), "leave", group);
+}
+
 Connection::~Connection() {
   if (!joined_) return;  // fd_ closes; the root frees this rank's slot
   // A goodbye tells the root this close is deliberate, so no rank hears "lost".
@@ -341,6 +357,10 @@ class GroupBootstrap final : public Bootstrap {
  public:
   GroupBootstrap(std::shared_ptr<Connection> conn, uint64_t id, std::vector<int32_t> members, int rank, int nranks)
       : conn_(std::move(conn)), id_(id), members_(std::move(members)), rank_(rank), nranks_(nranks) {}
+  // Group 0 ends with the connection (its goodbye).
+  ~GroupBootstrap() override {
+    if (id_ != 0) conn_->leave(id_);
+  }
 
   int rank() const override { return rank_; }
   int nranks() const override { return nranks_; }

@@ -59,6 +59,7 @@ std::string describe(int rank, const RankInfo& r) {
 // before it sends k+1. A group's ranks are numbered by their place in members.
 struct Group {
   std::vector<int> members;  // ranks on their connections
+  std::vector<bool> left;    // per member: its communicator is gone (Leave)
   bool failed = false;
   weftResult_t fail_code = weftSuccess;
   std::string fail_msg;
@@ -98,6 +99,7 @@ class RootService : public std::enable_shared_from_this<RootService> {
   void on_hello(Conn* c, const Msg& m);
   void on_op(Conn* c, const Msg& m);
   void on_abort(Conn* c, const Msg& m);
+  void on_leave(Conn* c, const Msg& m);
   void on_closed(Conn* c);
   void fail_all(weftResult_t code, const std::string& msg);
   void fail_group(uint64_t id, Group& g, weftResult_t code, const std::string& msg);
@@ -364,6 +366,7 @@ void RootService::on_hello(Conn* c, const Msg& m) {
     welcomed_ = true;
     Group& all = groups_[0];
     for (int i = 0; i < nranks_; ++i) all.members.push_back(i);
+    all.left.assign(static_cast<size_t>(nranks_), false);
     all.op_arrived.assign(static_cast<size_t>(nranks_), false);
     for (auto& r : ranks_) send(r.conn, MsgType::Welcome, 0, nranks_, nullptr, 0);
     WEFT_INFO(BOOT, "bootstrap root %s: all %d ranks joined", bound_.str().c_str(), nranks_);
@@ -399,6 +402,7 @@ Group* RootService::group_of(Conn* c, const Msg& m, std::string_view* data) {
   if (it == groups_.end()) {
     Group& g = groups_[id];
     g.members = std::move(members);
+    g.left.assign(g.members.size(), false);
     g.op_arrived.assign(g.members.size(), false);
     return &g;
   }
@@ -434,14 +438,17 @@ void RootService::on_op(Conn* c, const Msg& m) {
     fail_group(id, g, weftInvalidUsage, buf);
     return;
   }
-  for (int i = 0; i < n; ++i)
-    if (ranks_[static_cast<size_t>(g.members[static_cast<size_t>(i)])].goodbye) {
-      std::snprintf(buf, sizeof buf,
-                    "rank %d called bootstrap %s #%llu, but rank %d has already left the bootstrap",
-                    r, op_name(kind), static_cast<unsigned long long>(m.hdr.seq), i);
-      send(c, MsgType::Error, 0, weftInvalidUsage, buf, std::strlen(buf), id);
-      return;
-    }
+  for (int i = 0; i < n; ++i) {
+    const RankInfo& info = ranks_[static_cast<size_t>(g.members[static_cast<size_t>(i)])];
+    const bool left = g.left[static_cast<size_t>(i)];
+    if (!left && !info.goodbye && !info.lost) continue;
+    std::snprintf(buf, sizeof buf, "rank %d called bootstrap %s #%llu, but rank %d has %s", r, op_name(kind),
+                  static_cast<unsigned long long>(m.hdr.seq), i,
+                  left ? "destroyed its communicator" : info.lost ? "disconnected from the bootstrap"
+                                                              : "already left the bootstrap");
+    send(c, MsgType::Error, 0, left || info.lost ? weftRemoteError : weftInvalidUsage, buf, std::strlen(buf), id);
+    return;
+  }
   if (!g.op_active) {
     g.op_active = true;
     g.op_kind = kind;
@@ -475,6 +482,26 @@ void RootService::on_op(Conn* c, const Msg& m) {
   g.op_active = false;
   ++g.op_seq;
   g.op_data.clear();
+}
+
+// A member's communicator is gone: an operation it never joined fails at once
+// (its peers would otherwise wait for it until their deadline), and the group is
+// forgotten once every member has left, so its id may name a new group.
+void RootService::on_leave(Conn* c, const Msg& m) {
+  auto it = groups_.find(m.hdr.group);
+  if (m.hdr.group == 0 || it == groups_.end()) return;
+  Group& g = it->second;
+  int r = g.index_of(c->rank);
+  if (r < 0) return;
+  g.left[static_cast<size_t>(r)] = true;
+  if (std::all_of(g.left.begin(), g.left.end(), [](bool b) { return b; })) {
+    groups_.erase(it);
+    return;
+  }
+  if (g.op_active && !g.op_arrived[static_cast<size_t>(r)])
+    fail_group(m.hdr.group, g, weftRemoteError,
+               describe(r, ranks_[static_cast<size_t>(c->rank)]) + " destroyed its communicator during bootstrap " +
+                   op_name(g.op_kind) + " #" + std::to_string(g.op_seq));
 }
 
 void RootService::on_abort(Conn* c, const Msg& m) {
@@ -550,6 +577,9 @@ void RootService::on_message(Conn* c, Msg& m) {
       break;
     case MsgType::Abort:
       on_abort(c, m);
+      break;
+    case MsgType::Leave:
+      on_leave(c, m);
       break;
     case MsgType::Goodbye:
       ranks_[r].goodbye = true;

@@ -38,6 +38,7 @@ enum class MsgType : uint32_t {
   Goodbye = 8,  // rank -> root: clean exit, do not report this rank as lost
   Query = 9,    // rank -> root: group, seq: I timed out; who is the group waiting for?
   Waiting = 10, // root -> rank: group, seq, payload = which ranks have not arrived
+  Leave = 11,   // rank -> root: group (not 0): this rank's communicator of the group is gone
 };
 
 enum class OpKind : int64_t { Allgather = 1, Barrier = 2 };

@@ -135,5 +135,50 @@ TEST(BootstrapGroups, AGroupTimeoutNamesItsMissingMember) {
   });
 }
 
+TEST(BootstrapGroups, AMemberThatLeavesFailsTheOperationItMissesAtOnce) {
+  const int n = 2;
+  UniqueId id = loopback_root();
+  run_ranks(n, [&](int rank) {
+    std::unique_ptr<Bootstrap> world, group;
+    ASSERT_TRUE(Bootstrap::connect(id, rank, n, soon(), &world).ok());
+    ASSERT_TRUE(world->subgroup(9, {0, 1}, &group).ok());
+    gather(*group, rank);
+    if (rank == 1) {
+      group.reset();  // its communicator is destroyed
+    } else {
+      auto t0 = std::chrono::steady_clock::now();
+      Status st = group->barrier(soon());
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      EXPECT_EQ(st.code(), weftRemoteError) << st.message();
+      EXPECT_NE(st.message().find("rank 1"), std::string::npos) << st.message();
+      EXPECT_NE(st.message().find("destroyed its communicator"), std::string::npos) << st.message();
+      EXPECT_LT(s, 5.0) << "waited for the deadline";
+    }
+    EXPECT_EQ(gather(*world, rank), (std::vector<int>{0, 1}));
+  });
+}
+
+TEST(BootstrapGroups, AGroupEveryMemberLeftIsForgotten) {
+  // The same id names other members once the first group is gone; while it
+  // lives, the root refuses that (SubgroupsGatherAmongTheirMembersInTheirOrder).
+  const int n = 3;
+  UniqueId id = loopback_root();
+  run_ranks(n, [&](int rank) {
+    std::unique_ptr<Bootstrap> world, group;
+    ASSERT_TRUE(Bootstrap::connect(id, rank, n, soon(), &world).ok());
+    if (rank < 2) {
+      ASSERT_TRUE(world->subgroup(4, {0, 1}, &group).ok());
+      gather(*group, rank);
+      group.reset();
+    }
+    gather(*world, rank);  // both have left before anyone goes on
+    if (rank != 1) {
+      ASSERT_TRUE(world->subgroup(4, {0, 2}, &group).ok());
+      EXPECT_EQ(gather(*group, rank), (std::vector<int>{0, 2}));
+    }
+    gather(*world, rank);
+  });
+}
+
 }  // namespace
 }  // namespace weft::boot::test
