@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <thread>
 #include <memory>
 #include <string>
@@ -16,6 +17,24 @@ namespace weft::boot::test {
 namespace {
 
 Deadline soon() { return Deadline::after_ms(20000); }
+
+// Rank `rank` of `n` joined to the root of `id`: the family's first bootstrap.
+std::unique_ptr<Bootstrap> join(const UniqueId& id, int rank, int n) {
+  std::unique_ptr<Bootstrap> b;
+  Status st = Bootstrap::connect(id, rank, n, soon(), &b);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return b;
+}
+
+// Runs fn(rank, world) on n ranks (threads) joined to a fresh loopback root.
+void with_world(int n, const std::function<void(int, Bootstrap&)>& fn) {
+  UniqueId id = loopback_root();
+  run_ranks(n, [&](int rank) {
+    std::unique_ptr<Bootstrap> world = join(id, rank, n);
+    ASSERT_NE(world, nullptr);
+    fn(rank, *world);
+  });
+}
 
 // The group's all-gather of each member's (connection rank, tag) pair.
 std::vector<int> gather(Bootstrap& b, int label) {
@@ -30,8 +49,8 @@ TEST(BootstrapGroups, SubgroupsGatherAmongTheirMembersInTheirOrder) {
   UniqueId id = loopback_root();
   std::atomic<int> done{0};
   run_ranks(n, [&](int rank) {
-    std::unique_ptr<Bootstrap> world, group, nested;
-    ASSERT_TRUE(Bootstrap::connect(id, rank, n, soon(), &world).ok());
+    std::unique_ptr<Bootstrap> world = join(id, rank, n), group, nested;
+    ASSERT_NE(world, nullptr);
     // Two groups in a chosen rank order (odd ranks, descending; even ranks), as
     // a split by color with keys gives them.
     std::vector<int> members = rank % 2 ? std::vector<int>{3, 1} : std::vector<int>{0, 2, 4};
@@ -68,12 +87,10 @@ TEST(BootstrapGroups, SubgroupsGatherAmongTheirMembersInTheirOrder) {
 
 TEST(BootstrapGroups, AnAbortFailsItsGroupOnly) {
   const int n = 4;
-  UniqueId id = loopback_root();
-  run_ranks(n, [&](int rank) {
-    std::unique_ptr<Bootstrap> world, group;
-    ASSERT_TRUE(Bootstrap::connect(id, rank, n, soon(), &world).ok());
+  with_world(n, [&](int rank, Bootstrap& world) {
+    std::unique_ptr<Bootstrap> group;
     std::vector<int> members = rank < 2 ? std::vector<int>{0, 1} : std::vector<int>{2, 3};
-    ASSERT_TRUE(world->subgroup(rank < 2 ? 1 : 2, members, &group).ok());
+    ASSERT_TRUE(world.subgroup(rank < 2 ? 1 : 2, members, &group).ok());
     gather(*group, rank);
     if (rank == 1) group->abort("testing");
     if (rank == 0) {
@@ -89,20 +106,18 @@ TEST(BootstrapGroups, AnAbortFailsItsGroupOnly) {
     if (rank >= 2) {
       EXPECT_EQ(gather(*group, rank), (std::vector<int>{2, 3}));
     }
-    std::vector<int> w = gather(*world, rank);
+    std::vector<int> w = gather(world, rank);
     for (int r = 0; r < n; ++r) EXPECT_EQ(w[static_cast<size_t>(r)], r);
-    EXPECT_TRUE(world->poll().ok()) << world->poll().message();
+    EXPECT_TRUE(world.poll().ok()) << world.poll().message();
   });
 }
 
 TEST(BootstrapGroups, AMismatchInAGroupFailsItsMembersOnly) {
   const int n = 3;
-  UniqueId id = loopback_root();
-  run_ranks(n, [&](int rank) {
-    std::unique_ptr<Bootstrap> world, group;
-    ASSERT_TRUE(Bootstrap::connect(id, rank, n, soon(), &world).ok());
+  with_world(n, [&](int rank, Bootstrap& world) {
+    std::unique_ptr<Bootstrap> group;
     if (rank < 2) {
-      ASSERT_TRUE(world->subgroup(5, {0, 1}, &group).ok());
+      ASSERT_TRUE(world.subgroup(5, {0, 1}, &group).ok());
       // Rank 0 gathers 4 bytes, rank 1 8: both hear of it, naming both sizes.
       std::vector<char> mine(rank == 0 ? 4 : 8), all(2 * mine.size());
       Status st = group->allgather(mine.data(), mine.size(), all.data(), soon());
@@ -110,20 +125,18 @@ TEST(BootstrapGroups, AMismatchInAGroupFailsItsMembersOnly) {
       EXPECT_NE(st.message().find("4 bytes"), std::string::npos) << st.message();
       EXPECT_NE(st.message().find("8 bytes"), std::string::npos) << st.message();
     }
-    std::vector<int> w = gather(*world, rank);
+    std::vector<int> w = gather(world, rank);
     for (int r = 0; r < n; ++r) EXPECT_EQ(w[static_cast<size_t>(r)], r);
   });
 }
 
 TEST(BootstrapGroups, AGroupTimeoutNamesItsMissingMember) {
   const int n = 3;
-  UniqueId id = loopback_root();
-  run_ranks(n, [&](int rank) {
-    std::unique_ptr<Bootstrap> world, group;
-    ASSERT_TRUE(Bootstrap::connect(id, rank, n, soon(), &world).ok());
+  with_world(n, [&](int rank, Bootstrap& world) {
+    std::unique_ptr<Bootstrap> group;
     std::vector<int> members = {2, 0};
     if (rank == 1) return;
-    ASSERT_TRUE(world->subgroup(3, members, &group).ok());
+    ASSERT_TRUE(world.subgroup(3, members, &group).ok());
     if (rank == 2) {
       // Group rank 1 (connection rank 0) never calls.
       Status st = group->barrier(Deadline::after_ms(300));
@@ -137,11 +150,9 @@ TEST(BootstrapGroups, AGroupTimeoutNamesItsMissingMember) {
 
 TEST(BootstrapGroups, AMemberThatLeavesFailsTheOperationItMissesAtOnce) {
   const int n = 2;
-  UniqueId id = loopback_root();
-  run_ranks(n, [&](int rank) {
-    std::unique_ptr<Bootstrap> world, group;
-    ASSERT_TRUE(Bootstrap::connect(id, rank, n, soon(), &world).ok());
-    ASSERT_TRUE(world->subgroup(9, {0, 1}, &group).ok());
+  with_world(n, [&](int rank, Bootstrap& world) {
+    std::unique_ptr<Bootstrap> group;
+    ASSERT_TRUE(world.subgroup(9, {0, 1}, &group).ok());
     gather(*group, rank);
     if (rank == 1) {
       group.reset();  // its communicator is destroyed
@@ -154,7 +165,7 @@ TEST(BootstrapGroups, AMemberThatLeavesFailsTheOperationItMissesAtOnce) {
       EXPECT_NE(st.message().find("destroyed its communicator"), std::string::npos) << st.message();
       EXPECT_LT(s, 5.0) << "waited for the deadline";
     }
-    EXPECT_EQ(gather(*world, rank), (std::vector<int>{0, 1}));
+    EXPECT_EQ(gather(world, rank), (std::vector<int>{0, 1}));
   });
 }
 
@@ -162,21 +173,19 @@ TEST(BootstrapGroups, AGroupEveryMemberLeftIsForgotten) {
   // The same id names other members once the first group is gone; while it
   // lives, the root refuses that (SubgroupsGatherAmongTheirMembersInTheirOrder).
   const int n = 3;
-  UniqueId id = loopback_root();
-  run_ranks(n, [&](int rank) {
-    std::unique_ptr<Bootstrap> world, group;
-    ASSERT_TRUE(Bootstrap::connect(id, rank, n, soon(), &world).ok());
+  with_world(n, [&](int rank, Bootstrap& world) {
+    std::unique_ptr<Bootstrap> group;
     if (rank < 2) {
-      ASSERT_TRUE(world->subgroup(4, {0, 1}, &group).ok());
+      ASSERT_TRUE(world.subgroup(4, {0, 1}, &group).ok());
       gather(*group, rank);
       group.reset();
     }
-    gather(*world, rank);  // both have left before anyone goes on
+    gather(world, rank);  // both have left before anyone goes on
     if (rank != 1) {
-      ASSERT_TRUE(world->subgroup(4, {0, 2}, &group).ok());
+      ASSERT_TRUE(world.subgroup(4, {0, 2}, &group).ok());
       EXPECT_EQ(gather(*group, rank), (std::vector<int>{0, 2}));
     }
-    gather(*world, rank);
+    gather(world, rank);
   });
 }
 

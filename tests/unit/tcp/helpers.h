@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/unit/deferred_consumer.h"
 #include "transports/tcp/tcp_transport.h"
 
 namespace weft::tcp::test {
@@ -65,14 +66,6 @@ inline Status recv_driven(transport::Link* from, transport::Link* to, transport:
   }
 }
 
-inline std::vector<unsigned char> pattern(size_t n, unsigned seed) {
-  std::vector<unsigned char> v(n);
-  uint32_t x = seed * 2654435761u + 1;
-  for (auto& b : v) {
-    x = x * 1664525u + 1013904223u;
-    b = static_cast<unsigned char>(x >> 24);
-  }
-  return v;
-}
+inline std::vector<unsigned char> pattern(size_t n, unsigned seed) { return weft::testing::noise(n, seed); }
 
 }  // namespace weft::tcp::test
