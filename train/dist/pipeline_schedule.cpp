@@ -67,19 +67,37 @@ Schedule gpipe(int stages, int microbatches) {
   return b.take();
 }
 
-Schedule one_f_one_b(int stages, int microbatches) {
-  Builder b("1f1b", stages, microbatches, 1);
+namespace {
+
+// PipeDream-Flush's order: P - s - 1 warm-up forwards, one forward one backward,
+// then the remaining backwards. split (ZB-H1): each backward as I then W; in the
+// cool-down the I's run first (the critical path to stage 0) and each W after
+// the next I, where the stage would otherwise wait for that I's gradient.
+Schedule flush_order(const char* name, int stages, int microbatches, bool split) {
+  Builder b(name, stages, microbatches, 1);
+  const Op back = split ? Op::InputGrad : Op::Backward;
   for (int s = 0; s < stages; ++s) {
     const int warmup = std::min(stages - 1 - s, microbatches);
     for (int m = 0; m < warmup; ++m) b.forward(s, m, 0);
     for (int i = 0; i < microbatches - warmup; ++i) {
       b.forward(s, warmup + i, 0);
-      b.backward(s, i, 0, Op::Backward);
+      b.backward(s, i, 0, back);
+      if (split) b.weight(s, i, 0);
     }
-    for (int m = microbatches - warmup; m < microbatches; ++m) b.backward(s, m, 0, Op::Backward);
+    for (int m = microbatches - warmup; m < microbatches; ++m) {
+      b.backward(s, m, 0, back);
+      if (split && m > microbatches - warmup) b.weight(s, m - 1, 0);
+    }
+    if (split && warmup > 0) b.weight(s, microbatches - 1, 0);
   }
   return b.take();
 }
+
+}  // namespace
+
+Schedule one_f_one_b(int stages, int microbatches) { return flush_order("1f1b", stages, microbatches, false); }
+
+Schedule zero_bubble_h1(int stages, int microbatches) { return flush_order("zb-h1", stages, microbatches, true); }
 
 Schedule interleaved(int stages, int microbatches, int chunks) {
   Builder b("interleaved", stages, microbatches, chunks);
@@ -98,26 +116,6 @@ Schedule interleaved(int stages, int microbatches, int chunks) {
       b.backward(s, mb(k), bchunk(k), Op::Backward);
     }
     for (int k = total - warmup; k < total; ++k) b.backward(s, mb(k), bchunk(k), Op::Backward);
-  }
-  return b.take();
-}
-
-Schedule zero_bubble_h1(int stages, int microbatches) {
-  Builder b("zb-h1", stages, microbatches, 1);
-  for (int s = 0; s < stages; ++s) {
-    const int warmup = std::min(stages - 1 - s, microbatches);
-    for (int m = 0; m < warmup; ++m) b.forward(s, m, 0);
-    for (int i = 0; i < microbatches - warmup; ++i) {
-      b.forward(s, warmup + i, 0);
-      b.backward(s, i, 0, Op::InputGrad);
-      b.weight(s, i, 0);
-    }
-    // Cool-down: each W waits for the next I, filling the wait for its gradient.
-    for (int m = microbatches - warmup; m < microbatches; ++m) {
-      b.backward(s, m, 0, Op::InputGrad);
-      if (m > microbatches - warmup) b.weight(s, m - 1, 0);
-    }
-    if (warmup > 0) b.weight(s, microbatches - 1, 0);
   }
   return b.take();
 }
