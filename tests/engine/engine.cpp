@@ -10,6 +10,7 @@
 //             descriptor or shared-memory segment left behind
 //   footprint descriptors, threads and /dev/shm per communicator (printed)
 //   device-buffers DRIVER  buffers a stand-in CUDA driver calls device memory are refused
+//   abort-sibling  one of two split communicators aborted mid-all-reduce; the other keeps working
 //   initall   weftCommInitAll: 4 ranks in this process, driven by async calls
 //   tuning-state  settled picks saved (WEFT_TUNE_STATE_FILE) and resumed
 //   nonblocking-init  weftConfig_t.blocking = 0, polled until ready
@@ -240,6 +241,67 @@ void test_abort(weftComm_t world, int n, int me) {
   std::printf("rank %d: abort: call returned %s after %.2f s (abort at %.2f s): %s\n", me, weftGetErrorString(rc),
               returned, me == 0 ? aborted_at.load() : 1.0, why.c_str());
   if (me != 0) weftCommDestroy(world);
+}
+
+// Two communicators split from the world share its channels and bootstrap
+// connection. Rank 0 aborts one while the ranks are inside a 64 MiB all-reduce
+// on it and a second thread on every rank runs all-reduces on the other: that
+// one's results stay exact before, during and after, and so do the world's.
+void test_abort_sibling(weftComm_t world, int n, int me) {
+  weftComm_t doomed = nullptr, sibling = nullptr;
+  if (!ok(weftCommSplit(world, 0, me, &doomed, nullptr), world, "split") ||
+      !ok(weftCommSplit(world, 0, me, &sibling, nullptr), world, "split"))
+    return;
+  // The same number of sibling calls on every rank (collectives must match),
+  // enough to last past the abort.
+  constexpr int kSiblingCalls = 1000;
+  std::atomic<int> sibling_calls{0};
+  std::thread traffic([&] {
+    constexpr size_t kCount = (size_t{1} << 20) / sizeof(float);
+    std::vector<float> v(kCount);
+    for (int call = 0; call < kSiblingCalls; ++call) {
+      for (size_t i = 0; i < kCount; ++i) v[i] = contribution(me, i);
+      if (!ok(weftAllReduce(v.data(), v.data(), kCount, weftFloat32, weftSum, sibling, nullptr), sibling,
+              "sibling all-reduce"))
+        return;
+      for (size_t i = 0; i < kCount; ++i)
+        if (v[i] != sum_of(n, i)) {
+          fail("sibling all-reduce: element " + std::to_string(i) + " is " + std::to_string(v[i]));
+          return;
+        }
+      ++sibling_calls;
+    }
+  });
+  const size_t big = (size_t{64} << 20) / sizeof(float);
+  std::vector<float> buf(big, 1.0f);
+  auto t0 = std::chrono::steady_clock::now();
+  std::thread aborter;
+  if (me == 0)
+    aborter = std::thread([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      if (weftCommAbort(doomed) != weftSuccess) fail("weftCommAbort failed");
+    });
+  if (me == n - 1) std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  weftResult_t rc = weftAllReduce(buf.data(), buf.data(), big, weftFloat32, weftSum, doomed, nullptr);
+  double returned = seconds_since(t0);
+  if (aborter.joinable()) aborter.join();
+  if (rc == weftSuccess) fail("the all-reduce on the aborted communicator succeeded");
+  if (returned > 10) fail("the aborted all-reduce returned after " + std::to_string(returned) + " s");
+  if (me != 0) weftCommDestroy(doomed);
+  const int before = sibling_calls.load();  // sibling calls done when the aborted call returned
+  traffic.join();
+  if (sibling_calls.load() != kSiblingCalls) fail("the sibling's calls stopped");
+  for (int round = 0; round < 3; ++round) {
+    int x = me + 1, y = me + 1;
+    ok(weftAllReduce(&x, &x, 1, weftInt32, weftSum, sibling, nullptr), sibling, "sibling after the abort");
+    ok(weftAllReduce(&y, &y, 1, weftInt32, weftSum, world, nullptr), world, "world after the abort");
+    if (x != n * (n + 1) / 2 || y != n * (n + 1) / 2)
+      fail("after the abort: sibling gave " + std::to_string(x) + ", world " + std::to_string(y));
+  }
+  ok(weftCommDestroy(sibling), sibling, "destroy sibling");
+  std::printf("rank %d: abort-sibling: aborted call returned %s after %.2f s, after %d of %d sibling all-reduces; all "
+              "exact\n",
+              me, weftGetErrorString(rc), returned, before, kSiblingCalls);
 }
 
 void test_churn(weftComm_t world, int me, int rounds) {
@@ -547,8 +609,9 @@ int main(int argc, char** argv) {
     else if (mode == "tuning-state") test_tuning_state(world, g_rank, state_path);
     else if (mode == "churn") test_churn(world, g_rank, argc > 2 ? std::atoi(argv[2]) : 500);
     else if (mode == "device-buffers" && argc > 2) test_device_buffers(world, n, g_rank, argv[2]);
+    else if (mode == "abort-sibling") test_abort_sibling(world, n, g_rank);
     else {
-      std::fprintf(stderr, "usage: %s split|pipeline|threads|abort|churn [N]|footprint [N]|device-buffers DRIVER|initall|settings-mismatch|nonblocking-init|tuning-state\n", argv[0]);
+      std::fprintf(stderr, "usage: %s split|pipeline|threads|abort|churn [N]|footprint [N]|device-buffers DRIVER|abort-sibling|initall|settings-mismatch|nonblocking-init|tuning-state\n", argv[0]);
       return 2;
     }
     if (mode != "abort") weftCommDestroy(world);
