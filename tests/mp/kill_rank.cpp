@@ -2,8 +2,10 @@
 // the victim rank SIGKILLs itself in the middle of one. Every survivor must get
 // an error naming the victim within the deadline. Exit codes: 0 = the error
 // named the victim; 1 = it did not or no error came; the victim never exits.
+// With "split" the all-reduces run on a communicator split from the world (its
+// channels and bootstrap connection are the world's).
 //
-//   weft-kill-rank VICTIM_RANK
+//   weft-kill-rank VICTIM_RANK [split]
 #include <signal.h>
 #include <unistd.h>
 
@@ -18,8 +20,8 @@
 #include "weft/weft.h"
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s VICTIM_RANK\n", argv[0]);
+  if (argc != 2 && !(argc == 3 && std::strcmp(argv[2], "split") == 0)) {
+    std::fprintf(stderr, "usage: %s VICTIM_RANK [split]\n", argv[0]);
     return 2;
   }
   int victim = std::atoi(argv[1]);
@@ -33,6 +35,14 @@ int main(int argc, char** argv) {
   }
   int rank;
   weftCommUserRank(comm, &rank);
+  if (argc == 3) {
+    weftComm_t child = nullptr;  // the same ranks in the same order
+    if (weftCommSplit(comm, 0, rank, &child, nullptr) != weftSuccess) {
+      std::fprintf(stderr, "split failed: %s\n", weftGetLastError(comm));
+      return 1;
+    }
+    comm = child;
+  }
   const size_t count = 16u << 20;  // 64 MiB of float
   std::vector<float> buf(count, 1.0f);
   if (rank == victim) {

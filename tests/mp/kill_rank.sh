@@ -2,14 +2,14 @@
 # Kills one rank in the middle of a large all-reduce and checks that every
 # survivor reports an error naming it well within the deadline, weft-run exits
 # non-zero, and no process or shared-memory segment is left behind.
-# usage: kill_rank.sh WEFT_RUN KILL_RANK_EXE
+# usage: kill_rank.sh WEFT_RUN KILL_RANK_EXE [split]
 set -u
-run=$1 exe=$2
+run=$1 exe=$2 mode=${3:-}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 before=$(ls /dev/shm | grep -c '^weft-' || true)
 start=$(date +%s)
-WEFT_TIMEOUT_MS=20000 timeout 120 "$run" -n 4 --timeout 90 -- "$exe" 2 >"$out" 2>&1
+WEFT_TIMEOUT_MS=20000 timeout 120 "$run" -n 4 --timeout 90 -- "$exe" 2 $mode >"$out" 2>&1
 rc=$?
 elapsed=$(( $(date +%s) - start ))
 cat "$out"
