@@ -7,7 +7,7 @@ WEFT_PARAM_STR(DEBUG_FILE, "", "log to this file instead of stderr (%h host, %p 
 WEFT_PARAM_INT(TIMEOUT_MS, 300000, "deadline of every blocking wait, in milliseconds")
 WEFT_PARAM_INT(PROGRESS_THREADS, 1, "progress engine threads that drive non-blocking operations (they sleep when none is pending); 0: operations move only while a caller waits")
 WEFT_PARAM_INT(CHECK, 0, "1: verify count, datatype and op agree across ranks on every call")
-WEFT_PARAM_INT(SPIN_COUNT, -1, "busy-poll iterations before a waiting thread yields the core; -1: about 1.5 us of pauses (20-1000) when every local rank has a core, else 20")
+WEFT_PARAM_INT(SPIN_COUNT, -1, "busy-poll iterations before a waiting thread yields the core; -1: about 1.5 us of pauses (20-1000) when every local rank has a core, else 5")
 WEFT_PARAM_STR(COMM_ID, "", "rendezvous address host:port of the bootstrap root")
 WEFT_PARAM_STR(RENDEZVOUS_FILE, "", "without WEFT_COMM_ID or MASTER_ADDR/PORT: a file on a shared file system where rank 0 publishes the rendezvous")
 WEFT_PARAM_STR(ALGO, "", "force an algorithm: ring, or per collective allreduce:tree,broadcast:ring (^a,b excludes); weftConfig_t.algo overrides it per communicator")

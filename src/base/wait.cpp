@@ -41,7 +41,7 @@ uint32_t spin_limit() { return g_spin_limit.load(std::memory_order_relaxed); }
 void set_local_ranks(int local_ranks) {
   int64_t forced = params::SPIN_COUNT();
   uint32_t limit = forced >= 0 ? static_cast<uint32_t>(forced)
-                               : (local_ranks <= usable_cpus() ? polls_for_us(1.5) : 20u);
+                               : (local_ranks <= usable_cpus() ? polls_for_us(1.5) : 5u);
   g_spin_limit.store(limit, std::memory_order_relaxed);
   WEFT_INFO(INIT, "waiting: %u busy polls before yielding (%d local ranks, %d usable cores)", limit, local_ranks,
             usable_cpus());
