@@ -95,6 +95,7 @@ class SpinLock {
  public:
   bool try_lock() { return !taken_.exchange(true, std::memory_order_acquire); }
   void lock() {
+    if (try_lock()) return;  // uncontended: no wait state to set up
     SpinWait wait;
     while (taken_.load(std::memory_order_relaxed) || !try_lock()) wait.pause();
   }

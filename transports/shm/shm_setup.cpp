@@ -38,6 +38,7 @@ class ShmSetup final : public transport::Transport {
 
   Status create(const transport::SetupContext& ctx, const std::vector<int>& peers) override {
     const std::vector<transport::Card>& cards = *ctx.cards;
+    const transport::Card& me = cards[static_cast<size_t>(ctx.rank)];
     const uint64_t family = cards[0].family;
     bool one_family = family != 0;
     for (const transport::Card& c : cards) one_family = one_family && c.family == family;
@@ -53,10 +54,9 @@ class ShmSetup final : public transport::Transport {
     char prefix[96];
     std::snprintf(prefix, sizeof(prefix), "/weft-%.16s-%016llx", boot::secret_hex(ctx.id->secret).c_str(),
                   static_cast<unsigned long long>(ctx.comm_hash));
-    WEFT_TRY(ShmTransport::create(prefix, cards[static_cast<size_t>(ctx.rank)].family_rank, std::move(local), &own_));
+    WEFT_TRY(ShmTransport::create(prefix, me.family_rank, std::move(local), &own_));
     // Communicators split from this one find these channels (a family whose
     // channels are gone here adopts them).
-    const transport::Card& me = cards[static_cast<size_t>(ctx.rank)];
     ShmTransport::enroll(one_family ? family : ctx.comm_hash, me.family_rank, own_);
     return Status::Ok();
   }
