@@ -145,4 +145,11 @@ void BatchSampler::next(int B, int T, int* tokens, int* targets) {
   batchesDrawn++;
 }
 
+void BatchSampler::skip(int B, int T) {
+  const uint64_t n = data_->size();
+  if (n < uint64_t(T) + 2) throw std::runtime_error("token stream shorter than one window");
+  for (int b = 0; b < B; b++) rng_.below(n - uint64_t(T));
+  batchesDrawn++;
+}
+
 }  // namespace weft::train

@@ -52,6 +52,9 @@ class BatchSampler {
  public:
   BatchSampler(const std::vector<uint16_t>* data, uint64_t seed) : data_(data), rng_(seed) {}
   void next(int B, int T, int* tokens, int* targets);
+  // Advances exactly as next() does without reading the windows (another rank's
+  // micro-batch under data parallelism).
+  void skip(int B, int T);
   Rng& rng() { return rng_; }
   uint64_t batchesDrawn = 0;
 

@@ -179,6 +179,7 @@ class GPT2 final : public Model {
     fillZero(dresid_.data(), dresid_.size());
     layernormBackward(dresid_.data(), G(lnfW()), G(lnfW() + 1), dbuf_.data(), last, P(lnfW()),
                       lnfMean_.data(), lnfRstd_.data(), N, C);
+    gradsReady(tensors_[lnfW()].offset);
     // dresid_ holds d(loss)/d(residual stream) on the way down.
     for (int l = L - 1; l >= 0; l--) {
       Layer& a = acts(l);
@@ -196,11 +197,14 @@ class GPT2 final : public Model {
       }
       matmulBackward(dfchGelu_.data(), G(l, kMprojW), G(l, kMprojB), dMlpOut, a.fchGelu.data(),
                      P(l, kMprojW), N, 4 * C, C);
+      gradsReady(offset(l, kMprojW));
       geluBackward(dfch_.data(), a.fch.data(), dfchGelu_.data(), size_t(N) * 4 * C);
       matmulBackward(dbuf_.data(), G(l, kFcW), G(l, kFcB), dfch_.data(), a.ln2.data(),
                      P(l, kFcW), N, C, 4 * C);
+      gradsReady(offset(l, kFcW));
       layernormBackward(dresid_.data(), G(l, kLn2W), G(l, kLn2B), dbuf_.data(), a.res1.data(),
                         P(l, kLn2W), a.ln2Mean.data(), a.ln2Rstd.data(), N, C);
+      gradsReady(offset(l, kLn2W));
       // res1 = x + attn(ln1(x))
       const T* dAttnOut = dresid_.data();
       if (drop_.active()) {
@@ -209,12 +213,15 @@ class GPT2 final : public Model {
       }
       matmulBackward(dbuf_.data(), G(l, kAprojW), G(l, kAprojB), dAttnOut, a.atty.data(),
                      P(l, kAprojW), N, C, C);
+      gradsReady(offset(l, kAprojW));
       attentionBackward(dqkv_.data(), dbuf_.data(), a.qkv.data(), a.att.data(), B, Tn, C, NH,
                         drop_.at(3 * l));
       matmulBackward(dbuf_.data(), G(l, kAttnW), G(l, kAttnB), dqkv_.data(), a.ln1.data(),
                      P(l, kAttnW), N, C, 3 * C);
+      gradsReady(offset(l, kAttnW));
       layernormBackward(dresid_.data(), G(l, kLn1W), G(l, kLn1B), dbuf_.data(), x, P(l, kLn1W),
                         a.ln1Mean.data(), a.ln1Rstd.data(), N, C);
+      gradsReady(offset(l, kLn1W));
     }
     const T* dEmb = dresid_.data();
     if (drop_.active()) {
@@ -222,6 +229,7 @@ class GPT2 final : public Model {
       dEmb = dtmp_.data();
     }
     encoderBackward(G(kWte), G(kWpe), dEmb, tokens_.data(), B, Tn, C, V);
+    gradsReady(0);  // wpe and the tied wte (whose head part came first) last
   }
 
   void logitsRow(int b, int t, float* out) const override {
@@ -289,6 +297,7 @@ class GPT2 final : public Model {
   T* P(int idx) { return params_.data() + tensors_[idx].offset; }
   T* P(int l, int slot) { return P(kFirstLayer + kSlots * l + slot); }
   T* G(int idx) { return grads_.data() + tensors_[idx].offset; }
+  size_t offset(int l, int slot) const { return tensors_[kFirstLayer + kSlots * l + slot].offset; }
   T* G(int l, int slot) { return G(kFirstLayer + kSlots * l + slot); }
 
   void ensureActs(int B, int Tn) {

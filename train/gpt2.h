@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -66,6 +67,12 @@ class Model {
   bool training() const { return training_; }
   void setDropoutSeed(uint64_t s) { dropoutSeed_ = s; }
 
+  // Called during backward whenever every gradient element at or after `offset` is
+  // final for this backward pass: the offsets only decrease and the last call is 0.
+  // Data parallelism starts a bucket's reduction from here while backward goes on.
+  // An empty function (the default) turns it off.
+  void setGradReadyHook(std::function<void(size_t offset)> hook) { gradReady_ = std::move(hook); }
+
   // Raw storage (numParams() elements of dtype()).
   virtual void* paramData() = 0;
   virtual void* gradData() = 0;
@@ -94,6 +101,12 @@ class Model {
   double dropoutP_ = 0;
   bool training_ = true;
   uint64_t dropoutSeed_ = 0;
+  void gradsReady(size_t offset) const {
+    if (gradReady_) gradReady_(offset);
+  }
+
+ private:
+  std::function<void(size_t)> gradReady_;
 };
 
 std::unique_ptr<Model> makeGPT2(const GPT2Config& cfg, DType dtype);

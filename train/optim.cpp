@@ -1,6 +1,8 @@
 #include "train/optim.h"
 
+#include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 namespace weft::train {
 
@@ -24,26 +26,56 @@ void LossScaler::update(bool foundInf) {
   }
 }
 
-AdamW::AdamW(const Model& model, const AdamWConfig& cfg) : cfg_(cfg) {
-  const size_t n = model.numParams();
+AdamW::AdamW(const Model& model, const AdamWConfig& cfg)
+    : AdamW(model, cfg, {Segment{0, model.numParams()}}) {}
+
+AdamW::AdamW(const Model& model, const AdamWConfig& cfg, std::vector<Segment> owned)
+    : cfg_(cfg), owned_(std::move(owned)) {
+  const size_t total = model.numParams();
+  std::vector<float> full(total);
+  model.getParams(full.data());
+  size_t n = 0;
+  for (const Segment& s : owned_) n += s.count;
   master.resize(n);
-  model.getParams(master.data());
+  gatherOwned(full.data(), master.data());
   m.assign(n, 0.0f);
   v.assign(n, 0.0f);
-  decay_.assign(n, 0);
+  std::vector<float> decay(total, 0.0f);
   for (const auto& t : model.tensors())
-    if (t.decay) std::fill(decay_.begin() + t.offset, decay_.begin() + t.offset + t.numel, 1);
-  grad_.resize(n);
+    if (t.decay) std::fill(decay.begin() + t.offset, decay.begin() + t.offset + t.numel, 1.0f);
+  std::vector<float> owned01(n);
+  gatherOwned(decay.data(), owned01.data());
+  decay_.resize(n);
+  for (size_t i = 0; i < n; i++) decay_[i] = owned01[i] != 0.0f;
 }
 
-OptimStepResult AdamW::step(Model& model, double lr, double gradScale) {
-  OptimStepResult r;
+void AdamW::gatherOwned(const float* full, float* owned) const {
+  for (const Segment& s : owned_) {
+    std::copy(full + s.offset, full + s.offset + s.count, owned);
+    owned += s.count;
+  }
+}
+
+void AdamW::scatterOwned(const float* owned, float* full) const {
+  for (const Segment& s : owned_) {
+    std::copy(owned, owned + s.count, full + s.offset);
+    owned += s.count;
+  }
+}
+
+void AdamW::writeParams(Model& model) const {
+  const size_t es = dtypeSize(model.dtype());
+  const float* src = master.data();
+  for (const Segment& s : owned_) {
+    convertFromFloat(model.dtype(), src, static_cast<char*>(model.paramData()) + s.offset * es, s.count);
+    src += s.count;
+  }
+}
+
+double AdamW::unscaleSumSquares(float* g, float inv) const {
   const long long n = (long long)master.size();
-  model.getGrads(grad_.data());
-  float* g = grad_.data();
-  const float inv = float(1.0 / gradScale);
-  // Unscale; global norm in double over fixed chunks summed in order, so the norm
-  // (and the clip factor) is bit-reproducible; any Inf/NaN makes the sum non-finite.
+  // Global norm in double over fixed chunks summed in order, so the norm (and the
+  // clip factor) is bit-reproducible; any Inf/NaN makes the sum non-finite.
   constexpr long long kChunks = 64;
   double partial[kChunks] = {};
 #pragma omp parallel for schedule(static)
@@ -58,15 +90,15 @@ OptimStepResult AdamW::step(Model& model, double lr, double gradScale) {
   }
   double sumsq = 0;
   for (long long c = 0; c < kChunks; c++) sumsq += partial[c];
-  if (!std::isfinite(sumsq)) {
-    r.skipped = true;
-    r.gradNorm = sumsq;
-    return r;
-  }
-  r.gradNorm = std::sqrt(sumsq);
-  const double clip =
-      (cfg_.gradClip > 0 && r.gradNorm > cfg_.gradClip) ? cfg_.gradClip / (r.gradNorm + 1e-6) : 1.0;
+  return sumsq;
+}
 
+double AdamW::clipFactor(double gradNorm) const {
+  return (cfg_.gradClip > 0 && gradNorm > cfg_.gradClip) ? cfg_.gradClip / (gradNorm + 1e-6) : 1.0;
+}
+
+void AdamW::update(const float* g, double lr, double clip) {
+  const long long n = (long long)master.size();
   t++;
   const double b1 = cfg_.beta1, b2 = cfg_.beta2;
   const double bc1 = 1.0 - std::pow(b1, double(t)), bc2 = 1.0 - std::pow(b2, double(t));
@@ -83,7 +115,22 @@ OptimStepResult AdamW::step(Model& model, double lr, double gradScale) {
     if (decay_[i]) p *= fdecay;  // decoupled weight decay (PyTorch AdamW order)
     master[i] = p - flr * mhat / (std::sqrt(vhat) + feps);
   }
-  model.setParams(master.data());
+}
+
+OptimStepResult AdamW::step(Model& model, double lr, double gradScale) {
+  OptimStepResult r;
+  if (master.size() != model.numParams()) throw std::logic_error("AdamW::step needs every element owned");
+  grad_.resize(master.size());
+  model.getGrads(grad_.data());
+  const double sumsq = unscaleSumSquares(grad_.data(), float(1.0 / gradScale));
+  if (!std::isfinite(sumsq)) {
+    r.skipped = true;
+    r.gradNorm = sumsq;
+    return r;
+  }
+  r.gradNorm = std::sqrt(sumsq);
+  update(grad_.data(), lr, clipFactor(r.gradNorm));
+  writeParams(model);
   return r;
 }
 

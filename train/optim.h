@@ -45,23 +45,51 @@ struct OptimStepResult {
   bool skipped = false; // Inf/NaN found: no update
 };
 
+// A run of elements of the flat parameter buffer [offset, offset + count).
+struct Segment {
+  size_t offset = 0;
+  size_t count = 0;
+};
+
+// AdamW over the parameter elements a rank owns: all of them without sharding, or a
+// ZeRO shard (a list of segments). master, m and v hold the owned elements only,
+// segment after segment.
 class AdamW {
  public:
-  AdamW(const Model& model, const AdamWConfig& cfg);
+  AdamW(const Model& model, const AdamWConfig& cfg);  // owns every element
+  AdamW(const Model& model, const AdamWConfig& cfg, std::vector<Segment> owned);
 
-  // Unscales the model's gradients by 1/gradScale, checks them for Inf/NaN, clips to
-  // cfg.gradClip, updates the fp32 master weights and writes them back (rounded) to
-  // the model. Does not zero the gradients.
+  // The step when every element is owned: unscales the model's gradients by 1/gradScale, checks
+  // them for Inf/NaN, clips to cfg.gradClip, updates the fp32 master weights and
+  // writes them back (rounded) to the model. Does not zero the gradients.
   OptimStepResult step(Model& model, double lr, double gradScale);
 
+  // The same step in parts, for data parallelism (g: owned gradient elements, fp32):
+  // multiply g by `inv` in place and return its sum of squares (over fixed chunks
+  // summed in order, so it is bit-reproducible; non-finite if g has Inf/NaN).
+  double unscaleSumSquares(float* g, float inv) const;
+  // One update with g scaled by `clip`, from the global gradient norm.
+  void update(const float* g, double lr, double clip);
+  // The clip factor for a global gradient norm.
+  double clipFactor(double gradNorm) const;
+  // Rounds the owned master weights into the model's parameter buffer.
+  void writeParams(Model& model) const;
+  // Copies the owned elements of a full fp32 array into a compact one and back.
+  void gatherOwned(const float* full, float* owned) const;
+  void scatterOwned(const float* owned, float* full) const;
+
+  const std::vector<Segment>& owned() const { return owned_; }
+  size_t numOwned() const { return master.size(); }
+
   int64_t t = 0;                        // completed updates (bias correction)
-  std::vector<float> master, m, v;      // fp32
+  std::vector<float> master, m, v;      // fp32, owned elements
   const AdamWConfig& config() const { return cfg_; }
 
  private:
   AdamWConfig cfg_;
-  std::vector<uint8_t> decay_;          // per element
-  std::vector<float> grad_;             // scratch
+  std::vector<Segment> owned_;
+  std::vector<uint8_t> decay_;          // per owned element
+  std::vector<float> grad_;             // scratch for step()
 };
 
 }  // namespace weft::train

@@ -1,6 +1,9 @@
 #include "train/trainer.h"
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -18,7 +21,7 @@ Trainer::Trainer(const TrainOptions& opt, const std::vector<uint16_t>* train,
   auto init = gpt2InitParams(opt.model, opt.seed);
   model_->setParams(init.data());
   model_->setDropout(opt.dropout);
-  adam_ = std::make_unique<AdamW>(*model_, opt.adam);
+  dp_ = std::make_unique<DataParallel>(opt.comm, *model_, opt.adam, opt.dp);
   scaler_.enabled = opt.dtype == DType::f16;
   tokens_.resize(size_t(opt.batch) * opt.seq);
   targets_.resize(tokens_.size());
@@ -38,19 +41,26 @@ StepStats Trainer::trainStep() {
   s.lr = schedule().at(step_);
   s.lossScale = scaler_.current();
   model_->zeroGrad();
+  const int N = dp_->size(), K = opt_.gradAccum;
   double lossSum = 0;
-  for (int k = 0; k < opt_.gradAccum; k++) {
+  // Every rank draws the whole global batch and trains micro-batches i = rank mod N.
+  for (int i = 0; i < N * K; i++) {
+    if (i % N != dp_->rank()) {
+      sampler_.skip(opt_.batch, opt_.seq);
+      continue;
+    }
     sampler_.next(opt_.batch, opt_.seq, tokens_.data(), targets_.data());
-    // Fresh dropout masks per micro-batch, a function of (seed, step, k): resumable.
-    model_->setDropoutSeed(Rng(opt_.seed ^ (uint64_t(step_) << 20) ^ uint64_t(k)).next());
+    // Fresh dropout masks per micro-batch, a function of (seed, step, i): resumable.
+    model_->setDropoutSeed(Rng(opt_.seed ^ (uint64_t(step_) << 20) ^ uint64_t(i)).next());
     lossSum += model_->forward(tokens_.data(), targets_.data(), opt_.batch, opt_.seq);
-    model_->backward(s.lossScale / opt_.gradAccum);
+    if (i / N == K - 1) dp_->syncNextBackward();  // only the last micro-batch communicates
+    model_->backward(s.lossScale / (N * K));
   }
-  s.loss = lossSum / opt_.gradAccum;
-  OptimStepResult r = adam_->step(*model_, s.lr, s.lossScale);
-  scaler_.update(r.skipped);
-  s.gradNorm = r.gradNorm;
-  s.skipped = r.skipped;
+  DataParallel::StepResult r = dp_->step(s.lr, s.lossScale, lossSum);
+  s.loss = r.lossSum / (N * K);
+  scaler_.update(r.optim.skipped);
+  s.gradNorm = r.optim.gradNorm;
+  s.skipped = r.optim.skipped;
   s.step = ++step_;
   return s;
 }
@@ -145,7 +155,7 @@ void Trainer::save(const std::string& dir) const {
   for (int v : {c.vocabSize, c.maxSeq, c.numLayers, c.numHeads, c.channels}) w.put<int32_t>(v);
   w.put<uint32_t>(uint32_t(opt_.dtype));
   w.put<int64_t>(step_);
-  w.put<int64_t>(adam_->t);
+  w.put<int64_t>(dp_->optimizer().t);
   w.put<uint8_t>(scaler_.enabled);
   w.put<double>(scaler_.scale);
   w.put<int32_t>(scaler_.goodSteps);
@@ -155,18 +165,23 @@ void Trainer::save(const std::string& dir) const {
   const size_t n = model_->numParams();
   w.put<uint64_t>(n);
   w.raw(model_->paramData(), n * dtypeSize(opt_.dtype));
-  w.raw(adam_->master.data(), n * 4);
-  w.raw(adam_->m.data(), n * 4);
-  w.raw(adam_->v.data(), n * 4);
+  std::vector<float> master, m, v;
+  dp_->fullState(&master, &m, &v);
+  w.raw(master.data(), n * 4);
+  w.raw(m.data(), n * 4);
+  w.raw(v.data(), n * 4);
+  if (dp_->rank() != 0) return;
 
   fs::create_directories(dir);
   const fs::path path = fs::path(dir) / "checkpoint.bin";
   const fs::path tmp = fs::path(dir) / "checkpoint.bin.tmp";
-  {
-    std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
-    o.write(w.buf.data(), std::streamsize(w.buf.size()));
-    if (!o) throw std::runtime_error("cannot write " + tmp.string());
-  }
+  // Write, flush to the disk, then rename over the old file: a crash at any point
+  // leaves either the previous checkpoint or the new one, never a torn file.
+  FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) throw std::runtime_error("cannot write " + tmp.string());
+  const bool ok = std::fwrite(w.buf.data(), 1, w.buf.size(), f) == w.buf.size() && std::fflush(f) == 0 &&
+                  fsync(fileno(f)) == 0;
+  if (std::fclose(f) != 0 || !ok) throw std::runtime_error("cannot write " + tmp.string());
   fs::rename(tmp, path);
 }
 
@@ -188,7 +203,7 @@ void Trainer::load(const std::string& dir) {
     throw std::runtime_error(r.path + ": checkpoint dtype " + dtypeName(dt) + " differs from --dtype " +
                              dtypeName(opt_.dtype));
   step_ = int(r.get<int64_t>());
-  adam_->t = r.get<int64_t>();
+  dp_->optimizer().t = r.get<int64_t>();
   scaler_.enabled = r.get<uint8_t>() != 0;
   scaler_.scale = r.get<double>();
   scaler_.goodSteps = r.get<int32_t>();
@@ -197,10 +212,12 @@ void Trainer::load(const std::string& dir) {
   const size_t n = model_->numParams();
   if (r.get<uint64_t>() != n) throw std::runtime_error(r.path + ": parameter count differs");
   r.raw(model_->paramData(), n * dtypeSize(opt_.dtype));
-  r.raw(adam_->master.data(), n * 4);
-  r.raw(adam_->m.data(), n * 4);
-  r.raw(adam_->v.data(), n * 4);
+  std::vector<float> master(n), m(n), v(n);
+  r.raw(master.data(), n * 4);
+  r.raw(m.data(), n * 4);
+  r.raw(v.data(), n * 4);
   if (r.pos != buf.size()) throw std::runtime_error(r.path + ": trailing bytes");
+  dp_->loadState(master, m, v);
 }
 
 }  // namespace weft::train

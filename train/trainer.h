@@ -1,5 +1,6 @@
 // One training run: model + AdamW + loss scaler + data sampler, with checkpoint
-// save/resume that continues bit-identically.
+// save/resume that continues bit-identically; data-parallel over a weft
+// communicator when one is given.
 #pragma once
 
 #include <cstdint>
@@ -8,8 +9,10 @@
 #include <vector>
 
 #include "train/data.h"
+#include "train/dist/data_parallel.h"
 #include "train/gpt2.h"
 #include "train/optim.h"
+#include "weft/weft.h"
 
 namespace weft::train {
 
@@ -18,7 +21,7 @@ struct TrainOptions {
   DType dtype = DType::f32;
   int batch = 12;
   int seq = 64;
-  int gradAccum = 1;
+  int gradAccum = 1;      // micro-batches per rank per step
   int steps = 300;
   double lr = 1e-3;
   double minLr = 1e-4;
@@ -27,6 +30,11 @@ struct TrainOptions {
   double dropout = 0;     // embeddings, attention probabilities, residual branches
   uint64_t seed = 1337;   // init, data sampling, dropout masks and generation derive from it
   int evalBatches = 8;
+  // Data parallelism: every rank of `comm` runs a Trainer with the same options.
+  // Micro-batch i of a step (of ranks x gradAccum) is trained by rank i mod ranks,
+  // so N ranks x K equals 1 rank x N*K. nullptr: one process.
+  weftComm_t comm = nullptr;
+  DataParallelOptions dp;
 };
 
 struct StepStats {
@@ -48,9 +56,12 @@ class Trainer {
   double evalLoss();
 
   // dir/checkpoint.bin: model parameters, fp32 master weights, AdamW moments and
-  // step, loss scaler, sampler RNG and position, the step counter.
+  // step, loss scaler, sampler RNG and position, the step counter. Collective under
+  // data parallelism (the shards are gathered); rank 0 writes, atomically.
   void save(const std::string& dir) const;
-  // Restores a checkpoint written by save(); the model config and dtype must match.
+  // Restores a checkpoint written by save() under any ranks and ZeRO stage (the
+  // global batch, ranks x gradAccum, must match to continue the same data stream);
+  // the model config and dtype must match.
   void load(const std::string& dir);
 
   std::string generate(const std::string& prompt, int numTokens, double temperature,
@@ -59,7 +70,8 @@ class Trainer {
   int step() const { return step_; }
   const TrainOptions& options() const { return opt_; }
   Model& model() { return *model_; }
-  AdamW& optimizer() { return *adam_; }
+  AdamW& optimizer() { return dp_->optimizer(); }
+  DataParallel& dataParallel() { return *dp_; }
   LossScaler& scaler() { return scaler_; }
   LrSchedule schedule() const;
 
@@ -67,7 +79,7 @@ class Trainer {
   TrainOptions opt_;
   const std::vector<uint16_t>* val_;
   std::unique_ptr<Model> model_;
-  std::unique_ptr<AdamW> adam_;
+  std::unique_ptr<DataParallel> dp_;
   LossScaler scaler_;
   BatchSampler sampler_;
   int step_ = 0;
