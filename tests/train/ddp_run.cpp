@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "test_util.h"
+#include "weft/weft.hpp"
 #include "weft/weft.h"
 
 namespace fs = std::filesystem;
@@ -190,6 +191,56 @@ void overlap(weftComm_t comm, const std::vector<uint16_t>& data) {
                 (backwardEnd - tm[0].posted) * 1e6, tm.size());
 }
 
+// A checkpoint moves between configurations of the same global batch (4
+// micro-batches): written at N=4 ZeRO-1 (K=1) after 10 steps, resumed at N=2 DDP
+// (K=2, ranks 0-1 of the world) and at N=1 (K=4, rank 0 alone) for 10 more steps;
+// each ends where one process running 20 steps straight does.
+void resumeAcrossConfigurations(weftComm_t comm, const std::vector<uint16_t>& data) {
+  const fs::path dir = fs::temp_directory_path() / ("weft-ddp-resume-" + std::to_string(getppid()));
+  TrainOptions base = testing::tinyOptions(DType::f32);
+  base.steps = 20;
+  base.dropout = 0.1;
+  base.dp.bucketMb = 0.02;
+  {
+    TrainOptions o = base;
+    o.comm = comm;
+    o.dp.zero = 1;
+    Trainer t(o, &data, &data);
+    for (int s = 0; s < 10; s++) t.trainStep();
+    t.save(dir.string());
+  }
+  weftBarrier(comm);  // rank 0 has written it
+  weftComm_t pair = nullptr;
+  weft::check(weftCommSplit(comm, rank < 2 ? 0 : WEFT_SPLIT_NOCOLOR, rank, &pair, nullptr), comm);
+  std::vector<float> reference;
+  if (rank == 0) {
+    TrainOptions o = base;
+    o.gradAccum = 4;
+    Trainer t(o, &data, &data);
+    for (int s = 0; s < 20; s++) t.trainStep();
+    reference = comparable(t);
+  }
+  auto resumeAndCompare = [&](weftComm_t c, int K, const char* what) {
+    TrainOptions o = base;
+    o.comm = c;
+    o.gradAccum = K;
+    Trainer t(o, &data, &data);
+    t.load(dir.string());
+    if (t.step() != 10) fail(std::string(what) + ": resumed at step " + std::to_string(t.step()));
+    for (int s = 10; s < 20; s++) t.trainStep();
+    if (rank != 0) return;
+    const double d = relDiff(comparable(t), reference);
+    std::printf("resume N=4 ZeRO-1 -> %s: parameters after 20 steps differ from one process by %.3g (tolerance 1e-6)\n",
+                what, d);
+    if (!(d <= 1e-6)) fail(std::string("resume -> ") + what + ": " + std::to_string(d));
+  };
+  if (pair) resumeAndCompare(pair, 2, "N=2 DDP");
+  if (rank == 0) resumeAndCompare(nullptr, 4, "N=1");
+  if (pair) weftCommDestroy(pair);
+  weftBarrier(comm);
+  if (rank == 0) fs::remove_all(dir);
+}
+
 }  // namespace
 
 int main() {
@@ -222,6 +273,7 @@ int main() {
     zeroAgainstDdp(comm, DType::bf16, data, steps);
     if (world > 1) overflowAgreement(comm, data);
     if (world > 1) overlap(comm, data);
+    if (world == 4) resumeAcrossConfigurations(comm, data);
   } catch (const std::exception& e) {
     fail(e.what());
   }

@@ -1,8 +1,14 @@
-// weft-train: single-process GPT-2 training on the Debian fortunes corpus.
+// weft-train: GPT-2 training on the Debian fortunes corpus, one process or
+// data-parallel over weft when started by a launcher (weft-run, torchrun, mpirun,
+// srun).
 //
-//   weft-train --preset tiny|small [--dtype fp32|bf16|fp16] [--steps N] [--batch B --seq T]
+//   weft-train --preset tiny|small|gpt2 [--dtype fp32|bf16|fp16] [--steps N] [--batch B --seq T]
 //              [--grad-accum K] [--out DIR] [--resume DIR] [--export-hf DIR] ...
+//   weft-run -n N weft-train --preset small [--zero 0|1] [--bucket-mb MB] ...
 //   weft-train --prepare-data [--src /usr/share/games/fortunes] [--data DIR]
+#include <omp.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -14,12 +20,14 @@
 #include <fstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "train/data.h"
 #include "train/hf.h"
 #include "train/matmul.h"
 #include "train/plot.h"
 #include "train/trainer.h"
+#include "weft/weft.hpp"
 
 #ifndef WEFT_TRAIN_DATA_DIR
 #define WEFT_TRAIN_DATA_DIR "weft-train-data"
@@ -31,16 +39,22 @@ using namespace weft::train;
 namespace {
 
 const char* kUsage =
-    "usage: weft-train --preset tiny|small [options]\n"
+    "usage: weft-train --preset tiny|small|gpt2 [options]\n"
+    "       weft-run -n N weft-train --preset ... [options]   (data-parallel; also torchrun, mpirun, srun)\n"
     "       weft-train --prepare-data [--src DIR] [--data DIR]\n"
     "\n"
     "model and run:\n"
-    "  --preset tiny|small     tiny: 4 layers, 4 heads, width 128, context 64, batch 12\n"
+    "  --preset tiny|small|gpt2  tiny: 4 layers, 4 heads, width 128, context 64, batch 12\n"
     "                          small: 6 layers, 6 heads, width 384, context 256, batch 8\n"
+    "                          gpt2: 12 layers, 12 heads, width 768, context 1024, batch 1\n"
+    "                          (GPT-2 124M's shape with the byte vocabulary: 85.8M parameters)\n"
     "  --dtype fp32|bf16|fp16  storage precision (fp32 accumulation; fp16 uses loss scaling)\n"
     "  --steps N               optimizer steps (tiny 300, small 2000)\n"
     "  --batch B --seq T       micro-batch size and sequence length (T <= context)\n"
-    "  --grad-accum K          micro-batches per optimizer step (1)\n"
+    "  --grad-accum K          micro-batches per rank per optimizer step (1); the global batch is\n"
+    "                          ranks x K micro-batches, micro-batch i on rank i mod ranks, so\n"
+    "                          N ranks x K trains on exactly the batches of 1 rank x N*K\n"
+    "  --threads N             compute threads per rank (cores / ranks on this host)\n"
     "  --checkpoint-activations  recompute each block's activations in backward (less memory)\n"
     "  --lr X --min-lr X       peak and final learning rate (tiny 2e-3, small 1e-3; 1e-4)\n"
     "  --warmup N              linear warmup steps (10% of --steps)\n"
@@ -49,6 +63,13 @@ const char* kUsage =
     "  --grad-clip X           global-norm clip, 0 = off (1.0)\n"
     "  --loss-scale X          fp16 initial loss scale (65536, GradScaler's default)\n"
     "  --seed S                init, sampling and generation seed (1337)\n"
+    "data parallelism (when a launcher started more than one rank):\n"
+    "  --zero 0|1              0: DDP, gradients all-reduced in buckets during backward (default);\n"
+    "                          1: ZeRO-1, optimizer state sharded, buckets reduce-scattered\n"
+    "  --bucket-mb MB          gradient bucket cap (25, as PyTorch; the first bucket 1 MiB)\n"
+    "  --reduce-dtype fp32     reduce 16-bit gradients in fp32 (default: in their own type)\n"
+    "  --grad-compress bf16|fp16  send fp32 gradients as 16-bit and widen after\n"
+    "  --verbose               every rank logs its steps, prefixed with its rank\n"
     "output:\n"
     "  --out DIR               checkpoint, metrics.csv, sample.txt (weft-train-<preset>-<dtype>)\n"
     "  --resume DIR            continue from DIR/checkpoint.bin (same preset, dtype, --steps)\n"
@@ -64,9 +85,42 @@ const char* kUsage =
     "                          fortunes package on first use; default " WEFT_TRAIN_DATA_DIR ")\n"
     "  --prepare-data          only (re)build the token files; --src DIR picks the corpus\n";
 
+std::string gRankPrefix;  // "rank R: " when data-parallel
+
+// SIGTERM (a launcher stopping the job because another rank died) ends the run
+// after at most one more step rather than at once, so that a step failing on the
+// dead peer still reports weft's error naming it.
+volatile sig_atomic_t gTerminate = 0;
+void onTerminate(int) { gTerminate = 1; }
+
 [[noreturn]] void die(const std::string& msg) {
-  std::fprintf(stderr, "weft-train: %s\n", msg.c_str());
+  std::fprintf(stderr, "weft-train: %s%s\n", gRankPrefix.c_str(), msg.c_str());
   std::exit(2);
+}
+
+// Started by a launcher: the variables weftCommInitFromEnv reads.
+bool launched() {
+  for (const char* v : {"WEFT_NRANKS", "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS"})
+    if (std::getenv(v) && *std::getenv(v)) return true;
+  return false;
+}
+
+// Ranks of this job on this host, from the launcher.
+int localRanks() {
+  for (const char* v : {"WEFT_LOCAL_SIZE", "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"})
+    if (const char* s = std::getenv(v)) {
+      const int n = std::atoi(s);
+      if (n > 0) return n;
+    }
+  return 1;
+}
+
+double mib(size_t bytes) { return double(bytes) / (1 << 20); }
+
+size_t peakRssBytes() {
+  struct rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return size_t(ru.ru_maxrss) * 1024;
 }
 
 std::string fmtTime(double s) {
@@ -119,7 +173,10 @@ int main(int argc, char** argv) {
   double lr = -1, minLr = 1e-4, wd = 0.1, clip = 1.0;
   uint64_t seed = 1337;
   double lossScale = 65536.0, dropout = 0.0;
-  bool prepareOnly = false, ckptActs = false;
+  bool prepareOnly = false, ckptActs = false, verbose = false;
+  int threads = 0, zero = 0;
+  double bucketMb = 25;
+  std::string reduceDtype, gradCompress;
 
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
@@ -162,19 +219,42 @@ int main(int argc, char** argv) {
     else if (a == "--src") srcDir = val();
     else if (a == "--prepare-data") prepareOnly = true;
     else if (a == "--checkpoint-activations") ckptActs = true;
+    else if (a == "--threads") threads = int(num());
+    else if (a == "--zero") zero = int(num());
+    else if (a == "--bucket-mb") bucketMb = num();
+    else if (a == "--reduce-dtype") reduceDtype = val();
+    else if (a == "--grad-compress") gradCompress = val();
+    else if (a == "--verbose") verbose = true;
     else die("unknown option " + a + " (see --help)");
   }
 
+  weftComm_t comm = nullptr;
+  int rank = 0, world = 1;
   try {
     const fs::path trainPath = fs::path(dataDir) / "train.tok", valPath = fs::path(dataDir) / "val.tok";
     if (prepareOnly) {
       std::printf("%s\n", prepareFortunes(srcDir, dataDir).c_str());
       return 0;
     }
-    if (!fs::exists(trainPath) || !fs::exists(valPath)) {
+    if (launched()) {
+      if (weftCommInitFromEnv(&comm, nullptr) != weftSuccess) die(std::string("weft: ") + weftGetLastError(nullptr));
+      weftCommUserRank(comm, &rank);
+      weftCommCount(comm, &world);
+      if (world == 1) {
+        weftCommDestroy(comm);
+        comm = nullptr;
+      } else {
+        gRankPrefix = "rank " + std::to_string(rank) + ": ";
+      }
+    }
+    const bool lead = rank == 0;
+    if (threads <= 0) threads = std::max(1, int(std::thread::hardware_concurrency()) / localRanks());
+    omp_set_num_threads(threads);
+    if (lead && (!fs::exists(trainPath) || !fs::exists(valPath))) {
       std::printf("data: building token files from %s\n", srcDir.c_str());
       std::printf("data: %s\n", prepareFortunes(srcDir, dataDir).c_str());
     }
+    if (comm) weft::check(weftBarrier(comm), comm);  // the others read what rank 0 prepared
 
     TrainOptions opt;
     if (preset == "tiny") {
@@ -189,8 +269,14 @@ int main(int argc, char** argv) {
       opt.steps = 2000;
       opt.lr = 1e-3;
       if (evalEvery < 0) evalEvery = 200;
+    } else if (preset == "gpt2") {
+      opt.model = {ByteTokenizer::kVocab, 1024, 12, 12, 768};
+      opt.batch = 1;
+      opt.steps = 2000;
+      opt.lr = 6e-4;
+      if (evalEvery < 0) evalEvery = 200;
     } else {
-      die("--preset tiny|small is required (see --help)");
+      die("--preset tiny|small|gpt2 is required (see --help)");
     }
     if (!parseDType(dtypeStr, &opt.dtype) || opt.dtype == DType::f64) die("--dtype must be fp32, bf16 or fp16");
     opt.seq = opt.model.maxSeq;
@@ -209,6 +295,24 @@ int main(int argc, char** argv) {
     if (dropout < 0 || dropout >= 1) die("--dropout must be in [0, 1)");
     opt.dropout = dropout;
     opt.evalBatches = evalBatches;
+    opt.comm = comm;
+    if (zero < 0 || zero > 1) die("--zero must be 0 or 1 (ZeRO stages 2 and 3 are not built yet)");
+    opt.dp.zero = zero;
+    if (bucketMb <= 0) die("--bucket-mb must be > 0");
+    opt.dp.bucketMb = bucketMb;
+    if (!reduceDtype.empty() && !gradCompress.empty()) die("--reduce-dtype and --grad-compress exclude each other");
+    if (!reduceDtype.empty()) {
+      if (reduceDtype != "fp32") die("--reduce-dtype must be fp32");
+      if (opt.dtype == DType::f32) die("--reduce-dtype fp32 is for 16-bit --dtype (fp32 gradients reduce in fp32)");
+      opt.dp.commDtype = DType::f32;
+    }
+    if (!gradCompress.empty()) {
+      DType c;
+      if (!parseDType(gradCompress, &c) || (c != DType::bf16 && c != DType::f16))
+        die("--grad-compress must be bf16 or fp16");
+      if (opt.dtype != DType::f32) die("--grad-compress is for --dtype fp32 (16-bit gradients already travel as 16-bit)");
+      opt.dp.commDtype = c;
+    }
     if (out.empty()) out = resume.empty() ? "weft-train-" + preset + "-" + dtypeName(opt.dtype) : resume;
 
     TokenFile trainData = readTokenFile(trainPath.string());
@@ -218,6 +322,11 @@ int main(int argc, char** argv) {
     Trainer tr(opt, &trainData.tokens, &valData.tokens);
     tr.model().setActivationCheckpointing(ckptActs);
     tr.scaler().scale = lossScale;
+    // Lines every rank prints carry its rank when there are several.
+    auto say = [&](const char* fmt, auto... args) {
+      std::printf("%s", gRankPrefix.c_str());
+      std::printf(fmt, args...);
+    };
     if (!initHF.empty()) {
       if (!resume.empty()) die("--init-hf and --resume exclude each other");
       HFModel hf = importHF(initHF);
@@ -226,43 +335,74 @@ int main(int argc, char** argv) {
           hf.config.numHeads != c.numHeads || hf.config.channels != c.channels)
         die(initHF + ": model config differs from preset " + preset);
       tr.model().setParams(hf.params.data());
-      tr.optimizer().master = hf.params;
-      std::printf("initialized from HF weights in %s\n", initHF.c_str());
+      const std::vector<float> zeros(hf.params.size(), 0.0f);
+      tr.dataParallel().loadState(hf.params, zeros, zeros);
+      if (lead) std::printf("initialized from HF weights in %s\n", initHF.c_str());
     }
     if (!resume.empty()) {
       tr.load(resume);
-      std::printf("resumed from %s at step %d (loss scale %g)\n", resume.c_str(), tr.step(),
-                  tr.scaler().current());
+      if (lead)
+        std::printf("resumed from %s at step %d (loss scale %g)\n", resume.c_str(), tr.step(), tr.scaler().current());
     }
-    fs::create_directories(out);
     const fs::path csvPath = fs::path(out) / "metrics.csv";
-    const bool csvAppend = !resume.empty() && fs::exists(csvPath);
-    std::ofstream csv(csvPath, csvAppend ? std::ios::app : std::ios::trunc);
-    if (!csvAppend) csv << "step,loss,val_loss,lr,grad_norm,loss_scale,skipped,tokens_per_s,elapsed_s\n";
+    std::ofstream csv;
+    if (lead) {
+      fs::create_directories(out);
+      const bool csvAppend = !resume.empty() && fs::exists(csvPath);
+      csv.open(csvPath, csvAppend ? std::ios::app : std::ios::trunc);
+      if (!csvAppend)
+        csv << "step,loss,val_loss,lr,grad_norm,loss_scale,skipped,tokens_per_s,elapsed_s,comm_bytes,"
+               "model_state_bytes,peak_rss_bytes\n";
+    }
 
-    const long tokPerStep = long(opt.batch) * opt.seq * opt.gradAccum;
-    std::printf("weft-train: preset %s, %s, %zu parameters (%d layers, %d heads, width %d, context %d)\n",
-                preset.c_str(), dtypeName(opt.dtype), tr.model().numParams(), opt.model.numLayers,
-                opt.model.numHeads, opt.model.channels, opt.model.maxSeq);
-    std::printf("  batch %d x seq %d x accum %d = %ld tokens/step, %d steps, lr %g -> %g (warmup %d), "
-                "data %zu train / %zu val tokens, out %s\n",
-                opt.batch, opt.seq, opt.gradAccum, tokPerStep, opt.steps, opt.lr, opt.minLr, opt.warmup,
-                trainData.tokens.size(), valData.tokens.size(), out.c_str());
+    const long tokPerStep = long(opt.batch) * opt.seq * opt.gradAccum * world;
+    DataParallel& dp = tr.dataParallel();
+    if (lead) {
+      std::printf("weft-train: preset %s, %s, %zu parameters (%d layers, %d heads, width %d, context %d)\n",
+                  preset.c_str(), dtypeName(opt.dtype), tr.model().numParams(), opt.model.numLayers,
+                  opt.model.numHeads, opt.model.channels, opt.model.maxSeq);
+      std::printf("  batch %d x seq %d x accum %d x ranks %d = %ld tokens/step, %d steps, lr %g -> %g (warmup %d), "
+                  "data %zu train / %zu val tokens, out %s\n",
+                  opt.batch, opt.seq, opt.gradAccum, world, tokPerStep, opt.steps, opt.lr, opt.minLr, opt.warmup,
+                  trainData.tokens.size(), valData.tokens.size(), out.c_str());
+      if (world > 1)
+        std::printf("  data-parallel: %d ranks x %d threads, %s, %zu gradient buckets (cap %g MiB, first 1 MiB), "
+                    "gradients reduced in %s\n",
+                    world, threads, zero ? "ZeRO-1 (optimizer state sharded)" : "DDP", dp.buckets().size(), bucketMb,
+                    dtypeName(opt.dp.commDtype.value_or(opt.dtype)));
+    }
+    const MemoryReport mem = dp.memory();
+    const size_t modelState = mem.params + mem.grads + mem.optimizer;
+    if (lead || world > 1)
+      say("memory: parameters %.1f MiB, gradients %.1f MiB, optimizer %.1f MiB (fp32 master, moments, gradient%s), "
+          "model state %.1f MiB; communication buffers %.1f MiB; peak resident %.1f MiB\n",
+          mib(mem.params), mib(mem.grads), mib(mem.optimizer), zero ? ", this rank's shard" : "", mib(modelState),
+          mib(mem.commBuffers), mib(peakRssBytes()));
     std::fflush(stdout);
 
-    const bool tty = isatty(STDOUT_FILENO);
+    const bool tty = lead && isatty(STDOUT_FILENO);
     using clock = std::chrono::steady_clock;
     const auto t0 = clock::now();
     double trainSeconds = 0, emaRate = 0, lastVal = NAN, firstLoss = NAN, lastLoss = NAN;
     const int startStep = tr.step();
-    if (startStep == 0) {
+    if (startStep == 0 && lead) {
       lastVal = tr.evalLoss();
       std::printf("activations: %.1f MiB (%s)\n", double(tr.model().activationBytes()) / (1 << 20),
                   ckptActs ? "checkpointed per block" : "all kept");
       std::printf("step %d: val loss %.4f\n", 0, lastVal);
-      csv << 0 << ",," << lastVal << ",,,,,,0\n";
+      csv << 0 << ",," << lastVal << ",,,,,,0,,,\n";
     }
+    bool lastStep = false;
+    struct sigaction sa{};
+    sa.sa_handler = onTerminate;
+    sigaction(SIGTERM, &sa, nullptr);
     while (tr.step() < opt.steps) {
+      if (gTerminate) {
+        // One more step after the signal: if a peer died, its first collective fails
+        // naming it (a barrier here could meet a peer already inside the step).
+        if (comm && !lastStep) lastStep = true;
+        else die("terminated (SIGTERM) after step " + std::to_string(tr.step()));
+      }
       const auto s0 = clock::now();
       StepStats s = tr.trainStep();
       const double dt = std::chrono::duration<double>(clock::now() - s0).count();
@@ -272,14 +412,27 @@ int main(int argc, char** argv) {
       if (std::isnan(firstLoss)) firstLoss = s.loss;
       lastLoss = s.loss;
       const double eta = (opt.steps - s.step) * tokPerStep / emaRate;
+      const bool logNow = s.step % logEvery == 0 || s.step == startStep + 1 || s.step == opt.steps || s.skipped;
+      if (verbose && world > 1 && logNow) {
+        const CommVolume v = dp.volume();
+        say("step %d | loss %.4f | grad norm %.3f | %.2f s | sent to weft %.1f MiB gradients, %.1f MiB parameters\n",
+            s.step, s.loss, s.gradNorm, dt, mib(v.gradientBytes), mib(v.paramBytes));
+        std::fflush(stdout);
+      }
+      if (!lead) {
+        if (saveEvery > 0 && s.step % saveEvery == 0 && s.step != opt.steps) tr.save(out);
+        continue;
+      }
       const bool evalNow = s.step == opt.steps || (evalEvery > 0 && s.step % evalEvery == 0);
       double val = NAN;
       if (evalNow) val = lastVal = tr.evalLoss();
       const double elapsed = std::chrono::duration<double>(clock::now() - t0).count();
+      const CommVolume v = dp.volume();
       csv << s.step << "," << s.loss << ",";
       if (evalNow) csv << val;
       csv << "," << s.lr << "," << s.gradNorm << "," << s.lossScale << "," << int(s.skipped) << "," << rate
-          << "," << elapsed << "\n";
+          << "," << elapsed << "," << (v.gradientBytes + v.paramBytes + v.statsBytes) << "," << modelState << ","
+          << peakRssBytes() << "\n";
 
       char scaleInfo[96] = "";
       if (tr.scaler().enabled) {
@@ -298,8 +451,7 @@ int main(int argc, char** argv) {
                     s.loss, s.lr, fmtRate(emaRate).c_str(), fmtTime(eta).c_str(), scaleInfo);
         if (evalNow || s.skipped) std::printf("\n");
         if (evalNow) std::printf("step %d: val loss %.4f\n", s.step, val);
-      } else if (s.step % logEvery == 0 || s.step == startStep + 1 || s.step == opt.steps || s.skipped ||
-                 evalNow) {
+      } else if (logNow || evalNow) {
         std::printf("step %5d/%d | loss %.4f | lr %.2e | grad norm %.3f | %s tok/s | ETA %s%s", s.step,
                     opt.steps, s.loss, s.lr, s.gradNorm, fmtRate(emaRate).c_str(), fmtTime(eta).c_str(),
                     scaleInfo);
@@ -309,30 +461,31 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
       if (saveEvery > 0 && s.step % saveEvery == 0 && s.step != opt.steps) tr.save(out);
     }
-    csv.flush();
     tr.save(out);
-    const double total = std::chrono::duration<double>(clock::now() - t0).count();
-    const int ran = tr.step() - startStep;
-    std::printf("done: %d steps in %.1f s (%.1f s training, %s tok/s); train loss %.4f -> %.4f; val loss %.4f\n",
-                ran, total, trainSeconds, fmtRate(ran > 0 ? ran * tokPerStep / trainSeconds : 0).c_str(),
-                firstLoss, lastLoss, lastVal);
-    {
+    if (lead) {
+      csv.flush();
+      const double total = std::chrono::duration<double>(clock::now() - t0).count();
+      const int ran = tr.step() - startStep;
+      std::printf("done: %d steps in %.1f s (%.1f s training, %s tok/s); train loss %.4f -> %.4f; val loss %.4f\n",
+                  ran, total, trainSeconds, fmtRate(ran > 0 ? ran * tokPerStep / trainSeconds : 0).c_str(),
+                  firstLoss, lastLoss, lastVal);
       csv.close();
       Curve trainCurve, valCurve;
       readMetricsCsv(csvPath.string(), &trainCurve, &valCurve);
       writeLossPlot((fs::path(out) / "loss.png").string(), trainCurve, valCurve);
+      std::printf("checkpoint: %s/checkpoint.bin, metrics: %s, plot: %s/loss.png\n", out.c_str(),
+                  csvPath.string().c_str(), out.c_str());
+      if (!exportDir.empty()) {
+        exportHF(exportDir, tr.model());
+        std::printf("exported HF GPT2LMHeadModel to %s (config.json, model.safetensors)\n", exportDir.c_str());
+      }
+      if (sampleLen > 0) {
+        std::string text = tr.generate("", sampleLen, 0.8, opt.seed);
+        std::ofstream(fs::path(out) / "sample.txt") << text;
+        std::printf("sample (temperature 0.8):\n%s\n", text.c_str());
+      }
     }
-    std::printf("checkpoint: %s/checkpoint.bin, metrics: %s, plot: %s/loss.png\n", out.c_str(),
-                csvPath.string().c_str(), out.c_str());
-    if (!exportDir.empty()) {
-      exportHF(exportDir, tr.model());
-      std::printf("exported HF GPT2LMHeadModel to %s (config.json, model.safetensors)\n", exportDir.c_str());
-    }
-    if (sampleLen > 0) {
-      std::string text = tr.generate("", sampleLen, 0.8, opt.seed);
-      std::ofstream(fs::path(out) / "sample.txt") << text;
-      std::printf("sample (temperature 0.8):\n%s\n", text.c_str());
-    }
+    if (comm) weftCommDestroy(comm);
   } catch (const std::exception& e) {
     die(e.what());
   }
