@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -43,6 +44,7 @@ StepStats Trainer::trainStep() {
   model_->zeroGrad();
   const int N = dp_->size(), K = opt_.gradAccum;
   double lossSum = 0;
+  const auto t0 = std::chrono::steady_clock::now();
   // Every rank draws the whole global batch and trains micro-batches i = rank mod N.
   for (int i = 0; i < N * K; i++) {
     if (i % N != dp_->rank()) {
@@ -56,7 +58,10 @@ StepStats Trainer::trainStep() {
     if (i / N == K - 1) dp_->syncNextBackward();  // only the last micro-batch communicates
     model_->backward(s.lossScale / (N * K));
   }
+  s.computeSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   DataParallel::StepResult r = dp_->step(s.lr, s.lossScale, lossSum);
+  s.commSeconds = r.waitSeconds;
+  s.optimizerSeconds = r.optimizerSeconds;
   s.loss = r.lossSum / (N * K);
   scaler_.update(r.optim.skipped);
   s.gradNorm = r.optim.gradNorm;

@@ -44,6 +44,9 @@ struct StepStats {
   double gradNorm = 0;
   double lossScale = 1;   // the scale used for this step
   bool skipped = false;
+  // Where the step's time went (seconds): forward and backward, waiting for
+  // communication that backward did not hide, the optimizer.
+  double computeSeconds = 0, commSeconds = 0, optimizerSeconds = 0;
 };
 
 class Trainer {

@@ -384,6 +384,7 @@ int main(int argc, char** argv) {
     using clock = std::chrono::steady_clock;
     const auto t0 = clock::now();
     double trainSeconds = 0, emaRate = 0, lastVal = NAN, firstLoss = NAN, lastLoss = NAN;
+    double computeSum = 0, commSum = 0, optimSum = 0, timedSum = 0;  // steps after the first
     const int startStep = tr.step();
     if (startStep == 0 && lead) {
       lastVal = tr.evalLoss();
@@ -409,6 +410,12 @@ int main(int argc, char** argv) {
       trainSeconds += dt;
       const double rate = tokPerStep / dt;
       emaRate = emaRate == 0 ? rate : 0.9 * emaRate + 0.1 * rate;
+      if (!std::isnan(firstLoss)) {
+        computeSum += s.computeSeconds;
+        commSum += s.commSeconds;
+        optimSum += s.optimizerSeconds;
+        timedSum += dt;
+      }
       if (std::isnan(firstLoss)) firstLoss = s.loss;
       lastLoss = s.loss;
       const double eta = (opt.steps - s.step) * tokPerStep / emaRate;
@@ -469,6 +476,13 @@ int main(int argc, char** argv) {
       std::printf("done: %d steps in %.1f s (%.1f s training, %s tok/s); train loss %.4f -> %.4f; val loss %.4f\n",
                   ran, total, trainSeconds, fmtRate(ran > 0 ? ran * tokPerStep / trainSeconds : 0).c_str(),
                   firstLoss, lastLoss, lastVal);
+      if (ran > 1) {
+        const double n = ran - 1;
+        std::printf("time per step (after the first): %.1f ms = compute %.1f ms + exposed communication %.1f ms "
+                    "(%.1f%%) + optimizer %.1f ms\n",
+                    timedSum / n * 1e3, computeSum / n * 1e3, commSum / n * 1e3, 100 * commSum / timedSum,
+                    optimSum / n * 1e3);
+      }
       csv.close();
       Curve trainCurve, valCurve;
       readMetricsCsv(csvPath.string(), &trainCurve, &valCurve);

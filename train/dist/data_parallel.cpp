@@ -180,17 +180,24 @@ void DataParallel::finishGradients() {
 }
 
 DataParallel::StepResult DataParallel::step(double lr, double gradScale, double localLossSum) {
-  finishGradients();
   StepResult res;
+  double t0 = now();
+  finishGradients();
+  double t1 = now();
+  res.waitSeconds += t1 - t0;
   if (opt_.zero == 0) model_.getGrads(grads_.data());
   if (beforeUpdate) beforeUpdate(grads_.data(), grads_.size());
   const double sumsq = adam_.unscaleSumSquares(grads_.data(), float(1.0 / gradScale));
   // One small all-reduce agrees on the loss, the sharded norm and "found inf/nan".
   double stats[3] = {localLossSum, opt_.zero ? sumsq : 0.0, std::isfinite(sumsq) ? 0.0 : 1.0};
+  t0 = now();
+  res.optimizerSeconds += t0 - t1;
   if (size_ > 1) {
     weft::check(weftAllReduce(stats, stats, 3, weftFloat64, weftSum, comm_, nullptr), comm_);
     volume_.statsBytes += sizeof stats;
   }
+  t1 = now();
+  res.waitSeconds += t1 - t0;
   res.lossSum = stats[0];
   const double total = opt_.zero ? stats[1] : sumsq;
   if (stats[2] > 0) {
@@ -201,7 +208,10 @@ DataParallel::StepResult DataParallel::step(double lr, double gradScale, double 
   res.optim.gradNorm = std::sqrt(total);
   adam_.update(grads_.data(), lr, adam_.clipFactor(res.optim.gradNorm));
   adam_.writeParams(model_);
+  t0 = now();
+  res.optimizerSeconds += t0 - t1;
   if (opt_.zero > 0 && size_ > 1) allGatherParams();
+  res.waitSeconds += now() - t0;
   return res;
 }
 

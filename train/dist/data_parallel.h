@@ -66,7 +66,9 @@ class DataParallel {
 
   struct StepResult {
     OptimStepResult optim;
-    double lossSum = 0;  // sum of every rank's localLossSum
+    double lossSum = 0;        // sum of every rank's localLossSum
+    double waitSeconds = 0;    // exposed communication: waiting for buckets, stats, all-gather
+    double optimizerSeconds = 0;
   };
   // Unscale by 1/gradScale, global norm, clip, update the owned elements and bring
   // every rank's parameters up to date. Inf/NaN on any rank skips the step on all.
