@@ -118,6 +118,13 @@ Model::Model(const GPT2Config& cfg, DType dt) : cfg_(cfg), dtype_(dt) {
   numParams_ = tensors_.back().offset + tensors_.back().numel;
 }
 
+void Model::unitTensors(int u, int* first, int* end) const {
+  const int L = cfg_.numLayers;
+  if (u == 0) *first = kWte, *end = kFirstLayer;
+  else if (u <= L) *first = kFirstLayer + kSlots * (u - 1), *end = *first + kSlots;
+  else *first = kFirstLayer + kSlots * L, *end = *first + 2;
+}
+
 void Model::getParams(float* out) const { convertToFloat(dtype_, paramData(), out, numParams_); }
 void Model::setParams(const float* in) { convertFromFloat(dtype_, in, paramData(), numParams_); }
 void Model::getGrads(float* out) const { convertToFloat(dtype_, gradData(), out, numParams_); }
@@ -132,13 +139,17 @@ class GPT2 final : public Model {
 
  public:
   GPT2(const GPT2Config& cfg) : Model(cfg, dtypeOf<T>()) {
-    params_.assign(numParams_, st<T>(A(0)));
-    grads_.assign(numParams_, st<T>(A(0)));
+    paramPtr_.resize(tensors_.size());
+    gradPtr_.resize(tensors_.size());
+    setFlatParams(true);
+    setFlatGrads(true);
   }
 
-  void* paramData() override { return params_.data(); }
-  void* gradData() override { return grads_.data(); }
+  void* paramData() override { return params_.empty() ? nullptr : params_.data(); }
+  void* gradData() override { return grads_.empty() ? nullptr : grads_.data(); }
   void zeroGrad() override { fillZero(grads_.data(), grads_.size()); }
+  void setFlatParams(bool allocated) override { setFlat(allocated, params_, paramPtr_); }
+  void setFlatGrads(bool allocated) override { setFlat(allocated, grads_, gradPtr_); }
 
   double forward(const int* tokens, const int* targets, int B, int Tn) override {
     if (Tn > cfg_.maxSeq || Tn <= 0 || B <= 0) throw std::invalid_argument("bad forward shape");
@@ -152,13 +163,19 @@ class GPT2 final : public Model {
     if (targets) targets_.assign(targets, targets + N);
 
     drop_ = (training_ && dropoutP_ > 0) ? Dropout{dropoutP_, dropoutSeed_, 0} : Dropout{};
+    unitUsed(Pass::forward, 0);
     encoderForward(encoded_.data(), tokens_.data(), P(kWte), P(kWpe), B, Tn, C);
     if (drop_.active()) dropoutApply(encoded_.data(), encoded_.data(), size_t(N) * C, drop_.at(kEmbedStream));
-    for (int l = 0; l < L; l++) blockForward(l, B, Tn, blockIn(l), blockOut(l), acts(l));
+    for (int l = 0; l < L; l++) {
+      unitUsed(Pass::forward, l + 1);
+      blockForward(l, B, Tn, blockIn(l), blockOut(l), acts(l));
+    }
     const T* last = blockIn(L);
+    unitUsed(Pass::forward, L + 1);
     layernormForward(lnf_.data(), lnfMean_.data(), lnfRstd_.data(), last, P(lnfW()), P(lnfW() + 1),
                      N, C);
     // LM head tied to wte [V,C]: logits = lnf @ wte^T
+    unitUsed(Pass::forward, 0);
     gemm(false, true, N, V, C, lnf_.data(), P(kWte), logits_.data(), false);
     if (!targets) return 0.0;
     return crossEntropyForward(losses_.data(), logits_.data(), targets_.data(), N, V);
@@ -173,10 +190,12 @@ class GPT2 final : public Model {
     crossEntropyBackward(dlogits_.data(), logits_.data(), targets_.data(), N, V,
                          A(scale / double(N)));
     // LM head: dlnf = dlogits @ wte; dwte += dlogits^T @ lnf
+    unitUsed(Pass::backward, 0);
     gemm(false, false, N, C, V, dlogits_.data(), P(kWte), dbuf_.data(), false);
     gemm(true, false, V, C, N, dlogits_.data(), lnf_.data(), G(kWte), true);
     const T* last = blockIn(L);
     fillZero(dresid_.data(), dresid_.size());
+    unitUsed(Pass::backward, L + 1);
     layernormBackward(dresid_.data(), G(lnfW()), G(lnfW() + 1), dbuf_.data(), last, P(lnfW()),
                       lnfMean_.data(), lnfRstd_.data(), N, C);
     gradsReady(tensors_[lnfW()].offset);
@@ -184,6 +203,7 @@ class GPT2 final : public Model {
     for (int l = L - 1; l >= 0; l--) {
       Layer& a = acts(l);
       const T* x = blockIn(l);
+      unitUsed(Pass::backward, l + 1);
       // Activation checkpointing: recompute this block's activations from its input
       // (bit-identical to the forward pass) into the shared work buffers.
       // The last block's are still there from the forward pass.
@@ -223,6 +243,7 @@ class GPT2 final : public Model {
                         a.ln1Mean.data(), a.ln1Rstd.data(), N, C);
       gradsReady(offset(l, kLn1W));
     }
+    unitUsed(Pass::backward, 0);
     const T* dEmb = dresid_.data();
     if (drop_.active()) {
       dropoutApply(dtmp_.data(), dresid_.data(), size_t(N) * C, drop_.at(kEmbedStream));
@@ -294,9 +315,17 @@ class GPT2 final : public Model {
   T* blockOut(int l) { return checkpoint_ ? outs_[l].data() : layers_[l].res2.data(); }
 
   int lnfW() const { return kFirstLayer + kSlots * cfg_.numLayers; }
-  T* P(int idx) { return params_.data() + tensors_[idx].offset; }
+  void setFlat(bool allocated, std::vector<T>& flat, std::vector<void*>& ptrs) {
+    if (!allocated) {
+      std::vector<T>().swap(flat);
+      return;
+    }
+    flat.assign(numParams_, st<T>(A(0)));
+    for (size_t t = 0; t < tensors_.size(); t++) ptrs[t] = flat.data() + tensors_[t].offset;
+  }
+  T* P(int idx) { return static_cast<T*>(paramPtr_[size_t(idx)]); }
   T* P(int l, int slot) { return P(kFirstLayer + kSlots * l + slot); }
-  T* G(int idx) { return grads_.data() + tensors_[idx].offset; }
+  T* G(int idx) { return static_cast<T*>(gradPtr_[size_t(idx)]); }
   size_t offset(int l, int slot) const { return tensors_[kFirstLayer + kSlots * l + slot].offset; }
   T* G(int l, int slot) { return G(kFirstLayer + kSlots * l + slot); }
 

@@ -73,11 +73,33 @@ class Model {
   // An empty function (the default) turns it off.
   void setGradReadyHook(std::function<void(size_t offset)> hook) { gradReady_ = std::move(hook); }
 
-  // Raw storage (numParams() elements of dtype()).
+  // Raw storage (numParams() elements of dtype()): the flat buffers in parameter
+  // order, null while released.
   virtual void* paramData() = 0;
   virtual void* gradData() = 0;
   const void* paramData() const { return const_cast<Model*>(this)->paramData(); }
   const void* gradData() const { return const_cast<Model*>(this)->gradData(); }
+
+  // Where each tensor's parameters and gradients live: views into the flat buffers
+  // by default. ZeRO-2/3 point tensors at buffers of their own (also during a pass,
+  // from the hooks) and release the flat buffers: a released buffer's tensors must
+  // be pointed elsewhere before a pass touches them. Allocating again zeroes the
+  // buffer and points every tensor back into it.
+  void* tensorParams(int t) const { return paramPtr_[size_t(t)]; }
+  void* tensorGrads(int t) const { return gradPtr_[size_t(t)]; }
+  void setTensorParams(int t, void* p) { paramPtr_[size_t(t)] = p; }
+  void setTensorGrads(int t, void* p) { gradPtr_[size_t(t)] = p; }
+  virtual void setFlatParams(bool allocated) = 0;
+  virtual void setFlatGrads(bool allocated) = 0;
+
+  // Units of parameters a pass reads together: 0 = wte and wpe (the embeddings and
+  // the tied head), 1..L = the blocks, L+1 = ln_f. Tensors [first, end) of unit u.
+  int numUnits() const { return cfg_.numLayers + 2; }
+  void unitTensors(int u, int* first, int* end) const;
+  enum class Pass { forward, backward };
+  // Called before a pass reads a unit's parameters. Forward: 0, 1..L, L+1, 0 (head);
+  // backward: 0 (head), L+1, L..1 (a checkpointed block's recompute included), 0.
+  void setUnitHook(std::function<void(Pass, int unit)> hook) { unitHook_ = std::move(hook); }
 
   void getParams(float* out) const;         // widened copy
   void setParams(const float* in);          // rounded to dtype()
@@ -104,9 +126,14 @@ class Model {
   void gradsReady(size_t offset) const {
     if (gradReady_) gradReady_(offset);
   }
+  void unitUsed(Pass p, int unit) const {
+    if (unitHook_) unitHook_(p, unit);
+  }
+  std::vector<void*> paramPtr_, gradPtr_;  // per tensor
 
  private:
   std::function<void(size_t)> gradReady_;
+  std::function<void(Pass, int)> unitHook_;
 };
 
 std::unique_ptr<Model> makeGPT2(const GPT2Config& cfg, DType dtype);
