@@ -55,7 +55,7 @@ StepStats Trainer::trainStep() {
     // Fresh dropout masks per micro-batch, a function of (seed, step, i): resumable.
     model_->setDropoutSeed(Rng(opt_.seed ^ (uint64_t(step_) << 20) ^ uint64_t(i)).next());
     lossSum += model_->forward(tokens_.data(), targets_.data(), opt_.batch, opt_.seq);
-    if (i / N == K - 1) dp_->syncNextBackward();  // only the last micro-batch communicates
+    dp_->beforeBackward(i / N == K - 1);  // DDP: only the last micro-batch communicates
     model_->backward(s.lossScale / (N * K));
   }
   s.computeSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -77,10 +77,22 @@ struct EvalMode {
   explicit EvalMode(Model& model) : m(model) { m.setTraining(false); }
   ~EvalMode() { m.setTraining(true); }
 };
+
+// Every parameter in the model for the lifetime of the guard (ZeRO-3 gathers them:
+// collective unless already materialized by the caller).
+struct Materialized {
+  DataParallel& dp;
+  bool was;
+  explicit Materialized(DataParallel& d) : dp(d), was(d.materialized()) { dp.materialize(); }
+  ~Materialized() {
+    if (!was) dp.release();
+  }
+};
 }  // namespace
 
 double Trainer::evalLoss() {
   EvalMode eval(*model_);
+  Materialized whole(*dp_);
   BatchSampler vs(val_, opt_.seed ^ 0x5EED5EED5EEDull);
   double sum = 0;
   for (int i = 0; i < opt_.evalBatches; i++) {
@@ -93,6 +105,7 @@ double Trainer::evalLoss() {
 std::string Trainer::generate(const std::string& prompt, int numTokens, double temperature,
                               uint64_t seed) {
   EvalMode eval(*model_);
+  Materialized whole(*dp_);
   Rng rng(seed);
   std::vector<int> ctx;
   for (uint16_t t : ByteTokenizer::encode(prompt)) ctx.push_back(t);
@@ -169,7 +182,9 @@ void Trainer::save(const std::string& dir) const {
   w.put<uint64_t>(smp.batchesDrawn);
   const size_t n = model_->numParams();
   w.put<uint64_t>(n);
-  w.raw(model_->paramData(), n * dtypeSize(opt_.dtype));
+  std::vector<char> params;
+  dp_->fullParams(&params);
+  w.raw(params.data(), params.size());
   std::vector<float> master, m, v;
   dp_->fullState(&master, &m, &v);
   w.raw(master.data(), n * 4);
@@ -216,12 +231,14 @@ void Trainer::load(const std::string& dir) {
   sampler_.batchesDrawn = r.get<uint64_t>();
   const size_t n = model_->numParams();
   if (r.get<uint64_t>() != n) throw std::runtime_error(r.path + ": parameter count differs");
-  r.raw(model_->paramData(), n * dtypeSize(opt_.dtype));
+  std::vector<char> params(n * dtypeSize(opt_.dtype));
+  r.raw(params.data(), params.size());
   std::vector<float> master(n), m(n), v(n);
   r.raw(master.data(), n * 4);
   r.raw(m.data(), n * 4);
   r.raw(v.data(), n * 4);
   if (r.pos != buf.size()) throw std::runtime_error(r.path + ": trailing bytes");
+  dp_->setParams(params.data());
   dp_->loadState(master, m, v);
 }
 

@@ -56,6 +56,7 @@ class Trainer {
 
   StepStats trainStep();
   // Mean loss over opt.evalBatches fixed validation windows (same windows every call).
+  // Under ZeRO-3 collective (the parameters are gathered for it), as is generate().
   double evalLoss();
 
   // dir/checkpoint.bin: model parameters, fp32 master weights, AdamW moments and

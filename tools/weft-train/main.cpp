@@ -64,8 +64,10 @@ const char* kUsage =
     "  --loss-scale X          fp16 initial loss scale (65536, GradScaler's default)\n"
     "  --seed S                init, sampling and generation seed (1337)\n"
     "data parallelism (when a launcher started more than one rank):\n"
-    "  --zero 0|1              0: DDP, gradients all-reduced in buckets during backward (default);\n"
-    "                          1: ZeRO-1, optimizer state sharded, buckets reduce-scattered\n"
+    "  --zero 0|1|2|3          0: DDP, gradients all-reduced in buckets during backward (default);\n"
+    "                          1: ZeRO-1, optimizer state sharded, buckets reduce-scattered;\n"
+    "                          2: also gradients (every micro-batch's buckets reduce-scattered);\n"
+    "                          3: also parameters (each block gathered for its forward and backward)\n"
     "  --bucket-mb MB          gradient bucket cap (25, as PyTorch; the first bucket 1 MiB)\n"
     "  --reduce-dtype fp32     reduce 16-bit gradients in fp32 (default: in their own type)\n"
     "  --grad-compress bf16|fp16  send fp32 gradients as 16-bit and widen after\n"
@@ -296,7 +298,7 @@ int main(int argc, char** argv) {
     opt.dropout = dropout;
     opt.evalBatches = evalBatches;
     opt.comm = comm;
-    if (zero < 0 || zero > 1) die("--zero must be 0 or 1 (ZeRO stages 2 and 3 are not built yet)");
+    if (zero < 0 || zero > 3) die("--zero must be 0, 1, 2 or 3");
     opt.dp.zero = zero;
     if (bucketMb <= 0) die("--bucket-mb must be > 0");
     opt.dp.bucketMb = bucketMb;
@@ -334,7 +336,9 @@ int main(int argc, char** argv) {
       if (hf.config.vocabSize != c.vocabSize || hf.config.maxSeq != c.maxSeq || hf.config.numLayers != c.numLayers ||
           hf.config.numHeads != c.numHeads || hf.config.channels != c.channels)
         die(initHF + ": model config differs from preset " + preset);
-      tr.model().setParams(hf.params.data());
+      std::vector<char> raw(hf.params.size() * dtypeSize(opt.dtype));
+      convertFromFloat(opt.dtype, hf.params.data(), raw.data(), hf.params.size());
+      tr.dataParallel().setParams(raw.data());
       const std::vector<float> zeros(hf.params.size(), 0.0f);
       tr.dataParallel().loadState(hf.params, zeros, zeros);
       if (lead) std::printf("initialized from HF weights in %s\n", initHF.c_str());
@@ -357,6 +361,8 @@ int main(int argc, char** argv) {
 
     const long tokPerStep = long(opt.batch) * opt.seq * opt.gradAccum * world;
     DataParallel& dp = tr.dataParallel();
+    const char* zeroName[] = {"DDP", "ZeRO-1 (optimizer state sharded)", "ZeRO-2 (optimizer state and gradients sharded)",
+                              "ZeRO-3 (optimizer state, gradients and parameters sharded; buckets are blocks)"};
     if (lead) {
       std::printf("weft-train: preset %s, %s, %zu parameters (%d layers, %d heads, width %d, context %d)\n",
                   preset.c_str(), dtypeName(opt.dtype), tr.model().numParams(), opt.model.numLayers,
@@ -368,16 +374,21 @@ int main(int argc, char** argv) {
       if (world > 1)
         std::printf("  data-parallel: %d ranks x %d threads, %s, %zu gradient buckets (cap %g MiB, first 1 MiB), "
                     "gradients reduced in %s\n",
-                    world, threads, zero ? "ZeRO-1 (optimizer state sharded)" : "DDP", dp.buckets().size(), bucketMb,
+                    world, threads, zeroName[zero], dp.buckets().size(), bucketMb,
                     dtypeName(opt.dp.commDtype.value_or(opt.dtype)));
     }
-    const MemoryReport mem = dp.memory();
-    const size_t modelState = mem.params + mem.grads + mem.optimizer;
-    if (lead || world > 1)
-      say("memory: parameters %.1f MiB, gradients %.1f MiB, optimizer %.1f MiB (fp32 master, moments, gradient%s), "
-          "model state %.1f MiB; communication buffers %.1f MiB; peak resident %.1f MiB\n",
-          mib(mem.params), mib(mem.grads), mib(mem.optimizer), zero ? ", this rank's shard" : "", mib(modelState),
-          mib(mem.commBuffers), mib(peakRssBytes()));
+    size_t modelState = 0;
+    auto reportMemory = [&](const char* when) {
+      const MemoryReport mem = dp.memory();
+      modelState = mem.params + mem.grads + mem.optimizer;
+      if (lead || world > 1)
+        say("memory %s: parameters %.1f MiB, gradients %.1f MiB, optimizer %.1f MiB (fp32 master and moments%s): "
+            "model state %.1f MiB; fp32 gradient %.1f MiB, communication buffers %.1f MiB, peak resident %.1f MiB\n",
+            when, mib(mem.params), mib(mem.grads), mib(mem.optimizer), zero ? ", this rank's shard" : "",
+            mib(modelState), mib(mem.fp32Grads), mib(mem.commBuffers), mib(peakRssBytes()));
+      std::fflush(stdout);
+    };
+    reportMemory("at start");
     std::fflush(stdout);
 
     const bool tty = lead && isatty(STDOUT_FILENO);
@@ -386,8 +397,10 @@ int main(int argc, char** argv) {
     double trainSeconds = 0, emaRate = 0, lastVal = NAN, firstLoss = NAN, lastLoss = NAN;
     double computeSum = 0, commSum = 0, optimSum = 0, timedSum = 0;  // steps after the first
     const int startStep = tr.step();
+    // Under ZeRO-3 evaluation gathers the parameters: every rank takes part.
+    const bool evaluates = lead || zero == 3;
+    if (startStep == 0 && evaluates) lastVal = tr.evalLoss();
     if (startStep == 0 && lead) {
-      lastVal = tr.evalLoss();
       std::printf("activations: %.1f MiB (%s)\n", double(tr.model().activationBytes()) / (1 << 20),
                   ckptActs ? "checkpointed per block" : "all kept");
       std::printf("step %d: val loss %.4f\n", 0, lastVal);
@@ -408,6 +421,8 @@ int main(int argc, char** argv) {
       StepStats s = tr.trainStep();
       const double dt = std::chrono::duration<double>(clock::now() - s0).count();
       trainSeconds += dt;
+      // ZeRO-2/3 allocate their pooled buffers during the first step.
+      if (s.step == startStep + 1 && zero >= 2) reportMemory("after the first step");
       const double rate = tokPerStep / dt;
       emaRate = emaRate == 0 ? rate : 0.9 * emaRate + 0.1 * rate;
       if (!std::isnan(firstLoss)) {
@@ -426,13 +441,13 @@ int main(int argc, char** argv) {
             s.step, s.loss, s.gradNorm, dt, mib(v.gradientBytes), mib(v.paramBytes));
         std::fflush(stdout);
       }
+      const bool evalNow = s.step == opt.steps || (evalEvery > 0 && s.step % evalEvery == 0);
+      double val = NAN;
+      if (evalNow && evaluates) val = lastVal = tr.evalLoss();
       if (!lead) {
         if (saveEvery > 0 && s.step % saveEvery == 0 && s.step != opt.steps) tr.save(out);
         continue;
       }
-      const bool evalNow = s.step == opt.steps || (evalEvery > 0 && s.step % evalEvery == 0);
-      double val = NAN;
-      if (evalNow) val = lastVal = tr.evalLoss();
       const double elapsed = std::chrono::duration<double>(clock::now() - t0).count();
       const CommVolume v = dp.volume();
       csv << s.step << "," << s.loss << ",";
@@ -469,6 +484,7 @@ int main(int argc, char** argv) {
       if (saveEvery > 0 && s.step % saveEvery == 0 && s.step != opt.steps) tr.save(out);
     }
     tr.save(out);
+    dp.materialize();  // ZeRO-3: the whole model on every rank for sampling and export
     if (lead) {
       csv.flush();
       const double total = std::chrono::duration<double>(clock::now() - t0).count();

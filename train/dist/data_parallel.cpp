@@ -22,26 +22,41 @@ weftDataType_t weftType(DType d) {
 }
 
 // n elements of type `from` at src to type `to` at dst (rounded once, through fp32).
-void convert(DType from, const void* src, DType to, void* dst, size_t n, std::vector<float>* scratch) {
+void convert(DType from, const void* src, DType to, void* dst, size_t n) {
   if (from == to) {
     std::memcpy(dst, src, n * dtypeSize(from));
     return;
   }
-  scratch->resize(n);
-  convertToFloat(from, src, scratch->data(), n);
-  convertFromFloat(to, scratch->data(), dst, n);
-}
-
-std::vector<Bucket> makeBuckets(const Model& model, const DataParallelOptions& opt) {
-  const size_t es = dtypeSize(model.dtype());
-  auto bytes = [](double mb) { return mb <= 0 ? size_t(1) : size_t(mb * 1024 * 1024); };
-  return assignBuckets(model.tensors(), es, bytes(opt.bucketMb), bytes(opt.firstBucketMb));
+  std::vector<float> tmp(n);
+  convertToFloat(from, src, tmp.data(), n);
+  convertFromFloat(to, tmp.data(), dst, n);
 }
 
 int commRank(weftComm_t c) { int r = 0; if (c) weft::check(weftCommUserRank(c, &r), c); return r; }
 int commSize(weftComm_t c) { int n = 1; if (c) weft::check(weftCommCount(c, &n), c); return n; }
 
+std::vector<Bucket> makeBuckets(const Model& model, const DataParallelOptions& opt, int size) {
+  if (opt.zero == 3 && size > 1) return unitBuckets(model);
+  auto bytes = [](double mb) { return mb <= 0 ? size_t(1) : size_t(mb * 1024 * 1024); };
+  return assignBuckets(model.tensors(), dtypeSize(model.dtype()), bytes(opt.bucketMb), bytes(opt.firstBucketMb));
+}
+
 }  // namespace
+
+std::vector<Bucket> unitBuckets(const Model& model) {
+  const auto& t = model.tensors();
+  const int L = model.config().numLayers;
+  std::vector<Bucket> out;
+  // Backward order: ln_f, blocks L..1, the embeddings.
+  for (int k = 0; k < L + 2; k++) {
+    const int unit = k == 0 ? L + 1 : (k <= L ? L + 1 - k : 0);
+    int first = 0, end = 0;
+    model.unitTensors(unit, &first, &end);
+    out.push_back(Bucket{t[size_t(first)].offset, t[size_t(end - 1)].offset + t[size_t(end - 1)].numel, first,
+                         end - first});
+  }
+  return out;
+}
 
 std::vector<Segment> ownedSegments(const std::vector<Bucket>& buckets, size_t numParams, int zero, int rank,
                                    int size) {
@@ -62,92 +77,187 @@ DataParallel::DataParallel(weftComm_t comm, Model& model, const AdamWConfig& ada
       opt_(opt),
       rank_(commRank(comm)),
       size_(commSize(comm)),
+      zero_(size_ > 1 ? opt.zero : 0),
       commDtype_(opt.commDtype.value_or(model.dtype())),
-      buckets_(makeBuckets(model, opt)),
-      adam_(model, adam, ownedSegments(buckets_, model.numParams(), opt.zero, rank_, size_)) {
-  if (opt.zero < 0 || opt.zero > 1) throw std::invalid_argument("--zero must be 0 or 1 (stages 2 and 3 are not built yet)");
-  grads_.resize(adam_.numOwned());
-  const size_t nb = buckets_.size();
-  send_.resize(nb);
-  recv_.resize(nb);
-  gather_.resize(nb);
-  requests_.assign(nb, nullptr);
-  timings_.resize(nb);
-  const size_t ces = dtypeSize(commDtype_), mes = dtypeSize(model.dtype());
-  for (size_t b = 0; b < nb; b++) {
-    if (size_ == 1) break;
-    if (opt.zero == 0) {
-      if (commDtype_ != model.dtype()) send_[b].resize(buckets_[b].numel() * ces);
-    } else {
-      const size_t c = shardSize(b);
-      send_[b].resize(c * size_t(size_) * ces);
-      recv_[b].resize(c * ces);
-      gather_[b].resize(c * size_t(size_) * mes);
-    }
+      buckets_(makeBuckets(model, opt, size_)),
+      adam_(model, adam, ownedSegments(buckets_, model.numParams(), zero_, rank_, size_)) {
+  if (opt.zero < 0 || opt.zero > 3) throw std::invalid_argument("--zero must be 0, 1, 2 or 3");
+  grads_.assign(adam_.numOwned(), 0.0f);
+  const size_t ces = dtypeSize(commDtype_);
+  b_.resize(buckets_.size());
+  size_t at = 0;
+  for (size_t b = 0; b < buckets_.size(); b++) {
+    BucketState& st = b_[b];
+    const size_t len = buckets_[b].numel();
+    st.shard = (len + size_t(size_) - 1) / size_t(size_);
+    const size_t begin = std::min(len, st.shard * size_t(rank_));
+    st.owned = std::min(len - begin, st.shard);
+    st.ownedAt = at;
+    if (zero_ > 0) at += st.owned;
+    if (size_ == 1) continue;
+    if (zero_ == 0 && commDtype_ != model.dtype()) st.wire.resize(len * ces);
+    if (zero_ > 0) st.recv.resize(st.shard * ces);
+  }
+  if (zero_ >= 2) model_.setFlatGrads(false);  // gradients live in pooled bucket buffers
+  if (zero_ == 3) {
+    const int L = model.config().numLayers;
+    ownedParams_.resize(adam_.numOwned() * dtypeSize(model.dtype()));
+    convertFromFloat(model.dtype(), adam_.master.data(), ownedParams_.data(), adam_.numOwned());
+    units_.resize(size_t(L + 2));
+    sequence_[int(Model::Pass::forward)].push_back(0);
+    for (int u = 1; u <= L + 1; u++) sequence_[int(Model::Pass::forward)].push_back(u);
+    sequence_[int(Model::Pass::forward)].push_back(0);
+    sequence_[int(Model::Pass::backward)] = {0, L + 1};
+    for (int u = L; u >= 1; u--) sequence_[int(Model::Pass::backward)].push_back(u);
+    sequence_[int(Model::Pass::backward)].push_back(0);
+    // The embeddings (with the tied head) and ln_f stay gathered: every pass reads
+    // them at both ends. Blocks come and go.
+    materialized_ = true;
+    release();
   }
 }
 
 DataParallel::~DataParallel() {
-  for (auto& r : requests_) weftWait(&r);  // never leave a collective on freed buffers
+  for (auto& st : b_) weftWait(&st.req);  // never leave a collective on freed buffers
+  for (auto& u : units_) weftWait(&u.req);
   model_.setGradReadyHook({});
-}
-
-size_t DataParallel::shardSize(size_t b) const {
-  return (buckets_[b].numel() + size_t(size_) - 1) / size_t(size_);
+  model_.setUnitHook({});
 }
 
 double DataParallel::now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-void DataParallel::syncNextBackward() {
-  if (size_ == 1) return;
+std::vector<DataParallel::BucketTiming> DataParallel::lastTimings() const {
+  std::vector<BucketTiming> t;
+  for (const auto& st : b_) t.push_back(st.timing);
+  return t;
+}
+
+size_t DataParallel::bucketOfUnit(int unit) const {
+  const int L = model_.config().numLayers;
+  return size_t(unit == 0 ? L + 1 : L + 1 - unit);
+}
+
+// ---- gradients ----------------------------------------------------------------
+
+void DataParallel::beforeBackward(bool lastMicroBatch) {
+  if (size_ == 1 || (!lastMicroBatch && zero_ < 2)) return;
   nextBucket_ = 0;
   syncing_ = true;
-  volume_ = CommVolume{};
-  for (auto& t : timings_) t = BucketTiming{};
+  if (zero_ >= 2) {
+    // Backward writes the head's embedding gradient first and the first buckets
+    // next; later buckets get buffers as earlier ones are posted.
+    assignGradBuffer(buckets_.size() - 1);
+    for (size_t b = 0; b < std::min<size_t>(2, buckets_.size() - 1); b++) assignGradBuffer(b);
+  }
   model_.setGradReadyHook([this](size_t offset) { onGradsReady(offset); });
 }
 
+DataParallel::GradBuffer* DataParallel::takeGradBuffer() {
+  if (!freeGrads_.empty()) {
+    GradBuffer* g = freeGrads_.back();
+    freeGrads_.pop_back();
+    return g;
+  }
+  // Reuse the oldest posted bucket's buffer once it is reduced, unless few exist.
+  if (gradPool_.size() >= 4 && !inFlight_.empty()) {
+    const size_t b = inFlight_.front();
+    weft::check(weftWait(&b_[b].req), comm_);
+    complete(b);
+    return takeGradBuffer();
+  }
+  gradPool_.push_back(std::make_unique<GradBuffer>());
+  return gradPool_.back().get();
+}
+
+void DataParallel::assignGradBuffer(size_t b) {
+  BucketState& st = b_[b];
+  if (st.buf && std::find(inFlight_.begin(), inFlight_.end(), b) != inFlight_.end()) {
+    // Still reducing the previous micro-batch's gradients: finish that first.
+    weft::check(weftWait(&st.req), comm_);
+    complete(b);
+  }
+  if (st.buf) return;  // already has one for this backward
+  st.buf = takeGradBuffer();
+  const size_t es = dtypeSize(model_.dtype()), padded = st.shard * size_t(size_);
+  if (st.buf->grad.size() < padded * es) st.buf->grad.resize(padded * es);
+  std::memset(st.buf->grad.data(), 0, padded * es);  // backward accumulates; the tail pads
+  if (zero_ < 2) return;
+  const Bucket& bk = buckets_[b];
+  for (int t = bk.firstTensor; t < bk.firstTensor + bk.numTensors; t++)
+    model_.setTensorGrads(t, st.buf->grad.data() + (model_.tensors()[size_t(t)].offset - bk.lo) * es);
+}
+
 void DataParallel::onGradsReady(size_t offset) {
-  while (nextBucket_ < buckets_.size() && buckets_[nextBucket_].lo >= offset) post(nextBucket_++);
+  while (nextBucket_ < buckets_.size() && buckets_[nextBucket_].lo >= offset) {
+    post(nextBucket_);
+    // An op writes at most two neighbouring tensors: the next two buckets need room.
+    if (zero_ >= 2)
+      for (size_t k = nextBucket_ + 1; k <= nextBucket_ + 2 && k < buckets_.size(); k++) assignGradBuffer(k);
+    nextBucket_++;
+  }
   pollDone();
 }
 
 void DataParallel::pollDone() {
-  for (size_t b = 0; b < nextBucket_; b++) {
-    if (timings_[b].done != 0 || requests_[b] == nullptr) continue;
+  for (size_t b = 0; b < b_.size(); b++) {
+    BucketState& st = b_[b];
+    if (st.req == nullptr) continue;
     int done = 0;
-    weftResult_t rc = weftTest(&requests_[b], &done);
+    weftResult_t rc = weftTest(&st.req, &done);
     if (rc != weftInProgress) weft::check(rc, comm_);
-    if (done) timings_[b].done = now();
+    if (!done) continue;
+    if (zero_ > 0) complete(b);
+    else st.timing.done = now();
   }
 }
 
 void DataParallel::post(size_t b) {
   const Bucket& bk = buckets_[b];
+  BucketState& st = b_[b];
   const DType mdt = model_.dtype();
-  char* grads = static_cast<char*>(model_.gradData()) + bk.lo * dtypeSize(mdt);
+  const size_t mes = dtypeSize(mdt), ces = dtypeSize(commDtype_);
   const weftDataType_t wt = weftType(commDtype_);
-  const size_t ces = dtypeSize(commDtype_);
-  std::vector<float> scratch;
-  timings_[b].posted = now();
-  if (opt_.zero == 0) {
+  st.timing = BucketTiming{now(), 0};
+  if (zero_ == 0) {
+    char* grads = static_cast<char*>(model_.gradData()) + bk.lo * mes;
     void* buf = grads;
     if (commDtype_ != mdt) {
-      convert(mdt, grads, commDtype_, send_[b].data(), bk.numel(), &scratch);
-      buf = send_[b].data();
+      convert(mdt, grads, commDtype_, st.wire.data(), bk.numel());
+      buf = st.wire.data();
     }
-    weft::check(weftAllReduceAsync(buf, buf, bk.numel(), wt, weftSum, comm_, &requests_[b]), comm_);
+    weft::check(weftAllReduceAsync(buf, buf, bk.numel(), wt, weftSum, comm_, &st.req), comm_);
     volume_.gradientBytes += bk.numel() * ces;
-  } else {
-    const size_t c = shardSize(b);
-    convert(mdt, grads, commDtype_, send_[b].data(), bk.numel(), &scratch);
-    std::memset(send_[b].data() + bk.numel() * ces, 0, (c * size_t(size_) - bk.numel()) * ces);
-    weft::check(weftReduceScatterAsync(send_[b].data(), recv_[b].data(), c, wt, weftSum, comm_, &requests_[b]),
-                comm_);
-    volume_.gradientBytes += c * size_t(size_) * ces;
+    return;
   }
+  const size_t padded = st.shard * size_t(size_);
+  if (zero_ == 1) {  // a padded copy of the bucket
+    assignGradBuffer(b);
+    std::memcpy(st.buf->grad.data(), static_cast<char*>(model_.gradData()) + bk.lo * mes, bk.numel() * mes);
+  }
+  void* send = st.buf->grad.data();
+  if (commDtype_ != mdt) {
+    if (st.buf->wire.size() < padded * ces) st.buf->wire.resize(padded * ces);
+    convert(mdt, st.buf->grad.data(), commDtype_, st.buf->wire.data(), padded);
+    send = st.buf->wire.data();
+  }
+  weft::check(weftReduceScatterAsync(send, st.recv.data(), st.shard, wt, weftSum, comm_, &st.req), comm_);
+  inFlight_.push_back(b);
+  volume_.gradientBytes += padded * ces;
+}
+
+void DataParallel::complete(size_t b) {
+  BucketState& st = b_[b];
+  st.timing.done = now();
+  // Accumulate this rank's reduced part (micro-batches add up under ZeRO-2/3).
+  std::vector<float> part(st.owned);
+  convertToFloat(commDtype_, st.recv.data(), part.data(), st.owned);
+  float* g = grads_.data() + st.ownedAt;
+  for (size_t i = 0; i < st.owned; i++) g[i] += part[i];
+  freeGrads_.push_back(st.buf);
+  st.buf = nullptr;
+  inFlight_.erase(std::find(inFlight_.begin(), inFlight_.end(), b));
 }
 
 void DataParallel::finishGradients() {
@@ -155,29 +265,23 @@ void DataParallel::finishGradients() {
   onGradsReady(0);
   model_.setGradReadyHook({});
   syncing_ = false;
-  for (size_t b = 0; b < buckets_.size(); b++) {
-    weft::check(weftWait(&requests_[b]), comm_);
-    if (timings_[b].done == 0) timings_[b].done = now();
-  }
-  std::vector<float> scratch;
-  const DType mdt = model_.dtype();
-  if (opt_.zero == 0) {
-    if (commDtype_ == mdt) return;
-    for (size_t b = 0; b < buckets_.size(); b++) {
-      char* grads = static_cast<char*>(model_.gradData()) + buckets_[b].lo * dtypeSize(mdt);
-      convert(commDtype_, send_[b].data(), mdt, grads, buckets_[b].numel(), &scratch);
+  for (size_t b = 0; b < b_.size(); b++) {
+    BucketState& st = b_[b];
+    weft::check(weftWait(&st.req), comm_);
+    if (zero_ > 0) {
+      if (std::find(inFlight_.begin(), inFlight_.end(), b) != inFlight_.end()) complete(b);
+    } else if (st.timing.done == 0) {
+      st.timing.done = now();
     }
-    return;
   }
-  // ZeRO: this rank's reduced part of each bucket, in owned-segment order.
-  float* out = grads_.data();
-  for (size_t b = 0; b < buckets_.size(); b++) {
-    const size_t c = shardSize(b), begin = std::min(buckets_[b].numel(), c * size_t(rank_));
-    const size_t n = std::min(buckets_[b].numel() - begin, c);
-    convertToFloat(commDtype_, recv_[b].data(), out, n);
-    out += n;
-  }
+  if (zero_ == 0 && commDtype_ != model_.dtype())
+    for (size_t b = 0; b < buckets_.size(); b++) {
+      char* grads = static_cast<char*>(model_.gradData()) + buckets_[b].lo * dtypeSize(model_.dtype());
+      convert(commDtype_, b_[b].wire.data(), model_.dtype(), grads, buckets_[b].numel());
+    }
 }
+
+// ---- the step -------------------------------------------------------------------
 
 DataParallel::StepResult DataParallel::step(double lr, double gradScale, double localLossSum) {
   StepResult res;
@@ -185,11 +289,11 @@ DataParallel::StepResult DataParallel::step(double lr, double gradScale, double 
   finishGradients();
   double t1 = now();
   res.waitSeconds += t1 - t0;
-  if (opt_.zero == 0) model_.getGrads(grads_.data());
+  if (zero_ == 0) model_.getGrads(grads_.data());
   if (beforeUpdate) beforeUpdate(grads_.data(), grads_.size());
   const double sumsq = adam_.unscaleSumSquares(grads_.data(), float(1.0 / gradScale));
   // One small all-reduce agrees on the loss, the sharded norm and "found inf/nan".
-  double stats[3] = {localLossSum, opt_.zero ? sumsq : 0.0, std::isfinite(sumsq) ? 0.0 : 1.0};
+  double stats[3] = {localLossSum, zero_ ? sumsq : 0.0, std::isfinite(sumsq) ? 0.0 : 1.0};
   t0 = now();
   res.optimizerSeconds += t0 - t1;
   if (size_ > 1) {
@@ -199,58 +303,160 @@ DataParallel::StepResult DataParallel::step(double lr, double gradScale, double 
   t1 = now();
   res.waitSeconds += t1 - t0;
   res.lossSum = stats[0];
-  const double total = opt_.zero ? stats[1] : sumsq;
+  const double total = zero_ ? stats[1] : sumsq;
   if (stats[2] > 0) {
     res.optim.skipped = true;
     res.optim.gradNorm = std::isfinite(total) ? NAN : total;
-    return res;
+  } else {
+    res.optim.gradNorm = std::sqrt(total);
+    adam_.update(grads_.data(), lr, adam_.clipFactor(res.optim.gradNorm));
+    if (zero_ == 3) convertFromFloat(model_.dtype(), adam_.master.data(), ownedParams_.data(), adam_.numOwned());
+    else adam_.writeParams(model_);
   }
-  res.optim.gradNorm = std::sqrt(total);
-  adam_.update(grads_.data(), lr, adam_.clipFactor(res.optim.gradNorm));
-  adam_.writeParams(model_);
+  if (zero_ > 0) std::fill(grads_.begin(), grads_.end(), 0.0f);
   t0 = now();
   res.optimizerSeconds += t0 - t1;
-  if (opt_.zero > 0 && size_ > 1) allGatherParams();
+  if (zero_ > 0 && !res.optim.skipped) allGatherParams();
   res.waitSeconds += now() - t0;
+  lastVolume_ = volume_;
+  volume_ = CommVolume{};
   return res;
 }
 
 void DataParallel::allGatherParams() {
   const DType mdt = model_.dtype();
   const size_t es = dtypeSize(mdt);
+  if (zero_ == 3) {
+    // The kept units now; blocks are gathered when a pass reaches them.
+    for (int u : {0, model_.config().numLayers + 1}) {
+      dropUnit(u);
+      gatherUnit(u);
+      waitUnit(u);
+    }
+    return;
+  }
+  // One bucket at a time through one padded buffer, in place.
   char* params = static_cast<char*>(model_.paramData());
   for (size_t b = 0; b < buckets_.size(); b++) {
-    const size_t c = shardSize(b), len = buckets_[b].numel();
-    const size_t begin = std::min(len, c * size_t(rank_)), n = std::min(len - begin, c);
-    char* mine = gather_[b].data() + c * size_t(rank_) * es;
-    std::memcpy(mine, params + (buckets_[b].lo + begin) * es, n * es);
-    std::memset(mine + n * es, 0, (c - n) * es);
-    weft::check(weftAllGatherAsync(mine, gather_[b].data(), c, weftType(mdt), comm_, &requests_[b]), comm_);
-    volume_.paramBytes += c * size_t(size_) * es;
+    const BucketState& st = b_[b];
+    const size_t len = buckets_[b].numel(), begin = std::min(len, st.shard * size_t(rank_));
+    if (gatherBuf_.size() < st.shard * size_t(size_) * es) gatherBuf_.resize(st.shard * size_t(size_) * es);
+    char* mine = gatherBuf_.data() + st.shard * size_t(rank_) * es;
+    std::memcpy(mine, params + (buckets_[b].lo + begin) * es, st.owned * es);
+    std::memset(mine + st.owned * es, 0, (st.shard - st.owned) * es);
+    weft::check(weftAllGather(mine, gatherBuf_.data(), st.shard, weftType(mdt), comm_, nullptr), comm_);
+    std::memcpy(params + buckets_[b].lo * es, gatherBuf_.data(), len * es);
+    volume_.paramBytes += st.shard * size_t(size_) * es;
   }
+}
+
+// ---- ZeRO-3: parameters by unit -----------------------------------------------------
+
+void DataParallel::gatherUnit(int unit) {
+  UnitState& u = units_[size_t(unit)];
+  if (u.buf) return;  // posted or gathered
+  const size_t b = bucketOfUnit(unit);
+  const BucketState& st = b_[b];
+  const size_t es = dtypeSize(model_.dtype()), padded = st.shard * size_t(size_);
+  if (!freeUnits_.empty()) {
+    u.buf = freeUnits_.back();
+    freeUnits_.pop_back();
+  } else {
+    unitPool_.push_back(std::make_unique<std::vector<char>>());
+    u.buf = unitPool_.back().get();
+  }
+  if (u.buf->size() < padded * es) u.buf->resize(padded * es);
+  char* mine = u.buf->data() + st.shard * size_t(rank_) * es;
+  std::memcpy(mine, ownedParams_.data() + st.ownedAt * es, st.owned * es);
+  std::memset(mine + st.owned * es, 0, (st.shard - st.owned) * es);
+  weft::check(weftAllGatherAsync(mine, u.buf->data(), st.shard, weftType(model_.dtype()), comm_, &u.req), comm_);
+  volume_.paramBytes += padded * es;
+  const Bucket& bk = buckets_[b];
+  for (int t = bk.firstTensor; t < bk.firstTensor + bk.numTensors; t++)
+    model_.setTensorParams(t, u.buf->data() + (model_.tensors()[size_t(t)].offset - bk.lo) * es);
+}
+
+void DataParallel::waitUnit(int unit) { weft::check(weftWait(&units_[size_t(unit)].req), comm_); }
+
+void DataParallel::dropUnit(int unit) {
+  UnitState& u = units_[size_t(unit)];
+  if (!u.buf) return;
+  weft::check(weftWait(&u.req), comm_);
+  freeUnits_.push_back(u.buf);
+  u.buf = nullptr;
+}
+
+void DataParallel::onUnit(Model::Pass pass, int unit) {
+  const std::vector<int>& seq = sequence_[int(pass)];
+  size_t& pos = seqPos_[int(pass)];
+  if (seq[pos] != unit) throw std::logic_error("ZeRO-3: the model visited its units out of the expected order");
+  pos = (pos + 1) % seq.size();
+  // The next block this pass reads is fetched while this unit computes.
+  int next = -1;
+  for (size_t k = pos; k != 0 && next < 0; k = (k + 1) % seq.size())
+    if (layerUnit(seq[k])) next = seq[k];
+  for (int u = 1; u <= model_.config().numLayers; u++)
+    if (u != unit && u != next) dropUnit(u);
+  if (layerUnit(unit)) {
+    gatherUnit(unit);
+    waitUnit(unit);
+  }
+  if (next >= 0) gatherUnit(next);
+}
+
+void DataParallel::materialize() {
+  if (zero_ != 3 || materialized_) return;
+  model_.setUnitHook({});
+  for (int u = 0; u < model_.numUnits(); u++) dropUnit(u);  // the tensors now point into the flat buffer
+  model_.setFlatParams(true);
+  gatherOwnedParams(ownedParams_.data(), model_.paramData());
+  materialized_ = true;
+}
+
+void DataParallel::release() {
+  if (zero_ != 3 || !materialized_) return;
+  model_.setFlatParams(false);
+  seqPos_[0] = seqPos_[1] = 0;
+  for (int u : {0, model_.config().numLayers + 1}) {
+    gatherUnit(u);
+    waitUnit(u);
+  }
+  model_.setUnitHook([this](Model::Pass p, int u) { onUnit(p, u); });
+  materialized_ = false;
+}
+
+// ---- full state for checkpoints ---------------------------------------------------------
+
+// Every rank's owned elements (es bytes each, in owned order) into the full array.
+void DataParallel::gatherOwnedParams(const char* owned, void* full) const {
+  const size_t es = dtypeSize(model_.dtype());
+  std::vector<char> padded;
   for (size_t b = 0; b < buckets_.size(); b++) {
-    weft::check(weftWait(&requests_[b]), comm_);
-    std::memcpy(params + buckets_[b].lo * es, gather_[b].data(), buckets_[b].numel() * es);
+    const BucketState& st = b_[b];
+    padded.assign(st.shard * size_t(size_) * es, 0);
+    std::memcpy(padded.data() + st.shard * size_t(rank_) * es, owned + st.ownedAt * es, st.owned * es);
+    weft::check(weftAllGather(padded.data() + st.shard * size_t(rank_) * es, padded.data(), st.shard,
+                              weftType(model_.dtype()), comm_, nullptr),
+                comm_);
+    std::memcpy(static_cast<char*>(full) + buckets_[b].lo * es, padded.data(), buckets_[b].numel() * es);
   }
 }
 
 void DataParallel::gatherFull(const std::vector<float>& owned, std::vector<float>* full) const {
   full->assign(model_.numParams(), 0.0f);
-  if (opt_.zero == 0 || size_ == 1) {
+  if (zero_ == 0) {
     adam_.scatterOwned(owned.data(), full->data());
     return;
   }
-  const float* src = owned.data();
   std::vector<float> padded;
   for (size_t b = 0; b < buckets_.size(); b++) {
-    const size_t c = shardSize(b), len = buckets_[b].numel();
-    const size_t begin = std::min(len, c * size_t(rank_)), n = std::min(len - begin, c);
-    padded.assign(c * size_t(size_), 0.0f);
-    std::copy(src, src + n, padded.begin() + ptrdiff_t(c * size_t(rank_)));
-    src += n;
-    float* mine = padded.data() + c * size_t(rank_);
-    weft::check(weftAllGather(mine, padded.data(), c, weftFloat32, comm_, nullptr), comm_);
-    std::copy(padded.begin(), padded.begin() + ptrdiff_t(len), full->begin() + ptrdiff_t(buckets_[b].lo));
+    const BucketState& st = b_[b];
+    padded.assign(st.shard * size_t(size_), 0.0f);
+    float* mine = padded.data() + st.shard * size_t(rank_);
+    std::copy(owned.begin() + ptrdiff_t(st.ownedAt), owned.begin() + ptrdiff_t(st.ownedAt + st.owned), mine);
+    weft::check(weftAllGather(mine, padded.data(), st.shard, weftFloat32, comm_, nullptr), comm_);
+    std::copy(padded.begin(), padded.begin() + ptrdiff_t(buckets_[b].numel()),
+              full->begin() + ptrdiff_t(buckets_[b].lo));
   }
 }
 
@@ -269,13 +475,42 @@ void DataParallel::loadState(const std::vector<float>& master, const std::vector
   adam_.gatherOwned(v.data(), adam_.v.data());
 }
 
+void DataParallel::fullParams(std::vector<char>* out) const {
+  const size_t bytes = model_.numParams() * dtypeSize(model_.dtype());
+  out->resize(bytes);
+  if (zero_ == 3 && !materialized_) gatherOwnedParams(ownedParams_.data(), out->data());
+  else std::memcpy(out->data(), model_.paramData(), bytes);
+}
+
+void DataParallel::setParams(const void* raw) {
+  if (zero_ != 3 || materialized_) {
+    std::memcpy(model_.paramData(), raw, model_.numParams() * dtypeSize(model_.dtype()));
+    return;
+  }
+  const size_t es = dtypeSize(model_.dtype());
+  char* dst = ownedParams_.data();
+  for (const Segment& s : adam_.owned()) {
+    std::memcpy(dst, static_cast<const char*>(raw) + s.offset * es, s.count * es);
+    dst += s.count * es;
+  }
+  for (int u = 0; u < model_.numUnits(); u++) dropUnit(u);
+  for (int u : {0, model_.config().numLayers + 1}) {
+    gatherUnit(u);
+    waitUnit(u);
+  }
+}
+
 MemoryReport DataParallel::memory() const {
   MemoryReport r;
   const size_t es = dtypeSize(model_.dtype());
-  r.params = model_.numParams() * es;
-  r.grads = model_.numParams() * es;
-  r.optimizer = adam_.numOwned() * 3 * sizeof(float) + grads_.size() * sizeof(float);
-  for (size_t b = 0; b < buckets_.size(); b++) r.commBuffers += send_[b].size() + recv_[b].size() + gather_[b].size();
+  r.params = zero_ == 3 ? ownedParams_.size() : model_.numParams() * es;
+  r.grads = zero_ >= 2 ? 0 : model_.numParams() * es;
+  r.optimizer = adam_.numOwned() * 3 * sizeof(float);
+  r.fp32Grads = grads_.size() * sizeof(float);
+  for (const auto& st : b_) r.commBuffers += st.recv.size() + st.wire.size();
+  for (const auto& g : gradPool_) (zero_ >= 2 ? r.grads : r.commBuffers) += g->grad.size() + g->wire.size();
+  for (const auto& u : unitPool_) r.params += u->size();
+  r.commBuffers += gatherBuf_.size();
   return r;
 }
 

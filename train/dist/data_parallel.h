@@ -1,6 +1,10 @@
 // Data parallelism over weft's public API: DDP (gradient buckets all-reduced while
-// backward runs) and ZeRO stage 1 (optimizer state sharded: buckets reduce-scattered,
-// each rank steps its shard, parameters all-gathered).
+// backward runs) and the ZeRO stages: 1 shards the optimizer state (buckets
+// reduce-scattered, each rank steps its part, parameters all-gathered), 2 also the
+// gradients (every micro-batch's buckets reduce-scattered from pooled buffers as
+// backward fills them, only the rank's part kept), 3 also the parameters (each
+// block all-gathered before its forward and again before its backward, the next
+// one prefetched, released after).
 //
 // Every rank draws the same global batch; the trainer scales each micro-batch's
 // backward by 1/(ranks x micro-batches per rank) and the buckets are summed, so the
@@ -9,7 +13,9 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,7 +28,7 @@
 namespace weft::train {
 
 struct DataParallelOptions {
-  int zero = 0;                    // ZeRO stage: 0 (DDP) or 1
+  int zero = 0;                    // ZeRO stage: 0 (DDP), 1, 2 or 3
   double bucketMb = 25;            // PyTorch DDP's bucket_cap_mb
   double firstBucketMb = 1;        // PyTorch's first bucket
   std::optional<DType> commDtype;  // gradients travel and are summed in this type; empty: the model's
@@ -40,6 +46,7 @@ struct MemoryReport {
   size_t params = 0;      // model parameters (storage type)
   size_t grads = 0;       // model gradients (storage type)
   size_t optimizer = 0;   // fp32 master weights and Adam moments (owned elements)
+  size_t fp32Grads = 0;   // the owned gradient widened to fp32 for the optimizer
   size_t commBuffers = 0; // staging for conversion, reduce-scatter and all-gather
 };
 
@@ -58,9 +65,10 @@ class DataParallel {
   AdamW& optimizer() { return adam_; }
   const AdamW& optimizer() const { return adam_; }
 
-  // The next backward pass (the last micro-batch's) reduces: each bucket's
-  // collective is posted as soon as backward has written its last gradient.
-  void syncNextBackward();
+  // Called before each micro-batch's backward. The last micro-batch's (every one's
+  // under ZeRO-2/3) reduces: each bucket's collective is posted as soon as backward
+  // has written its last gradient.
+  void beforeBackward(bool lastMicroBatch);
   // Posts the buckets not posted yet and waits for all of them.
   void finishGradients();
 
@@ -76,10 +84,21 @@ class DataParallel {
 
   // Full fp32 optimizer state, the same on every rank (collective under ZeRO).
   void fullState(std::vector<float>* master, std::vector<float>* m, std::vector<float>* v) const;
-  // Takes this rank's part of a full state (model parameters set by the caller).
+  // Takes this rank's part of a full state.
   void loadState(const std::vector<float>& master, const std::vector<float>& m, const std::vector<float>& v);
+  // The model's parameters in its storage type, all of them (collective under ZeRO-3).
+  void fullParams(std::vector<char>* out) const;
+  // Sets every parameter (raw, the model's storage type), the same on every rank.
+  void setParams(const void* raw);
+  // ZeRO-3: gathers every parameter into the model's flat buffer so that it runs
+  // alone (evaluation, sampling, export); release() shards them again. Collective.
+  // Without ZeRO-3 both do nothing.
+  void materialize();
+  void release();
+  bool materialized() const { return zero_ != 3 || materialized_; }
 
-  CommVolume volume() const { return volume_; }
+  // What the last step communicated.
+  CommVolume volume() const { return lastVolume_; }
   MemoryReport memory() const;
 
   // When each bucket's collective was posted and seen complete in the last step,
@@ -87,37 +106,76 @@ class DataParallel {
   struct BucketTiming {
     double posted = 0, done = 0;
   };
-  const std::vector<BucketTiming>& lastTimings() const { return timings_; }
+  std::vector<BucketTiming> lastTimings() const;
 
   // Runs on the owned, reduced fp32 gradients before they are unscaled; tests use it
   // to inject an overflow on one rank.
   std::function<void(float* grads, size_t n)> beforeUpdate;
 
  private:
+  struct GradBuffer {
+    std::vector<char> grad, wire;  // the bucket in the model's type; converted for the wire
+  };
+  struct BucketState {
+    weftRequest_t req = nullptr;
+    BucketTiming timing;
+    size_t shard = 0;              // padded per-rank length
+    size_t ownedAt = 0, owned = 0; // this rank's part: where in the owned arrays, how long
+    std::vector<char> recv;        // ZeRO: this rank's reduced part (comm type)
+    std::vector<char> wire;        // DDP with conversion: the bucket in the comm type
+    GradBuffer* buf = nullptr;     // ZeRO: pooled send (and, ZeRO-2/3, gradient) buffer
+  };
+  struct UnitState {               // ZeRO-3: one unit's gathered parameters
+    weftRequest_t req = nullptr;
+    std::vector<char>* buf = nullptr;
+  };
+
   void onGradsReady(size_t offset);
+  void onUnit(Model::Pass pass, int unit);
   void post(size_t b);
+  void complete(size_t b);         // a ZeRO bucket's reduce-scatter has finished
   void pollDone();
+  void assignGradBuffer(size_t b);
+  GradBuffer* takeGradBuffer();
+  void gatherUnit(int unit);       // ZeRO-3: posts the all-gather of a block
+  void waitUnit(int unit);
+  void dropUnit(int unit);
   void allGatherParams();
   void gatherFull(const std::vector<float>& owned, std::vector<float>* full) const;
-  size_t shardSize(size_t b) const;  // padded per-rank length of bucket b under ZeRO
+  void gatherOwnedParams(const char* owned, void* full) const;
+  size_t bucketOfUnit(int unit) const;
+  bool layerUnit(int unit) const { return unit >= 1 && unit <= model_.config().numLayers; }
   static double now();
 
   weftComm_t comm_;
   Model& model_;
   DataParallelOptions opt_;
   int rank_ = 0, size_ = 1;
+  int zero_ = 0;                   // opt_.zero, 0 for one rank
   DType commDtype_;
   std::vector<Bucket> buckets_;
   AdamW adam_;
-  std::vector<float> grads_;                      // owned gradient elements, fp32
-  std::vector<std::vector<char>> send_, recv_;    // per bucket, when a bucket needs staging
-  std::vector<std::vector<char>> gather_;         // ZeRO: padded bucket of parameters
-  std::vector<weftRequest_t> requests_;
-  std::vector<BucketTiming> timings_;
+  std::vector<float> grads_;       // owned gradient elements, fp32 (ZeRO: accumulated)
+  std::vector<BucketState> b_;
+  std::vector<std::unique_ptr<GradBuffer>> gradPool_;
+  std::vector<GradBuffer*> freeGrads_;
+  std::deque<size_t> inFlight_;    // ZeRO buckets posted and not completed, oldest first
+  std::vector<char> gatherBuf_;    // ZeRO-1/2: one bucket's parameters while all-gathered
+  // ZeRO-3
+  std::vector<char> ownedParams_;  // this rank's parameters (model type), owned order
+  std::vector<UnitState> units_;
+  std::vector<std::unique_ptr<std::vector<char>>> unitPool_;
+  std::vector<std::vector<char>*> freeUnits_;
+  std::vector<int> sequence_[2];   // the units each pass visits, in order
+  size_t seqPos_[2] = {0, 0};
+  bool materialized_ = false;
   size_t nextBucket_ = 0;
   bool syncing_ = false;
-  CommVolume volume_;
+  CommVolume volume_, lastVolume_;
 };
+
+// ZeRO-3's buckets: one per unit (Model::numUnits), in backward order.
+std::vector<Bucket> unitBuckets(const Model& model);
 
 // The stage's owned segments of the flat buffer: everything without ZeRO, else the
 // rank's 1/N (padded) part of each bucket.
