@@ -14,6 +14,10 @@ namespace weft::train {
 
 namespace fs = std::filesystem;
 
+namespace {
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+}  // namespace
+
 Trainer::Trainer(const TrainOptions& opt, const std::vector<uint16_t>* train,
                  const std::vector<uint16_t>* val)
     : opt_(opt), val_(val), sampler_(train, opt.seed * 0x9E3779B97F4A7C15ull + 1) {
@@ -54,9 +58,15 @@ StepStats Trainer::trainStep() {
     sampler_.next(opt_.batch, opt_.seq, tokens_.data(), targets_.data());
     // Fresh dropout masks per micro-batch, a function of (seed, step, i): resumable.
     model_->setDropoutSeed(Rng(opt_.seed ^ (uint64_t(step_) << 20) ^ uint64_t(i)).next());
+    const double f0 = now();
     lossSum += model_->forward(tokens_.data(), targets_.data(), opt_.batch, opt_.seq);
+    dp_->tracePassEnd();
+    const double f1 = now();
+    dp_->traceSpan(0, "forward, micro-batch " + std::to_string(i), f0, f1);
     dp_->beforeBackward(i / N == K - 1);  // DDP: only the last micro-batch communicates
     model_->backward(s.lossScale / (N * K));
+    dp_->tracePassEnd();
+    dp_->traceSpan(0, "backward, micro-batch " + std::to_string(i), f1, now());
   }
   s.computeSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   DataParallel::StepResult r = dp_->step(s.lr, s.lossScale, lossSum);

@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "train/data.h"
+#include "train/dist/trace.h"
 #include "train/hf.h"
 #include "train/matmul.h"
 #include "train/plot.h"
@@ -72,6 +73,9 @@ const char* kUsage =
     "  --reduce-dtype fp32     reduce 16-bit gradients in fp32 (default: in their own type)\n"
     "  --grad-compress bf16|fp16  send fp32 gradients as 16-bit and widen after\n"
     "  --verbose               every rank logs its steps, prefixed with its rank\n"
+    "  --trace FILE            Chrome/Perfetto trace (JSON) of one step, every rank: each block's\n"
+    "                          forward and backward, each bucket's collective, waits, the optimizer\n"
+    "  --trace-step S          the step traced (3, or the last if fewer)\n"
     "output:\n"
     "  --out DIR               checkpoint, metrics.csv, sample.txt (weft-train-<preset>-<dtype>)\n"
     "  --resume DIR            continue from DIR/checkpoint.bin (same preset, dtype, --steps)\n"
@@ -178,7 +182,8 @@ int main(int argc, char** argv) {
   bool prepareOnly = false, ckptActs = false, verbose = false;
   int threads = 0, zero = 0;
   double bucketMb = 25;
-  std::string reduceDtype, gradCompress;
+  std::string reduceDtype, gradCompress, traceFile;
+  int traceStep = 3;
 
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
@@ -227,6 +232,8 @@ int main(int argc, char** argv) {
     else if (a == "--reduce-dtype") reduceDtype = val();
     else if (a == "--grad-compress") gradCompress = val();
     else if (a == "--verbose") verbose = true;
+    else if (a == "--trace") traceFile = val();
+    else if (a == "--trace-step") traceStep = int(num());
     else die("unknown option " + a + " (see --help)");
   }
 
@@ -417,12 +424,19 @@ int main(int argc, char** argv) {
         if (comm && !lastStep) lastStep = true;
         else die("terminated (SIGTERM) after step " + std::to_string(tr.step()));
       }
+      const bool traceNow = !traceFile.empty() && tr.step() + 1 == std::min(traceStep, opt.steps);
+      if (traceNow) dp.traceOn();
       const auto s0 = clock::now();
       StepStats s = tr.trainStep();
+      if (traceNow) {
+        dp.traceOff();
+        writeChromeTrace(comm, dp.traceEvents(), traceFile);
+        if (lead) std::printf("trace of step %d: %s (chrome://tracing or ui.perfetto.dev)\n", s.step, traceFile.c_str());
+      }
       const double dt = std::chrono::duration<double>(clock::now() - s0).count();
       trainSeconds += dt;
-      // ZeRO-2/3 allocate their pooled buffers during the first step.
-      if (s.step == startStep + 1 && zero >= 2) reportMemory("after the first step");
+      // Communication buffers and ZeRO-2/3 pools are allocated during the first step.
+      if (s.step == startStep + 1 && world > 1) reportMemory("after the first step");
       const double rate = tokPerStep / dt;
       emaRate = emaRate == 0 ? rate : 0.9 * emaRate + 0.1 * rate;
       if (!std::isnan(firstLoss)) {

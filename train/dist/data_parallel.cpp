@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 
@@ -104,17 +105,19 @@ DataParallel::DataParallel(weftComm_t comm, Model& model, const AdamWConfig& ada
     ownedParams_.resize(adam_.numOwned() * dtypeSize(model.dtype()));
     convertFromFloat(model.dtype(), adam_.master.data(), ownedParams_.data(), adam_.numOwned());
     units_.resize(size_t(L + 2));
-    sequence_[int(Model::Pass::forward)].push_back(0);
-    for (int u = 1; u <= L + 1; u++) sequence_[int(Model::Pass::forward)].push_back(u);
-    sequence_[int(Model::Pass::forward)].push_back(0);
-    sequence_[int(Model::Pass::backward)] = {0, L + 1};
-    for (int u = L; u >= 1; u--) sequence_[int(Model::Pass::backward)].push_back(u);
-    sequence_[int(Model::Pass::backward)].push_back(0);
     // The embeddings (with the tied head) and ln_f stay gathered: every pass reads
     // them at both ends. Blocks come and go.
     materialized_ = true;
     release();
   }
+  const int L = model.config().numLayers;
+  sequence_[int(Model::Pass::forward)].push_back(0);
+  for (int u = 1; u <= L + 1; u++) sequence_[int(Model::Pass::forward)].push_back(u);
+  sequence_[int(Model::Pass::forward)].push_back(0);
+  sequence_[int(Model::Pass::backward)] = {0, L + 1};
+  for (int u = L; u >= 1; u--) sequence_[int(Model::Pass::backward)].push_back(u);
+  sequence_[int(Model::Pass::backward)].push_back(0);
+  model_.setUnitHook([this](Model::Pass p, int u) { onUnit(p, u); });
 }
 
 DataParallel::~DataParallel() {
@@ -208,8 +211,12 @@ void DataParallel::pollDone() {
     weftResult_t rc = weftTest(&st.req, &done);
     if (rc != weftInProgress) weft::check(rc, comm_);
     if (!done) continue;
-    if (zero_ > 0) complete(b);
-    else st.timing.done = now();
+    if (zero_ > 0) {
+      complete(b);
+    } else {
+      st.timing.done = now();
+      traceBucket(b);
+    }
   }
 }
 
@@ -250,6 +257,7 @@ void DataParallel::post(size_t b) {
 void DataParallel::complete(size_t b) {
   BucketState& st = b_[b];
   st.timing.done = now();
+  traceBucket(b);
   // Accumulate this rank's reduced part (micro-batches add up under ZeRO-2/3).
   std::vector<float> part(st.owned);
   convertToFloat(commDtype_, st.recv.data(), part.data(), st.owned);
@@ -272,6 +280,7 @@ void DataParallel::finishGradients() {
       if (std::find(inFlight_.begin(), inFlight_.end(), b) != inFlight_.end()) complete(b);
     } else if (st.timing.done == 0) {
       st.timing.done = now();
+      traceBucket(b);
     }
   }
   if (zero_ == 0 && commDtype_ != model_.dtype())
@@ -289,6 +298,7 @@ DataParallel::StepResult DataParallel::step(double lr, double gradScale, double 
   finishGradients();
   double t1 = now();
   res.waitSeconds += t1 - t0;
+  traceSpan(0, "wait for gradient buckets", t0, t1);
   if (zero_ == 0) model_.getGrads(grads_.data());
   if (beforeUpdate) beforeUpdate(grads_.data(), grads_.size());
   const double sumsq = adam_.unscaleSumSquares(grads_.data(), float(1.0 / gradScale));
@@ -302,6 +312,7 @@ DataParallel::StepResult DataParallel::step(double lr, double gradScale, double 
   }
   t1 = now();
   res.waitSeconds += t1 - t0;
+  traceSpan(0, "loss, norm, inf/nan all-reduce", t0, t1);
   res.lossSum = stats[0];
   const double total = zero_ ? stats[1] : sumsq;
   if (stats[2] > 0) {
@@ -316,8 +327,10 @@ DataParallel::StepResult DataParallel::step(double lr, double gradScale, double 
   if (zero_ > 0) std::fill(grads_.begin(), grads_.end(), 0.0f);
   t0 = now();
   res.optimizerSeconds += t0 - t1;
+  traceSpan(0, "AdamW", t1, t0);
   if (zero_ > 0 && !res.optim.skipped) allGatherParams();
   res.waitSeconds += now() - t0;
+  if (zero_ > 0) traceSpan(0, "all-gather parameters", t0, now());
   lastVolume_ = volume_;
   volume_ = CommVolume{};
   return res;
@@ -350,6 +363,48 @@ void DataParallel::allGatherParams() {
   }
 }
 
+// ---- trace ----------------------------------------------------------------------------
+
+void DataParallel::traceOn() {
+  trace_.clear();
+  openUnit_ = TraceEvent{};
+  tracing_ = true;
+}
+
+void DataParallel::traceOff() {
+  tracePassEnd();
+  tracing_ = false;
+}
+
+void DataParallel::traceSpan(int track, const std::string& name, double begin, double end) {
+  if (tracing_) trace_.push_back(TraceEvent{name, track, begin, end});
+}
+
+void DataParallel::tracePassEnd() {
+  if (!tracing_ || openUnit_.begin == 0) return;
+  openUnit_.end = now();
+  trace_.push_back(openUnit_);
+  openUnit_ = TraceEvent{};
+}
+
+void DataParallel::traceBucket(size_t b) {
+  if (!tracing_) return;
+  const double mib = double(buckets_[b].numel() * dtypeSize(model_.dtype())) / (1 << 20);
+  char name[96];
+  std::snprintf(name, sizeof name, "%s bucket %zu (%.1f MiB)", zero_ ? "reduce-scatter" : "all-reduce", b, mib);
+  trace_.push_back(TraceEvent{name, 1, b_[b].timing.posted, b_[b].timing.done});
+}
+
+std::string DataParallel::unitName(Model::Pass pass, size_t pos) const {
+  const int L = model_.config().numLayers;
+  const int unit = sequence_[int(pass)][pos];
+  const std::string dir = pass == Model::Pass::forward ? "forward " : "backward ";
+  if (layerUnit(unit)) return dir + "block " + std::to_string(unit - 1);
+  if (unit == L + 1) return dir + "ln_f";
+  const bool first = pos == 0;  // unit 0 opens and closes each pass
+  return dir + ((pass == Model::Pass::forward) == first ? "embeddings" : "head");
+}
+
 // ---- ZeRO-3: parameters by unit -----------------------------------------------------
 
 void DataParallel::gatherUnit(int unit) {
@@ -369,6 +424,7 @@ void DataParallel::gatherUnit(int unit) {
   char* mine = u.buf->data() + st.shard * size_t(rank_) * es;
   std::memcpy(mine, ownedParams_.data() + st.ownedAt * es, st.owned * es);
   std::memset(mine + st.owned * es, 0, (st.shard - st.owned) * es);
+  u.posted = now();
   weft::check(weftAllGatherAsync(mine, u.buf->data(), st.shard, weftType(model_.dtype()), comm_, &u.req), comm_);
   volume_.paramBytes += padded * es;
   const Bucket& bk = buckets_[b];
@@ -376,7 +432,13 @@ void DataParallel::gatherUnit(int unit) {
     model_.setTensorParams(t, u.buf->data() + (model_.tensors()[size_t(t)].offset - bk.lo) * es);
 }
 
-void DataParallel::waitUnit(int unit) { weft::check(weftWait(&units_[size_t(unit)].req), comm_); }
+void DataParallel::waitUnit(int unit) {
+  UnitState& u = units_[size_t(unit)];
+  if (u.req == nullptr) return;
+  weft::check(weftWait(&u.req), comm_);
+  if (tracing_) trace_.push_back(TraceEvent{"all-gather " + unitName(Model::Pass::forward, size_t(unit)).substr(8), 2,
+                                            u.posted, now()});
+}
 
 void DataParallel::dropUnit(int unit) {
   UnitState& u = units_[size_t(unit)];
@@ -389,8 +451,13 @@ void DataParallel::dropUnit(int unit) {
 void DataParallel::onUnit(Model::Pass pass, int unit) {
   const std::vector<int>& seq = sequence_[int(pass)];
   size_t& pos = seqPos_[int(pass)];
-  if (seq[pos] != unit) throw std::logic_error("ZeRO-3: the model visited its units out of the expected order");
+  if (seq[pos] != unit) throw std::logic_error("the model visited its units out of the expected order");
+  if (tracing_) {
+    tracePassEnd();
+    openUnit_ = TraceEvent{unitName(pass, pos), 0, now(), 0};
+  }
   pos = (pos + 1) % seq.size();
+  if (zero_ != 3 || materialized_) return;
   // The next block this pass reads is fetched while this unit computes.
   int next = -1;
   for (size_t k = pos; k != 0 && next < 0; k = (k + 1) % seq.size())
@@ -406,7 +473,6 @@ void DataParallel::onUnit(Model::Pass pass, int unit) {
 
 void DataParallel::materialize() {
   if (zero_ != 3 || materialized_) return;
-  model_.setUnitHook({});
   for (int u = 0; u < model_.numUnits(); u++) dropUnit(u);  // the tensors now point into the flat buffer
   model_.setFlatParams(true);
   gatherOwnedParams(ownedParams_.data(), model_.paramData());
@@ -416,12 +482,10 @@ void DataParallel::materialize() {
 void DataParallel::release() {
   if (zero_ != 3 || !materialized_) return;
   model_.setFlatParams(false);
-  seqPos_[0] = seqPos_[1] = 0;
   for (int u : {0, model_.config().numLayers + 1}) {
     gatherUnit(u);
     waitUnit(u);
   }
-  model_.setUnitHook([this](Model::Pass p, int u) { onUnit(p, u); });
   materialized_ = false;
 }
 

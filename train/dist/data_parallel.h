@@ -50,6 +50,14 @@ struct MemoryReport {
   size_t commBuffers = 0; // staging for conversion, reduce-scatter and all-gather
 };
 
+// One span of a step's timeline (seconds on the steady clock, which every process
+// on a host shares).
+struct TraceEvent {
+  std::string name;
+  int track = 0;  // 0 compute thread, 1 gradient buckets, 2 parameter gathers
+  double begin = 0, end = 0;
+};
+
 class DataParallel {
  public:
   // comm == nullptr: one process; nothing is communicated. The communicator stays
@@ -108,6 +116,16 @@ class DataParallel {
   };
   std::vector<BucketTiming> lastTimings() const;
 
+  // Timeline of one step for --trace: each unit's forward and backward, each
+  // bucket's collective from posting to completion (as seen by the polls), ZeRO-3's
+  // gathers, waits and the optimizer. On from traceOn() until traceOff().
+  void traceOn();
+  void traceOff();
+  void traceSpan(int track, const std::string& name, double begin, double end);
+  // Ends the span of the unit a pass is in (the trainer, when forward or backward returns).
+  void tracePassEnd();
+  const std::vector<TraceEvent>& traceEvents() const { return trace_; }
+
   // Runs on the owned, reduced fp32 gradients before they are unscaled; tests use it
   // to inject an overflow on one rank.
   std::function<void(float* grads, size_t n)> beforeUpdate;
@@ -128,6 +146,7 @@ class DataParallel {
   struct UnitState {               // ZeRO-3: one unit's gathered parameters
     weftRequest_t req = nullptr;
     std::vector<char>* buf = nullptr;
+    double posted = 0;
   };
 
   void onGradsReady(size_t offset);
@@ -145,6 +164,8 @@ class DataParallel {
   void gatherOwnedParams(const char* owned, void* full) const;
   size_t bucketOfUnit(int unit) const;
   bool layerUnit(int unit) const { return unit >= 1 && unit <= model_.config().numLayers; }
+  void traceBucket(size_t b);
+  std::string unitName(Model::Pass pass, size_t pos) const;
   static double now();
 
   weftComm_t comm_;
@@ -172,6 +193,9 @@ class DataParallel {
   size_t nextBucket_ = 0;
   bool syncing_ = false;
   CommVolume volume_, lastVolume_;
+  bool tracing_ = false;
+  std::vector<TraceEvent> trace_;
+  TraceEvent openUnit_;            // the unit span in progress (end 0: none)
 };
 
 // ZeRO-3's buckets: one per unit (Model::numUnits), in backward order.
