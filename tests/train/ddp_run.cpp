@@ -16,10 +16,12 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "test_util.h"
+#include "train/dist/trace.h"
 #include "weft/weft.hpp"
 #include "weft/weft.h"
 
@@ -199,6 +201,41 @@ void overlap(weftComm_t comm, const std::vector<uint16_t>& data) {
   if (rank == 0)
     std::printf("overlap: bucket 0 posted %.0f us before backward returned (%zu buckets)\n",
                 (backwardEnd - tm[0].posted) * 1e6, tm.size());
+
+  // The trace of a step shows the same: every bucket's span on the bucket track, the
+  // first starting inside the backward pass; every block's forward and backward.
+  dp.traceOn();
+  t.trainStep();
+  dp.traceOff();
+  const auto& ev = dp.traceEvents();
+  auto find = [&](const std::string& name) -> const TraceEvent* {
+    for (const TraceEvent& e : ev)
+      if (e.name == name) return &e;
+    return nullptr;
+  };
+  size_t buckets = 0;
+  for (const TraceEvent& e : ev) buckets += e.track == 1;
+  const TraceEvent* bw = find("backward, micro-batch " + std::to_string(rank));
+  const TraceEvent* first = nullptr;
+  for (const TraceEvent& e : ev)
+    if (e.track == 1 && e.name.rfind("all-reduce bucket 0 ", 0) == 0) first = &e;
+  if (buckets != dp.buckets().size()) fail("trace: " + std::to_string(buckets) + " bucket spans");
+  if (!bw || !first || !(first->begin < bw->end && first->begin > bw->begin))
+    fail("trace: bucket 0 does not start inside backward");
+  for (int l = 0; l < o.model.numLayers; l++)
+    if (!find("forward block " + std::to_string(l)) || !find("backward block " + std::to_string(l)))
+      fail("trace: block " + std::to_string(l) + " missing");
+  const std::string path = (fs::temp_directory_path() / ("weft-trace-" + std::to_string(getppid()) + ".json")).string();
+  writeChromeTrace(comm, ev, path);
+  if (rank == 0) {
+    std::ifstream in(path);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (text.find("\"rank " + std::to_string(world - 1) + "\"") == std::string::npos ||
+        text.find("backward block 0") == std::string::npos)
+      fail("trace file lacks the last rank or a block");
+    fs::remove(path);
+    std::printf("trace: %zu events on this rank, every block and bucket, gathered into one file\n", ev.size());
+  }
 }
 
 // A checkpoint moves between configurations of the same global batch (4
