@@ -72,6 +72,9 @@ const char* kUsage =
     "  --bucket-mb MB          gradient bucket cap (25, as PyTorch; the first bucket 1 MiB)\n"
     "  --reduce-dtype fp32     reduce 16-bit gradients in fp32 (default: in their own type)\n"
     "  --grad-compress bf16|fp16  send fp32 gradients as 16-bit and widen after\n"
+    "  --powersgd R            PowerSGD rank-R compression of 2-D gradients with error feedback and\n"
+    "                          warm start (DDP; PyTorch's powerSGD_hook semantics)\n"
+    "  --powersgd-start S      plain all-reduce for the first S steps (10)\n"
     "  --verbose               every rank logs its steps, prefixed with its rank\n"
     "  --trace FILE            Chrome/Perfetto trace (JSON) of one step, every rank: each block's\n"
     "                          forward and backward, each bucket's collective, waits, the optimizer\n"
@@ -183,7 +186,7 @@ int main(int argc, char** argv) {
   int threads = 0, zero = 0;
   double bucketMb = 25;
   std::string reduceDtype, gradCompress, traceFile;
-  int traceStep = 3;
+  int traceStep = 3, powerSgd = 0, powerSgdStart = 10;
 
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
@@ -233,6 +236,8 @@ int main(int argc, char** argv) {
     else if (a == "--grad-compress") gradCompress = val();
     else if (a == "--verbose") verbose = true;
     else if (a == "--trace") traceFile = val();
+    else if (a == "--powersgd") powerSgd = int(num());
+    else if (a == "--powersgd-start") powerSgdStart = int(num());
     else if (a == "--trace-step") traceStep = int(num());
     else die("unknown option " + a + " (see --help)");
   }
@@ -309,6 +314,10 @@ int main(int argc, char** argv) {
     opt.dp.zero = zero;
     if (bucketMb <= 0) die("--bucket-mb must be > 0");
     opt.dp.bucketMb = bucketMb;
+    if (powerSgd < 0) die("--powersgd must be >= 1");
+    if (powerSgd > 0 && zero != 0) die("--powersgd needs --zero 0");
+    opt.dp.powerSgdRank = powerSgd;
+    opt.dp.powerSgdStart = powerSgdStart;
     if (!reduceDtype.empty() && !gradCompress.empty()) die("--reduce-dtype and --grad-compress exclude each other");
     if (!reduceDtype.empty()) {
       if (reduceDtype != "fp32") die("--reduce-dtype must be fp32");
@@ -380,9 +389,11 @@ int main(int argc, char** argv) {
                   trainData.tokens.size(), valData.tokens.size(), out.c_str());
       if (world > 1)
         std::printf("  data-parallel: %d ranks x %d threads, %s, %zu gradient buckets (cap %g MiB, first 1 MiB), "
-                    "gradients reduced in %s\n",
+                    "gradients reduced in %s%s\n",
                     world, threads, zeroName[zero], dp.buckets().size(), bucketMb,
-                    dtypeName(opt.dp.commDtype.value_or(opt.dtype)));
+                    dtypeName(opt.dp.commDtype.value_or(opt.dtype)),
+                    powerSgd ? (", PowerSGD rank " + std::to_string(powerSgd) + " from step " +
+                                std::to_string(powerSgdStart)).c_str() : "");
     }
     size_t modelState = 0;
     auto reportMemory = [&](const char* when) {

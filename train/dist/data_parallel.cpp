@@ -83,6 +83,8 @@ DataParallel::DataParallel(weftComm_t comm, Model& model, const AdamWConfig& ada
       buckets_(makeBuckets(model, opt, size_)),
       adam_(model, adam, ownedSegments(buckets_, model.numParams(), zero_, rank_, size_)) {
   if (opt.zero < 0 || opt.zero > 3) throw std::invalid_argument("--zero must be 0, 1, 2 or 3");
+  if (opt.powerSgdRank > 0 && opt.zero != 0) throw std::invalid_argument("PowerSGD needs --zero 0 (DDP)");
+  if (opt.powerSgdRank > 0 && size_ > 1) powerSgd_ = std::make_unique<PowerSgd>(model, opt.powerSgdRank, 0x9E3779B9);
   grads_.assign(adam_.numOwned(), 0.0f);
   const size_t ces = dtypeSize(commDtype_);
   b_.resize(buckets_.size());
@@ -146,6 +148,10 @@ size_t DataParallel::bucketOfUnit(int unit) const {
 
 void DataParallel::beforeBackward(bool lastMicroBatch) {
   if (size_ == 1 || (!lastMicroBatch && zero_ < 2)) return;
+  if (powerSgd_ && adam_.t >= opt_.powerSgdStart) {
+    powerSgdStep_ = true;  // compressed after backward, in step()
+    return;
+  }
   nextBucket_ = 0;
   syncing_ = true;
   if (zero_ >= 2) {
@@ -300,6 +306,13 @@ DataParallel::StepResult DataParallel::step(double lr, double gradScale, double 
   res.waitSeconds += t1 - t0;
   traceSpan(0, "wait for gradient buckets", t0, t1);
   if (zero_ == 0) model_.getGrads(grads_.data());
+  if (powerSgdStep_) {
+    const double c0 = now();
+    volume_.gradientBytes += powerSgd_->reduce(comm_, size_, grads_.data());
+    powerSgdStep_ = false;
+    res.waitSeconds += now() - c0;
+    traceSpan(0, "PowerSGD", c0, now());
+  }
   if (beforeUpdate) beforeUpdate(grads_.data(), grads_.size());
   const double sumsq = adam_.unscaleSumSquares(grads_.data(), float(1.0 / gradScale));
   // One small all-reduce agrees on the loss, the sharded norm and "found inf/nan".

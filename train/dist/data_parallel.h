@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "train/dist/buckets.h"
+#include "train/dist/powersgd.h"
 #include "train/gpt2.h"
 #include "train/optim.h"
 #include "weft/weft.h"
@@ -32,6 +33,8 @@ struct DataParallelOptions {
   double bucketMb = 25;            // PyTorch DDP's bucket_cap_mb
   double firstBucketMb = 1;        // PyTorch's first bucket
   std::optional<DType> commDtype;  // gradients travel and are summed in this type; empty: the model's
+  int powerSgdRank = 0;            // DDP only: PowerSGD of this rank after powerSgdStart steps; 0 off
+  int powerSgdStart = 10;          // plain all-reduce steps first (PyTorch's start_powerSGD_iter)
 };
 
 // What one step communicated: the payload handed to weft's collectives.
@@ -193,6 +196,8 @@ class DataParallel {
   size_t nextBucket_ = 0;
   bool syncing_ = false;
   CommVolume volume_, lastVolume_;
+  std::unique_ptr<PowerSgd> powerSgd_;
+  bool powerSgdStep_ = false;      // the last micro-batch's gradients await PowerSGD
   bool tracing_ = false;
   std::vector<TraceEvent> trace_;
   TraceEvent openUnit_;            // the unit span in progress (end 0: none)
