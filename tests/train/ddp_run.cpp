@@ -289,39 +289,9 @@ void resumeAcrossConfigurations(weftComm_t comm, const std::vector<uint16_t>& da
   if (rank == 0) fs::remove_all(dir);
 }
 
-// PowerSGD rank 1 with error feedback against plain DDP: 200 steps of the test
-// model, validation loss within 5% (PyTorch's powerSGD_hook promise, and the
-// issue's), with fewer bytes per step.
-void powerSgd(weftComm_t comm, const std::vector<uint16_t>& data) {
-  TrainOptions o = testing::tinyOptions(DType::f32);
-  o.steps = 200;
-  o.comm = comm;
-  Trainer plain(o, &data, &data);
-  o.dp.powerSgdRank = atoi(getenv("PR"));
-  o.dp.powerSgdStart = atoi(getenv("PS"));
-  Trainer compressed(o, &data, &data);
-  size_t plainBytes = 0, compressedBytes = 0;
-  for (int s = 0; s < o.steps; s++) {
-    plain.trainStep();
-    compressed.trainStep();
-    if (s == o.steps - 1) {
-      plainBytes = plain.dataParallel().volume().gradientBytes;
-      compressedBytes = compressed.dataParallel().volume().gradientBytes;
-    }
-  }
-  const double a = compressed.evalLoss(), b = plain.evalLoss();
-  const double rel = std::fabs(a - b) / b;
-  if (rank == 0)
-    std::printf("powersgd rank 1, N=%d, 200 steps: val loss %.4f vs %.4f uncompressed (%.2f%%, limit 5%%); gradient "
-                "bytes per step %zu vs %zu (%.1fx less)\n",
-                world, a, b, rel * 100, compressedBytes, plainBytes, double(plainBytes) / double(compressedBytes));
-  if (!(rel <= 0.05)) fail("powersgd: validation loss " + std::to_string(rel * 100) + "% from uncompressed");
-  if (!(compressedBytes * 4 < plainBytes)) fail("powersgd: not 4x fewer bytes");
-}
-
 }  // namespace
 
-int main(int argc, char** argv) {
+int main() {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   weftComm_t comm = nullptr;
   if (weftCommInitFromEnv(&comm, nullptr) != weftSuccess) {
@@ -332,11 +302,6 @@ int main(int argc, char** argv) {
   weftCommCount(comm, &world);
   const std::vector<uint16_t> data = testing::syntheticCorpus();
   try {
-    if (argc > 1 && std::string(argv[1]) == "powersgd") {
-      powerSgd(comm, data);
-      weftCommDestroy(comm);
-      return failures ? 1 : 0;
-    }
     const int steps = 20;
     equivalence(comm, {"ddp fp32", DType::f32, 0, 0.02, 1e-6}, data, steps);
     equivalence(comm, {"ddp fp32 one bucket", DType::f32, 0, 1000, 1e-6}, data, steps);

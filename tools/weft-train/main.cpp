@@ -75,6 +75,7 @@ const char* kUsage =
     "  --powersgd R            PowerSGD rank-R compression of 2-D gradients with error feedback and\n"
     "                          warm start (DDP; PyTorch's powerSGD_hook semantics)\n"
     "  --powersgd-start S      plain all-reduce for the first S steps (10)\n"
+    "  --powersgd-no-error-feedback  drop the compression error instead of carrying it over\n"
     "  --verbose               every rank logs its steps, prefixed with its rank\n"
     "  --trace FILE            Chrome/Perfetto trace (JSON) of one step, every rank: each block's\n"
     "                          forward and backward, each bucket's collective, waits, the optimizer\n"
@@ -182,7 +183,7 @@ int main(int argc, char** argv) {
   double lr = -1, minLr = 1e-4, wd = 0.1, clip = 1.0;
   uint64_t seed = 1337;
   double lossScale = 65536.0, dropout = 0.0;
-  bool prepareOnly = false, ckptActs = false, verbose = false;
+  bool prepareOnly = false, ckptActs = false, verbose = false, powerSgdFeedback = true;
   int threads = 0, zero = 0;
   double bucketMb = 25;
   std::string reduceDtype, gradCompress, traceFile;
@@ -238,6 +239,7 @@ int main(int argc, char** argv) {
     else if (a == "--trace") traceFile = val();
     else if (a == "--powersgd") powerSgd = int(num());
     else if (a == "--powersgd-start") powerSgdStart = int(num());
+    else if (a == "--powersgd-no-error-feedback") powerSgdFeedback = false;
     else if (a == "--trace-step") traceStep = int(num());
     else die("unknown option " + a + " (see --help)");
   }
@@ -318,6 +320,7 @@ int main(int argc, char** argv) {
     if (powerSgd > 0 && zero != 0) die("--powersgd needs --zero 0");
     opt.dp.powerSgdRank = powerSgd;
     opt.dp.powerSgdStart = powerSgdStart;
+    opt.dp.powerSgdErrorFeedback = powerSgdFeedback;
     if (!reduceDtype.empty() && !gradCompress.empty()) die("--reduce-dtype and --grad-compress exclude each other");
     if (!reduceDtype.empty()) {
       if (reduceDtype != "fp32") die("--reduce-dtype must be fp32");

@@ -84,7 +84,7 @@ DataParallel::DataParallel(weftComm_t comm, Model& model, const AdamWConfig& ada
       adam_(model, adam, ownedSegments(buckets_, model.numParams(), zero_, rank_, size_)) {
   if (opt.zero < 0 || opt.zero > 3) throw std::invalid_argument("--zero must be 0, 1, 2 or 3");
   if (opt.powerSgdRank > 0 && opt.zero != 0) throw std::invalid_argument("PowerSGD needs --zero 0 (DDP)");
-  if (opt.powerSgdRank > 0 && size_ > 1) powerSgd_ = std::make_unique<PowerSgd>(model, opt.powerSgdRank, 0x9E3779B9);
+  if (opt.powerSgdRank > 0 && size_ > 1) powerSgd_ = std::make_unique<PowerSgd>(model, opt.powerSgdRank, opt.powerSgdErrorFeedback, 0x9E3779B9);
   grads_.assign(adam_.numOwned(), 0.0f);
   const size_t ces = dtypeSize(commDtype_);
   b_.resize(buckets_.size());

@@ -35,6 +35,7 @@ struct DataParallelOptions {
   std::optional<DType> commDtype;  // gradients travel and are summed in this type; empty: the model's
   int powerSgdRank = 0;            // DDP only: PowerSGD of this rank after powerSgdStart steps; 0 off
   int powerSgdStart = 10;          // plain all-reduce steps first (PyTorch's start_powerSGD_iter)
+  bool powerSgdErrorFeedback = true;  // PyTorch's use_error_feedback
 };
 
 // What one step communicated: the payload handed to weft's collectives.

@@ -30,7 +30,8 @@ void orthogonalize(float* a, int n, int r) {
 
 }  // namespace
 
-PowerSgd::PowerSgd(const Model& model, int approxRank, uint64_t seed) : r_(approxRank) {
+PowerSgd::PowerSgd(const Model& model, int approxRank, bool errorFeedback, uint64_t seed)
+    : r_(approxRank), errorFeedback_(errorFeedback) {
   for (const ParamTensor& t : model.tensors()) {
     const bool matrix = t.shape.size() == 2;
     const int64_t n = matrix ? t.shape[0] : 0, m = matrix ? t.shape[1] : 0;
@@ -88,7 +89,7 @@ size_t PowerSgd::reduce(weftComm_t comm, int ranks, float* g) {
     error_[i] = copy_[i] - g[i] / float(ranks);
     finite = finite && std::isfinite(error_[i]);
   }
-  if (!finite) std::fill(error_.begin(), error_.end(), 0.0f);
+  if (!finite || !errorFeedback_) std::fill(error_.begin(), error_.end(), 0.0f);
   return bytesPerStep();
 }
 

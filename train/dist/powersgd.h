@@ -17,7 +17,7 @@ namespace weft::train {
 
 class PowerSgd {
  public:
-  PowerSgd(const Model& model, int approxRank, uint64_t seed);
+  PowerSgd(const Model& model, int approxRank, bool errorFeedback, uint64_t seed);
 
   // g: every gradient element, fp32, this rank's contribution pre-scaled so that
   // the sum over ranks is the result. Replaced by the (approximate) sum. Returns
@@ -34,6 +34,7 @@ class PowerSgd {
     size_t p, q;    // offsets of its factors in p_ and q_
   };
   int r_;  // approximation rank
+  bool errorFeedback_;
   std::vector<Matrix> matrices_;
   std::vector<std::pair<size_t, size_t>> plain_;  // (offset, count) sent as is
   size_t uncompressed_ = 0, pSize_ = 0, qSize_ = 0;
