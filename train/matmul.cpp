@@ -17,8 +17,16 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
+#include <map>
+#include <tuple>
+#include <unordered_map>
 #include <type_traits>
 #include <vector>
+
+#ifdef WEFT_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
 
 namespace weft::train {
 
@@ -99,6 +107,51 @@ Scratch& scratch() {
   return s;
 }
 
+#ifdef WEFT_HAVE_DNNL
+bool nativeBf16() {
+  static const bool on = [] {
+    const char* force = std::getenv("WEFT_TRAIN_GEMM");
+    if (force != nullptr && std::strcmp(force, "fp32") == 0) return false;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512bf16") || __builtin_cpu_supports("amx-bf16");
+  }();
+  return on;
+}
+
+// C[M,N] (+)= op(A) op(B) (+ bias[N]) in bf16 with fp32 accumulation and one
+// rounding; a primitive per shape.
+void onednnGemm(bool ta, bool tb, int M, int N, int K, const bf16* A, const bf16* B, bf16* C, bool acc,
+                const bf16* bias = nullptr) {
+  using dnnl::memory;
+  static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  static thread_local dnnl::stream strm(eng);
+  static thread_local std::map<std::tuple<int, int, int, bool, bool, bool, bool>, dnnl::matmul> cache;
+  const memory::dim m = M, n = N, k = K;
+  const memory::desc a({m, k}, memory::data_type::bf16, ta ? memory::dims{1, m} : memory::dims{k, 1});
+  const memory::desc b({k, n}, memory::data_type::bf16, tb ? memory::dims{1, k} : memory::dims{n, 1});
+  const memory::desc c({m, n}, memory::data_type::bf16, memory::dims{n, 1});
+  const memory::desc bd({1, n}, memory::data_type::bf16, memory::dims{n, 1});
+  auto key = std::make_tuple(M, N, K, ta, tb, acc, bias != nullptr);
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    dnnl::primitive_attr attr;
+    if (acc) {
+      dnnl::post_ops ops;
+      ops.append_sum(1.0f);  // C + A B, rounded once
+      attr.set_post_ops(ops);
+    }
+    const auto desc = bias ? dnnl::matmul::desc(a, b, bd, c) : dnnl::matmul::desc(a, b, c);
+    it = cache.emplace(key, dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, eng))).first;
+  }
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(a, eng, const_cast<bf16*>(A))},
+                                       {DNNL_ARG_WEIGHTS, memory(b, eng, const_cast<bf16*>(B))},
+                                       {DNNL_ARG_DST, memory(c, eng, C)}};
+  if (bias) args.emplace(DNNL_ARG_BIAS, memory(bd, eng, const_cast<bf16*>(bias)));
+  it->second.execute(strm, args);
+  strm.wait();
+}
+#endif
+
 }  // namespace
 
 void gemmSerial(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
@@ -124,6 +177,14 @@ void gemm(bool transA, bool transB, int M, int N, int K, const T* A, const T* B,
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     blasGemm(transA, transB, M, N, K, A, B, C, accumulate);
   } else {
+#ifdef WEFT_HAVE_DNNL
+    if constexpr (std::is_same_v<T, bf16>) {
+      if (nativeBf16() && K > 0) {
+        onednnGemm(transA, transB, M, N, K, A, B, C, accumulate);
+        return;
+      }
+    }
+#endif
     Scratch& s = scratch();
     size_t na = size_t(M) * K, nb = size_t(K) * N, nc = size_t(M) * N;
     if (s.a.size() < na) s.a.resize(na);
@@ -149,6 +210,14 @@ void matmulForward(T* out, const T* inp, const T* w, const T* bias, int N, int I
       }
     }
   } else {
+#ifdef WEFT_HAVE_DNNL
+    if constexpr (std::is_same_v<T, bf16>) {
+      if (nativeBf16()) {
+        onednnGemm(false, false, N, OC, IC, inp, w, out, false, bias);
+        return;
+      }
+    }
+#endif
     // Add the bias in fp32 before the single rounding to T.
     Scratch& s = scratch();
     size_t na = size_t(N) * IC, nb = size_t(IC) * OC, nc = size_t(N) * OC;
