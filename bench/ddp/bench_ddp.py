@@ -4,7 +4,8 @@
 Every configuration trains the `small` preset (6 layers, 6 heads, width 384,
 context 256, vocab 256, no dropout) in fp32 on a global batch of 16 x 256 tokens
 per step with 2 threads in all: one process with 2 threads and 2 micro-batches,
-or 2 ranks with 1 thread and 1 micro-batch of 8 each. The step is forward,
+or 2 ranks with 1 thread and 1 micro-batch of 8 each (DDP with buckets, one bucket,
+ZeRO-1/2/3, PowerSGD rank 4). The step is forward,
 backward, gradient reduction, global-norm clip 1.0, AdamW. Prints tokens/s, the
 step split where the trainer reports it, and the ratios the issue sets as goals.
 
@@ -124,6 +125,10 @@ def main():
     show("weft-train DDP 2 ranks x 1 thread", *weft(a.build, 2, [], a.steps, a.warmup))
     show("weft-train DDP, one bucket (no overlap)", *weft(a.build, 2, ["--bucket-mb", "100000"], a.steps, a.warmup))
     show("weft-train ZeRO-1 2 ranks", *weft(a.build, 2, ["--zero", "1"], a.steps, a.warmup))
+    show("weft-train ZeRO-2 2 ranks", *weft(a.build, 2, ["--zero", "2"], a.steps, a.warmup))
+    show("weft-train ZeRO-3 2 ranks", *weft(a.build, 2, ["--zero", "3"], a.steps, a.warmup))
+    show("weft-train DDP + PowerSGD rank 4", *weft(a.build, 2, ["--powersgd", "4", "--powersgd-start", "0"],
+                                                    a.steps, a.warmup))
     show("PyTorch DDP (gloo) 2 ranks x 1 thread", *torch_run("ddp", a.steps, a.warmup))
     try:
         import deepspeed  # noqa: F401
@@ -138,7 +143,9 @@ def main():
     if t:
         print(f"weft DDP / PyTorch DDP+gloo:    {ddp / t:.2f}x (goal >= 1.3)")
     print(f"one bucket / buckets:           {rates['weft-train DDP, one bucket (no overlap)'] / ddp:.2f}x")
-    print(f"ZeRO-1 / DDP:                   {rates['weft-train ZeRO-1 2 ranks'] / ddp:.2f}x")
+    for z in (1, 2, 3):
+        print(f"ZeRO-{z} / DDP:                   {rates[f'weft-train ZeRO-{z} 2 ranks'] / ddp:.2f}x"
+              + (" (goal >= 0.85)" if z == 3 else ""))
 
 
 if __name__ == "__main__":

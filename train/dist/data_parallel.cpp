@@ -310,8 +310,10 @@ DataParallel::StepResult DataParallel::step(double lr, double gradScale, double 
     const double c0 = now();
     volume_.gradientBytes += powerSgd_->reduce(comm_, size_, grads_.data());
     powerSgdStep_ = false;
-    res.waitSeconds += now() - c0;
-    traceSpan(0, "PowerSGD", c0, now());
+    const double c1 = now();
+    res.waitSeconds += c1 - c0;  // compression and its all-reduces: communication, not the optimizer
+    t1 += c1 - c0;
+    traceSpan(0, "PowerSGD", c0, c1);
   }
   if (beforeUpdate) beforeUpdate(grads_.data(), grads_.size());
   const double sumsq = adam_.unscaleSumSquares(grads_.data(), float(1.0 / gradScale));
