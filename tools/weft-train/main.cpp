@@ -340,6 +340,27 @@ int main(int argc, char** argv) {
     TokenFile valData = readTokenFile(valPath.string());
     if (int(trainData.vocabSize) > opt.model.vocabSize) die("token file vocabulary exceeds the model's");
 
+    if (comm) {
+      // Every rank must train the same run: compare what decides it (not --threads,
+      // --verbose or the output paths) before the first collective of the trainer,
+      // so a rank started with other options is named instead of failing later.
+      char desc[512];
+      std::snprintf(desc, sizeof desc, "%s %s %d %d %d %d %.17g %.17g %d %.17g %.17g %llu %.17g %.17g %d %d %.17g %s %s %d %d %d %d",
+                    preset.c_str(), dtypeStr.c_str(), opt.steps, opt.batch, opt.seq, opt.gradAccum, opt.lr, opt.minLr,
+                    opt.warmup, wd, clip, (unsigned long long)seed, lossScale, dropout, int(ckptActs), zero, bucketMb,
+                    reduceDtype.c_str(), gradCompress.c_str(), powerSgd, powerSgdStart, int(powerSgdFeedback),
+                    int(resume.empty()));
+      uint64_t h = 1469598103934665603ull;  // FNV-1a
+      for (const char* c = desc; *c; c++) h = (h ^ uint8_t(*c)) * 1099511628211ull;
+      std::vector<uint64_t> all(size_t(world), 0);
+      weft::check(weftAllGather(&h, all.data(), 1, weftUint64, comm, nullptr), comm);
+      std::string differ;
+      for (int r = 1; r < world; r++)
+        if (all[size_t(r)] != all[0]) differ += (differ.empty() ? "" : ", ") + std::to_string(r);
+      if (!differ.empty())
+        die("the training options of rank(s) " + differ + " differ from rank 0's (every rank must be started with the "
+            "same model, precision, batch, schedule, data-parallel and resume options)");
+    }
     Trainer tr(opt, &trainData.tokens, &valData.tokens);
     tr.model().setActivationCheckpointing(ckptActs);
     tr.scaler().scale = lossScale;
