@@ -40,6 +40,27 @@ struct HeadView {
   }
 };
 
+// Softmax of row[0..t] in place, zeros after it. The fp32 version is compiled for
+// AVX-512 and AVX2 beside the baseline and picked by the CPU at load time.
+template <class A>
+inline void causalSoftmaxRowImpl(A* row, int t, int Tn) {
+  A mx = row[0];
+  for (int t2 = 1; t2 <= t; t2++) mx = row[t2] > mx ? row[t2] : mx;
+  A sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int t2 = 0; t2 <= t; t2++) {
+    row[t2] = expFast(row[t2] - mx);
+    sum += row[t2];
+  }
+  const A inv = A(1) / sum;
+  for (int t2 = 0; t2 <= t; t2++) row[t2] *= inv;
+  for (int t2 = t + 1; t2 < Tn; t2++) row[t2] = A(0);
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void causalSoftmaxRow(float* row, int t, int Tn) { causalSoftmaxRowImpl(row, t, Tn); }
+void causalSoftmaxRow(double* row, int t, int Tn) { causalSoftmaxRowImpl(row, t, Tn); }
+
 // Store a [T, hs] result (leading dimension hs) into a [T, stride] matrix at column col.
 template <class T>
 void storeHead(T* dst, const Acc<T>* src, int Tn, int stride, int col, int hs) {
@@ -65,17 +86,7 @@ void attentionForward(T* out, T* att, const T* qkv, int B, int Tn, int C, int NH
     T* attRows = att + size_t(bh) * Tn * Tn;
     for (int t = 0; t < Tn; t++) {
       A* row = p.data() + size_t(t) * Tn;
-      A mx = row[0];
-      for (int t2 = 1; t2 <= t; t2++) mx = row[t2] > mx ? row[t2] : mx;
-      A sum = 0;
-#pragma omp simd reduction(+ : sum)
-      for (int t2 = 0; t2 <= t; t2++) {
-        row[t2] = expFast(row[t2] - mx);
-        sum += row[t2];
-      }
-      const A inv = A(1) / sum;
-      for (int t2 = 0; t2 <= t; t2++) row[t2] *= inv;
-      for (int t2 = t + 1; t2 < Tn; t2++) row[t2] = A(0);
+      causalSoftmaxRow(row, t, Tn);
       if constexpr (std::is_same_v<T, A>) {
         std::copy(row, row + Tn, attRows + size_t(t) * Tn);
       } else {
