@@ -22,15 +22,16 @@ weftDataType_t weftType(DType d) {
   throw std::invalid_argument("no weft datatype");
 }
 
-// n elements of type `from` at src to type `to` at dst (rounded once, through fp32).
-void convert(DType from, const void* src, DType to, void* dst, size_t n) {
+// n elements of type `from` at src to type `to` at dst (rounded once, through fp32
+// in *tmp, which is kept between calls: buckets are megabytes).
+void convert(DType from, const void* src, DType to, void* dst, size_t n, std::vector<float>* tmp) {
   if (from == to) {
     std::memcpy(dst, src, n * dtypeSize(from));
     return;
   }
-  std::vector<float> tmp(n);
-  convertToFloat(from, src, tmp.data(), n);
-  convertFromFloat(to, tmp.data(), dst, n);
+  if (tmp->size() < n) tmp->resize(n);
+  convertToFloat(from, src, tmp->data(), n);
+  convertFromFloat(to, tmp->data(), dst, n);
 }
 
 int commRank(weftComm_t c) { int r = 0; if (c) weft::check(weftCommUserRank(c, &r), c); return r; }
@@ -237,7 +238,7 @@ void DataParallel::post(size_t b) {
     char* grads = static_cast<char*>(model_.gradData()) + bk.lo * mes;
     void* buf = grads;
     if (commDtype_ != mdt) {
-      convert(mdt, grads, commDtype_, st.wire.data(), bk.numel());
+      convert(mdt, grads, commDtype_, st.wire.data(), bk.numel(), &scratch_);
       buf = st.wire.data();
     }
     weft::check(weftAllReduceAsync(buf, buf, bk.numel(), wt, weftSum, comm_, &st.req), comm_);
@@ -252,7 +253,7 @@ void DataParallel::post(size_t b) {
   void* send = st.buf->grad.data();
   if (commDtype_ != mdt) {
     if (st.buf->wire.size() < padded * ces) st.buf->wire.resize(padded * ces);
-    convert(mdt, st.buf->grad.data(), commDtype_, st.buf->wire.data(), padded);
+    convert(mdt, st.buf->grad.data(), commDtype_, st.buf->wire.data(), padded, &scratch_);
     send = st.buf->wire.data();
   }
   weft::check(weftReduceScatterAsync(send, st.recv.data(), st.shard, wt, weftSum, comm_, &st.req), comm_);
@@ -265,10 +266,10 @@ void DataParallel::complete(size_t b) {
   st.timing.done = now();
   traceBucket(b);
   // Accumulate this rank's reduced part (micro-batches add up under ZeRO-2/3).
-  std::vector<float> part(st.owned);
-  convertToFloat(commDtype_, st.recv.data(), part.data(), st.owned);
+  if (scratch_.size() < st.owned) scratch_.resize(st.owned);
+  convertToFloat(commDtype_, st.recv.data(), scratch_.data(), st.owned);
   float* g = grads_.data() + st.ownedAt;
-  for (size_t i = 0; i < st.owned; i++) g[i] += part[i];
+  for (size_t i = 0; i < st.owned; i++) g[i] += scratch_[i];
   freeGrads_.push_back(st.buf);
   st.buf = nullptr;
   inFlight_.erase(std::find(inFlight_.begin(), inFlight_.end(), b));
@@ -292,7 +293,7 @@ void DataParallel::finishGradients() {
   if (zero_ == 0 && commDtype_ != model_.dtype())
     for (size_t b = 0; b < buckets_.size(); b++) {
       char* grads = static_cast<char*>(model_.gradData()) + buckets_[b].lo * dtypeSize(model_.dtype());
-      convert(commDtype_, b_[b].wire.data(), model_.dtype(), grads, buckets_[b].numel());
+      convert(commDtype_, b_[b].wire.data(), model_.dtype(), grads, buckets_[b].numel(), &scratch_);
     }
 }
 
@@ -490,7 +491,7 @@ void DataParallel::materialize() {
   if (zero_ != 3 || materialized_) return;
   for (int u = 0; u < model_.numUnits(); u++) dropUnit(u);  // the tensors now point into the flat buffer
   model_.setFlatParams(true);
-  gatherOwnedParams(ownedParams_.data(), model_.paramData());
+  gatherOwned(ownedParams_.data(), model_.dtype(), model_.paramData());
   materialized_ = true;
 }
 
@@ -506,37 +507,24 @@ void DataParallel::release() {
 
 // ---- full state for checkpoints ---------------------------------------------------------
 
-// Every rank's owned elements (es bytes each, in owned order) into the full array.
-void DataParallel::gatherOwnedParams(const char* owned, void* full) const {
-  const size_t es = dtypeSize(model_.dtype());
+// Every rank's owned elements (of type dt, in owned order) into the full array.
+void DataParallel::gatherOwned(const void* owned, DType dt, void* full) const {
+  const size_t es = dtypeSize(dt);
   std::vector<char> padded;
   for (size_t b = 0; b < buckets_.size(); b++) {
     const BucketState& st = b_[b];
     padded.assign(st.shard * size_t(size_) * es, 0);
-    std::memcpy(padded.data() + st.shard * size_t(rank_) * es, owned + st.ownedAt * es, st.owned * es);
-    weft::check(weftAllGather(padded.data() + st.shard * size_t(rank_) * es, padded.data(), st.shard,
-                              weftType(model_.dtype()), comm_, nullptr),
-                comm_);
+    char* mine = padded.data() + st.shard * size_t(rank_) * es;
+    std::memcpy(mine, static_cast<const char*>(owned) + st.ownedAt * es, st.owned * es);
+    weft::check(weftAllGather(mine, padded.data(), st.shard, weftType(dt), comm_, nullptr), comm_);
     std::memcpy(static_cast<char*>(full) + buckets_[b].lo * es, padded.data(), buckets_[b].numel() * es);
   }
 }
 
 void DataParallel::gatherFull(const std::vector<float>& owned, std::vector<float>* full) const {
   full->assign(model_.numParams(), 0.0f);
-  if (zero_ == 0) {
-    adam_.scatterOwned(owned.data(), full->data());
-    return;
-  }
-  std::vector<float> padded;
-  for (size_t b = 0; b < buckets_.size(); b++) {
-    const BucketState& st = b_[b];
-    padded.assign(st.shard * size_t(size_), 0.0f);
-    float* mine = padded.data() + st.shard * size_t(rank_);
-    std::copy(owned.begin() + ptrdiff_t(st.ownedAt), owned.begin() + ptrdiff_t(st.ownedAt + st.owned), mine);
-    weft::check(weftAllGather(mine, padded.data(), st.shard, weftFloat32, comm_, nullptr), comm_);
-    std::copy(padded.begin(), padded.begin() + ptrdiff_t(buckets_[b].numel()),
-              full->begin() + ptrdiff_t(buckets_[b].lo));
-  }
+  if (zero_ == 0) adam_.scatterOwned(owned.data(), full->data());
+  else gatherOwned(owned.data(), DType::f32, full->data());
 }
 
 void DataParallel::fullState(std::vector<float>* master, std::vector<float>* m, std::vector<float>* v) const {
@@ -557,7 +545,7 @@ void DataParallel::loadState(const std::vector<float>& master, const std::vector
 void DataParallel::fullParams(std::vector<char>* out) const {
   const size_t bytes = model_.numParams() * dtypeSize(model_.dtype());
   out->resize(bytes);
-  if (zero_ == 3 && !materialized_) gatherOwnedParams(ownedParams_.data(), out->data());
+  if (zero_ == 3 && !materialized_) gatherOwned(ownedParams_.data(), model_.dtype(), out->data());
   else std::memcpy(out->data(), model_.paramData(), bytes);
 }
 
@@ -589,7 +577,7 @@ MemoryReport DataParallel::memory() const {
   for (const auto& st : b_) r.commBuffers += st.recv.size() + st.wire.size();
   for (const auto& g : gradPool_) (zero_ >= 2 ? r.grads : r.commBuffers) += g->grad.size() + g->wire.size();
   for (const auto& u : unitPool_) r.params += u->size();
-  r.commBuffers += gatherBuf_.size();
+  r.commBuffers += gatherBuf_.size() + scratch_.size() * sizeof(float);
   return r;
 }
 

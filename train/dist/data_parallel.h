@@ -165,7 +165,7 @@ class DataParallel {
   void dropUnit(int unit);
   void allGatherParams();
   void gatherFull(const std::vector<float>& owned, std::vector<float>* full) const;
-  void gatherOwnedParams(const char* owned, void* full) const;
+  void gatherOwned(const void* owned, DType dt, void* full) const;
   size_t bucketOfUnit(int unit) const;
   bool layerUnit(int unit) const { return unit >= 1 && unit <= model_.config().numLayers; }
   void traceBucket(size_t b);
@@ -186,6 +186,7 @@ class DataParallel {
   std::vector<GradBuffer*> freeGrads_;
   std::deque<size_t> inFlight_;    // ZeRO buckets posted and not completed, oldest first
   std::vector<char> gatherBuf_;    // ZeRO-1/2: one bucket's parameters while all-gathered
+  std::vector<float> scratch_;     // conversions through fp32
   // ZeRO-3
   std::vector<char> ownedParams_;  // this rank's parameters (model type), owned order
   std::vector<UnitState> units_;
