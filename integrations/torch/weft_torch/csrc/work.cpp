@@ -1,0 +1,235 @@
+#include "work.h"
+
+#include <ATen/core/grad_mode.h>
+#include <c10/util/Exception.h>
+
+#include <chrono>
+
+namespace weft_torch {
+
+std::exception_ptr backend_error(const std::string& msg) {
+  try {
+    C10_THROW_ERROR(DistBackendError, msg);
+  } catch (...) {
+    return std::current_exception();
+  }
+}
+
+namespace {
+
+// Runs future callbacks. A callback may block on a later work's future (the
+// PowerSGD hook waits on an all-reduce inside its callback), so a task never
+// waits for a busy thread: with none idle, another thread starts. Leaked on
+// purpose: its threads may outlive static destruction at exit.
+class CallbackPool {
+ public:
+  static CallbackPool& get() {
+    static CallbackPool* pool = new CallbackPool;
+    return *pool;
+  }
+  void run(std::function<void()> task) {
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks_.push_back(std::move(task));
+    if (idle_ > 0) {
+      cv_.notify_one();
+    } else {
+      std::thread([this] { loop(); }).detach();
+    }
+  }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      while (tasks_.empty()) {
+        ++idle_;
+        cv_.wait(lock);
+        --idle_;
+      }
+      std::function<void()> task = std::move(tasks_.front());
+      tasks_.pop_front();
+      lock.unlock();
+      task();
+      lock.lock();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> tasks_;
+  int idle_ = 0;
+};
+
+}  // namespace
+
+WeftWork::WeftWork(int rank, c10d::OpType type, const char* what, std::vector<at::Tensor> outputs)
+    : c10d::Work(rank, type),
+      what_(what),
+      outputs_(std::move(outputs)),
+      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
+
+WeftWork::~WeftWork() {
+  // Unreachable with requests pending: the completer holds every posted work
+  // until it is complete. A work that failed to post frees what it posted.
+  for (weftRequest_t& r : requests_) weftWait(&r);
+}
+
+void WeftWork::drive(bool publish_inline) {
+  bool expected = false;
+  if (claimed_.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) {
+    weftResult_t err = weftSuccess;
+    std::string msg;
+    for (weftRequest_t& r : requests_) {
+      weftResult_t rc = weftWait(&r);
+      if (rc != weftSuccess && err == weftSuccess) {
+        err = rc;
+        msg = weftGetLastError(nullptr);  // this thread's, right after the failed wait
+      }
+    }
+    finish_requests(err, msg, publish_inline);
+    return;
+  }
+  std::unique_lock<std::mutex> lock(mutex_);
+  cv_.wait(lock, [this] { return completed_; });
+}
+
+void WeftWork::finish_requests(weftResult_t err, const std::string& msg, bool publish_inline) {
+  std::exception_ptr ep;
+  if (err != weftSuccess) {
+    ep = backend_error(std::string("weft ") + what_ + " failed: " + (msg.empty() ? weftGetErrorString(err) : msg));
+  } else {
+    // Copies into the caller's tensors; they may require grad, and this may be
+    // the completer thread, where grad mode is on by default.
+    at::NoGradGuard no_grad;
+    try {
+      for (auto& fn : on_success_) fn();
+    } catch (...) {
+      ep = std::current_exception();
+    }
+  }
+  for (auto& fn : on_done_) fn();
+  on_success_.clear();
+  on_done_.clear();
+  kept_.clear();
+  bool publish;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    completed_ = true;
+    exception_ = ep;
+    publish = future_requested_;
+  }
+  cv_.notify_all();
+  // Without a getFuture() so far nobody can have attached a callback: mark
+  // the future here. getFuture() after this point finds it complete.
+  auto fut = future_;
+  auto outputs = outputs_;
+  auto mark = [fut, outputs, ep] {
+    if (ep)
+      fut->setError(ep);
+    else
+      fut->markCompleted(c10::IValue(outputs));
+  };
+  if (!publish || publish_inline)
+    mark();
+  else
+    CallbackPool::get().run(mark);
+}
+
+bool WeftWork::isCompleted() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (completed_) return true;
+  }
+  bool expected = false;
+  if (!claimed_.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) return false;
+  weftResult_t err = weftSuccess;
+  std::string msg;
+  bool all = true;
+  for (weftRequest_t& r : requests_) {
+    if (r == nullptr) continue;
+    int done = 0;
+    weftResult_t rc = weftTest(&r, &done);
+    if (!done) {
+      all = false;
+      break;
+    }
+    if (rc != weftSuccess && err == weftSuccess) {
+      err = rc;
+      msg = weftGetLastError(nullptr);
+    }
+  }
+  // A request that completed with an error is already freed: finish now, the
+  // error would be lost otherwise.
+  if (all || err != weftSuccess) {
+    for (weftRequest_t& r : requests_) weftWait(&r);
+    finish_requests(err, msg, true);
+    return true;
+  }
+  claimed_.store(false, std::memory_order_release);
+  return false;
+}
+
+bool WeftWork::isSuccess() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return completed_ && !exception_;
+}
+
+std::exception_ptr WeftWork::exception() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return exception_;
+}
+
+bool WeftWork::wait(std::chrono::milliseconds timeout) {
+  if (timeout == kNoTimeout) {
+    drive(true);
+  } else {
+    // Bounded: the completer drives; this thread only waits.
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!cv_.wait_for(lock, timeout, [this] { return completed_; }))
+      std::rethrow_exception(backend_error(std::string("weft ") + what_ + ": Work::wait timed out after " +
+                                           std::to_string(timeout.count()) + " ms"));
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (exception_) std::rethrow_exception(exception_);
+  return true;
+}
+
+c10::intrusive_ptr<c10::ivalue::Future> WeftWork::getFuture() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  future_requested_ = true;
+  return future_;
+}
+
+Completer::Completer() : thread_([this] { loop(); }) {}
+
+Completer::~Completer() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_one();
+  thread_.join();
+}
+
+void Completer::push(c10::intrusive_ptr<WeftWork> work) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    works_.push_back(std::move(work));
+  }
+  cv_.notify_one();
+}
+
+void Completer::loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [this] { return stop_ || !works_.empty(); });
+    if (works_.empty()) return;  // stop_ and drained
+    c10::intrusive_ptr<WeftWork> work = works_.front();
+    lock.unlock();
+    work->drive(false);
+    work.reset();
+    lock.lock();
+    works_.pop_front();
+  }
+}
+
+}  // namespace weft_torch
