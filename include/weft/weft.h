@@ -53,15 +53,21 @@ typedef enum {
   weftNumTypes = 10
 } weftDataType_t;
 
-/* Reduction operations, numbered as ncclRedOp_t. weftAvg is sum then divide by
- * the number of ranks (integers divide with truncation toward zero). */
+/* Reduction operations, numbered as ncclRedOp_t up to weftAvg. weftAvg is sum
+ * then divide by the number of ranks (integers divide with truncation toward
+ * zero). weftBand, weftBor and weftBxor are bitwise and, or and xor, for the
+ * integer datatypes only (a floating-point datatype is weftInvalidArgument).
+ * Pre-multiplied sum ops (weftRedOpCreatePreMulSum) are numbered from weftNumOps. */
 typedef enum {
   weftSum = 0,
   weftProd = 1,
   weftMax = 2,
   weftMin = 3,
   weftAvg = 4,
-  weftNumOps = 5,
+  weftBand = 5,
+  weftBor = 6,
+  weftBxor = 7,
+  weftNumOps = 8,
   weftMaxRedOp = 0x7fffffff
 } weftRedOp_t;
 
@@ -214,6 +220,32 @@ weftResult_t weftRecvAsync(void* recvbuff, size_t count, weftDataType_t datatype
                            weftComm_t comm, weftRequest_t* request);
 weftResult_t weftBarrier(weftComm_t comm);
 
+/* Gather, scatter and all-to-all with per-peer counts, with NCCL 2.28's
+ * signatures. They run as point-to-point operations (a rank's own part is a local
+ * copy), ordered on the communicator's queue like the other calls; parts of zero
+ * elements send nothing. Inside weftGroupStart/End they are recorded with the
+ * group's point-to-point operations and run together with them. Host memory:
+ * stream must be NULL.
+ * Gather: rank r's sendbuff (count elements) lands at recvbuff + r * count on the
+ * root, which holds nranks * count; recvbuff is ignored on the other ranks. In
+ * place at the root: sendbuff == recvbuff + root * count. */
+weftResult_t weftGather(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype, int root,
+                        weftComm_t comm, weftStream_t stream);
+/* Scatter: block r of the root's sendbuff (nranks * count elements) lands in rank
+ * r's recvbuff (count); sendbuff is ignored on the other ranks. In place at the
+ * root: recvbuff == sendbuff + root * count. */
+weftResult_t weftScatter(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype, int root,
+                         weftComm_t comm, weftStream_t stream);
+/* sendcounts[p] elements from sendbuff + sdispls[p] go to rank p; recvcounts[p]
+ * elements from rank p land at recvbuff + rdispls[p]. Counts and displacements
+ * are in elements, arrays of nranks, and must agree between each pair of ranks
+ * (sendcounts[p] on rank r == recvcounts[r] on rank p). The arrays are read
+ * during the call only (the Async form too); the parts of sendbuff and recvbuff
+ * must not overlap. */
+weftResult_t weftAlltoAllv(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls, void* recvbuff,
+                           const size_t* recvcounts, const size_t* rdispls, weftDataType_t datatype, weftComm_t comm,
+                           weftStream_t stream);
+
 /* Calls between weftGroupStart and weftGroupEnd are recorded, not run; weftGroupEnd
  * runs them (all point-to-point operations of a communicator together, so sends
  * and receives in any order cannot deadlock; then its collectives in order) and
@@ -242,6 +274,13 @@ weftResult_t weftReduceScatterAsync(const void* sendbuff, void* recvbuff, size_t
                                     weftRequest_t* request);
 weftResult_t weftAlltoAllAsync(const void* sendbuff, void* recvbuff, size_t count,
                                weftDataType_t datatype, weftComm_t comm, weftRequest_t* request);
+weftResult_t weftGatherAsync(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
+                             int root, weftComm_t comm, weftRequest_t* request);
+weftResult_t weftScatterAsync(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
+                              int root, weftComm_t comm, weftRequest_t* request);
+weftResult_t weftAlltoAllvAsync(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls,
+                                void* recvbuff, const size_t* recvcounts, const size_t* rdispls,
+                                weftDataType_t datatype, weftComm_t comm, weftRequest_t* request);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -29,7 +29,17 @@ inline void check(weftResult_t rc, weftComm_t comm = nullptr) {
   }
 }
 
-enum class Op { sum = weftSum, prod = weftProd, max = weftMax, min = weftMin, avg = weftAvg };
+// band, bor, bxor: bitwise, integer element types only.
+enum class Op {
+  sum = weftSum,
+  prod = weftProd,
+  max = weftMax,
+  min = weftMin,
+  avg = weftAvg,
+  band = weftBand,
+  bor = weftBor,
+  bxor = weftBxor
+};
 
 // The weft datatype of a C++ element type. fp16/bf16 callers use the raw
 // overloads with weftFloat16/weftBfloat16.

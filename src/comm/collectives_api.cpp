@@ -1,6 +1,7 @@
 // The C API's collectives, point-to-point calls and groups. Every entry point
-// builds a CollArgs (or a P2P op) and hands it to one dispatcher, which runs it
-// now, posts it (the *Async forms), or records it inside a group.
+// builds a CollArgs (or a point-to-point batch: a send, a receive, a gather, ...)
+// and hands it to one of two dispatchers, which runs it now, posts it (the
+// *Async forms), or records it inside a group.
 #include <algorithm>
 #include <atomic>
 #include <string>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "comm/api_internal.h"
+#include "comm/batches.h"
 
 namespace {
 using weft::api::Use;
@@ -19,7 +21,7 @@ struct Recorded {
   weftComm* comm;
   bool p2p;
   weft::CollArgs coll;
-  weft::exec::P2P op;
+  weft::P2PBatch batch;
 };
 thread_local int t_group_depth = 0;
 thread_local std::vector<Recorded> t_group;
@@ -52,25 +54,57 @@ weftResult_t dispatch(weftComm_t comm, const char* fn, const weft::CollArgs& a,
   return st.ok() ? weftSuccess : with_rank(c.get(), std::move(st));
 }
 
-// request: the non-blocking form (weftSendAsync / weftRecvAsync).
-weftResult_t point_to_point(bool send, void* buf, size_t count, weftDataType_t dtype, int peer,
-                            weftComm_t comm, weftStream_t stream, weftRequest_t* request) {
-  const char* fn = request != nullptr ? (send ? "weftSendAsync" : "weftRecvAsync") : send ? "weftSend" : "weftRecv";
+// A point-to-point batch that build(communicator, &batch) checks and makes.
+// request: the non-blocking form.
+template <class Build>
+weftResult_t batch(weftComm_t comm, const char* fn, weftStream_t stream, weftRequest_t* request, Build build) {
   weftResult_t rc;
   Use c(comm, fn, &rc);
   if (!c) return rc;
   if (stream != nullptr)
     return report(weft::Error(weftInvalidArgument,
                               "%s: streams are not supported yet (host memory only); pass NULL", fn));
-  weft::Status st = c->validate_p2p(send, buf, count, dtype, peer);
+  weft::P2PBatch b;
+  weft::Status st = build(*c.get(), &b);
   if (!st.ok()) return with_rank(c.get(), st);
-  weft::exec::P2P op{send, peer, buf, count * weft::reduce::dtype_size(dtype)};
-  if (request != nullptr) return with_rank(c.get(), c->post_p2p({op}, request));
+  if (request != nullptr) return with_rank(c.get(), c->post_p2p(std::move(b.ops), std::move(b.copies), request));
   if (in_group()) {
-    t_group.push_back({comm, true, {}, op});
+    t_group.push_back({comm, true, {}, std::move(b)});
     return weftSuccess;
   }
-  return with_rank(c.get(), c->run_p2p({op}));
+  return with_rank(c.get(), c->run_p2p(b.ops, b.copies));
+}
+
+// request: the non-blocking form (weftSendAsync / weftRecvAsync).
+weftResult_t point_to_point(bool send, void* buf, size_t count, weftDataType_t dtype, int peer,
+                            weftComm_t comm, weftStream_t stream, weftRequest_t* request) {
+  const char* fn = request != nullptr ? (send ? "weftSendAsync" : "weftRecvAsync") : send ? "weftSend" : "weftRecv";
+  return batch(comm, fn, stream, request, [&](weft::Communicator& c, weft::P2PBatch* b) {
+    WEFT_TRY(c.validate_p2p(send, buf, count, dtype, peer));
+    b->ops.push_back({send, peer, buf, count * weft::reduce::dtype_size(dtype)});
+    return weft::Status::Ok();
+  });
+}
+
+weftResult_t gather_or_scatter(bool gather, const void* sendbuff, void* recvbuff, size_t count,
+                               weftDataType_t dtype, int root, weftComm_t comm, weftStream_t stream,
+                               weftRequest_t* request) {
+  const char* fn = request != nullptr ? (gather ? "weftGatherAsync" : "weftScatterAsync")
+                   : gather           ? "weftGather"
+                                      : "weftScatter";
+  return batch(comm, fn, stream, request, [&](weft::Communicator& c, weft::P2PBatch* b) {
+    return weft::gather_batch(fn, gather, sendbuff, recvbuff, count, dtype, root, c.rank(), c.nranks(), b);
+  });
+}
+
+weftResult_t alltoallv(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls, void* recvbuff,
+                       const size_t* recvcounts, const size_t* rdispls, weftDataType_t dtype, weftComm_t comm,
+                       weftStream_t stream, weftRequest_t* request) {
+  const char* fn = request != nullptr ? "weftAlltoAllvAsync" : "weftAlltoAllv";
+  return batch(comm, fn, stream, request, [&](weft::Communicator& c, weft::P2PBatch* b) {
+    return weft::alltoallv_batch(fn, sendbuff, sendcounts, sdispls, recvbuff, recvcounts, rdispls, dtype, c.rank(),
+                                 c.nranks(), b);
+  });
 }
 
 }  // namespace
@@ -183,6 +217,41 @@ weftResult_t weftRecvAsync(void* recvbuff, size_t count, weftDataType_t datatype
   return point_to_point(false, recvbuff, count, datatype, peer, comm, nullptr, request);
 }
 
+weftResult_t weftGather(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype, int root,
+                        weftComm_t comm, weftStream_t stream) {
+  return gather_or_scatter(true, sendbuff, recvbuff, count, datatype, root, comm, stream, nullptr);
+}
+
+weftResult_t weftScatter(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype, int root,
+                         weftComm_t comm, weftStream_t stream) {
+  return gather_or_scatter(false, sendbuff, recvbuff, count, datatype, root, comm, stream, nullptr);
+}
+
+weftResult_t weftGatherAsync(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype, int root,
+                             weftComm_t comm, weftRequest_t* request) {
+  if (request == nullptr) return report(weft::Error(weftInvalidArgument, "weftGatherAsync: request is NULL"));
+  return gather_or_scatter(true, sendbuff, recvbuff, count, datatype, root, comm, nullptr, request);
+}
+
+weftResult_t weftScatterAsync(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype, int root,
+                              weftComm_t comm, weftRequest_t* request) {
+  if (request == nullptr) return report(weft::Error(weftInvalidArgument, "weftScatterAsync: request is NULL"));
+  return gather_or_scatter(false, sendbuff, recvbuff, count, datatype, root, comm, nullptr, request);
+}
+
+weftResult_t weftAlltoAllv(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls, void* recvbuff,
+                           const size_t* recvcounts, const size_t* rdispls, weftDataType_t datatype, weftComm_t comm,
+                           weftStream_t stream) {
+  return alltoallv(sendbuff, sendcounts, sdispls, recvbuff, recvcounts, rdispls, datatype, comm, stream, nullptr);
+}
+
+weftResult_t weftAlltoAllvAsync(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls,
+                                void* recvbuff, const size_t* recvcounts, const size_t* rdispls,
+                                weftDataType_t datatype, weftComm_t comm, weftRequest_t* request) {
+  if (request == nullptr) return report(weft::Error(weftInvalidArgument, "weftAlltoAllvAsync: request is NULL"));
+  return alltoallv(sendbuff, sendcounts, sdispls, recvbuff, recvcounts, rdispls, datatype, comm, nullptr, request);
+}
+
 weftResult_t weftBarrier(weftComm_t comm) {
   // A one-byte all-reduce: every rank's contribution must arrive before any
   // rank's result exists.
@@ -210,16 +279,20 @@ weftResult_t weftGroupEnd(void) {
     if (std::find(comms.begin(), comms.end(), r.comm) == comms.end()) comms.push_back(r.comm);
   weftResult_t first = weftSuccess;
   for (weftComm* comm : comms) {
-    weftResult_t rc;
+    weftResult_t rc = weftSuccess;  // Use sets it only when the lookup fails
     Use c(comm, "weftGroupEnd", &rc);
     if (!c) {
       if (first == weftSuccess) first = rc;
       continue;
     }
     std::vector<weft::exec::P2P> ops;
-    for (const Recorded& r : group)
-      if (r.comm == comm && r.p2p) ops.push_back(r.op);
-    if (!ops.empty()) rc = with_rank(c.get(), c->run_p2p(ops));
+    std::vector<weft::exec::LocalCopy> copies;
+    for (const Recorded& r : group) {
+      if (r.comm != comm || !r.p2p) continue;
+      ops.insert(ops.end(), r.batch.ops.begin(), r.batch.ops.end());
+      copies.insert(copies.end(), r.batch.copies.begin(), r.batch.copies.end());
+    }
+    if (!ops.empty() || !copies.empty()) rc = with_rank(c.get(), c->run_p2p(ops, copies));
     for (const Recorded& r : group)
       if (rc == weftSuccess && r.comm == comm && !r.p2p) rc = with_rank(c.get(), c->run(r.coll));
     if (first == weftSuccess) first = rc;

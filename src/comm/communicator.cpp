@@ -34,11 +34,15 @@ reduce::Op elementwise_op(weftRedOp_t op) {
     case weftProd: return reduce::Op::Prod;
     case weftMax: return reduce::Op::Max;
     case weftMin: return reduce::Op::Min;
-    default: return reduce::Op::Sum;  // sum, and avg (sum then divide)
+    case weftBand: return reduce::Op::Band;
+    case weftBor: return reduce::Op::Bor;
+    case weftBxor: return reduce::Op::Bxor;
+    default: return reduce::Op::Sum;  // sum, avg (sum then divide), pre-multiplied sum
   }
 }
 
-// A buffer of memory that no data engine of this build can touch.
+}  // namespace
+
 Status check_memory(const char* what, const char* which, const void* p) {
   exec::BufferKind k = exec::buffer_kind(p);
   if (exec::data_engine_for(k) != nullptr) return Status::Ok();
@@ -47,8 +51,6 @@ Status check_memory(const char* what, const char* which, const void* p) {
                "the CUDA data engine, not built yet)",
                what, which, p, k.gpu);
 }
-
-}  // namespace
 
 Status Communicator::create(const boot::UniqueId& id, int nranks, int rank,
                             const weftConfig_t* config, std::unique_ptr<Communicator>* out, Lineage lineage,
@@ -300,6 +302,9 @@ Status Communicator::validate(const CollArgs& a) const {
                    what(), static_cast<int>(a.op), reduce::dtype_name(it->second.dtype),
                    reduce::dtype_name(a.dtype));
   }
+  if (reduces && reduce::is_bitwise(elementwise_op(a.op)) && reduce::is_float_dtype(a.dtype))
+    return Error(weftInvalidArgument, "%s: bitwise op %s needs an integer datatype, not %s", what(),
+                 reduce::op_name(a.op), reduce::dtype_name(a.dtype));
   if (a.root < 0 || a.root >= nranks_)
     return Error(weftInvalidArgument, "%s: root %d is out of range [0, %d)", what(), a.root, nranks_);
   size_t esize = reduce::dtype_size(a.dtype);
@@ -367,15 +372,15 @@ bool Communicator::lock_idle() {
   return true;
 }
 
-Status Communicator::run_p2p(const std::vector<exec::P2P>& ops) {
+Status Communicator::run_p2p(const std::vector<exec::P2P>& ops, const std::vector<exec::LocalCopy>& copies) {
   if (!lock_idle()) {
     weftRequestImpl* req = nullptr;
-    WEFT_TRY(post_p2p(ops, &req));
+    WEFT_TRY(post_p2p(ops, copies, &req));
     return wait(req);
   }
   std::lock_guard<std::mutex> lock(queue_->drive_mu(), std::adopt_lock);
   WEFT_TRY(async_error());
-  Status st = exec_->run_p2p(ops, timeout_ms_);
+  Status st = exec_->run_p2p(ops, copies, timeout_ms_);
   if (!st.ok()) {
     explain_remote(&st);
     st.prefix("point-to-point group: ");
@@ -682,9 +687,10 @@ Status Communicator::post(const CollArgs& a, weftRequestImpl** out) {
   return Status::Ok();
 }
 
-Status Communicator::post_p2p(std::vector<exec::P2P> ops, weftRequestImpl** out) {
+Status Communicator::post_p2p(std::vector<exec::P2P> ops, std::vector<exec::LocalCopy> copies,
+                              weftRequestImpl** out) {
   auto* req = new weftRequestImpl;
-  queue_->post(std::make_unique<P2POp>(this, std::move(ops), req));
+  queue_->post(std::make_unique<P2POp>(this, std::move(ops), std::move(copies), req));
   *out = req;
   return Status::Ok();
 }

@@ -30,6 +30,10 @@ struct weftRequestImpl;
 
 namespace weft {
 
+// weftInvalidArgument, naming the call (what) and the buffer (which), if no data
+// engine of this build can touch the memory at p.
+Status check_memory(const char* what, const char* which, const void* p);
+
 // One collective call, as posted.
 struct CollArgs {
   sched::Coll coll = sched::Coll::AllReduce;
@@ -67,10 +71,11 @@ class Communicator final : public exec::Health {
   // until weftWait/weftTest frees it.
   Status post(const CollArgs& args, weftRequestImpl** req);
 
-  // A group's point-to-point operations, run together (after earlier posts).
-  Status run_p2p(const std::vector<exec::P2P>& ops);
+  // A group's point-to-point operations and local copies, run together (after
+  // earlier posts).
+  Status run_p2p(const std::vector<exec::P2P>& ops, const std::vector<exec::LocalCopy>& copies);
   // Non-blocking form: runs beside neighbouring point-to-point posts.
-  Status post_p2p(std::vector<exec::P2P> ops, weftRequestImpl** req);
+  Status post_p2p(std::vector<exec::P2P> ops, std::vector<exec::LocalCopy> copies, weftRequestImpl** req);
   // Waits for a posted operation, driving the engine meanwhile; frees req.
   static Status wait(weftRequestImpl* req);
   Status validate_p2p(bool send, const void* buf, size_t count, weftDataType_t dtype, int peer) const;

@@ -67,8 +67,9 @@ std::unique_ptr<engine::Op> CollOp::complete(Status st) {
   return next;
 }
 
-P2POp::P2POp(Communicator* c, std::vector<exec::P2P> ops, weftRequestImpl* req)
-    : c_(c), call_(std::move(ops), c->timeout_ms_), req_(req) {}
+P2POp::P2POp(Communicator* c, std::vector<exec::P2P> ops, std::vector<exec::LocalCopy> copies,
+             weftRequestImpl* req)
+    : c_(c), call_(std::move(ops), std::move(copies), c->timeout_ms_), req_(req) {}
 
 Status P2POp::advance(bool* done) {
   *done = false;

@@ -42,7 +42,7 @@ class CollOp final : public engine::Op {
 
 class P2POp final : public engine::Op {
  public:
-  P2POp(Communicator* c, std::vector<exec::P2P> ops, weftRequestImpl* req);
+  P2POp(Communicator* c, std::vector<exec::P2P> ops, std::vector<exec::LocalCopy> copies, weftRequestImpl* req);
   Status advance(bool* done) override;
   Status check() override;
   bool concurrent() const override { return true; }

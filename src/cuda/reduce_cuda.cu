@@ -117,6 +117,9 @@ template <Op O, class A>
 __device__ __forceinline__ A combine(A a, A b) {
   if constexpr (O == Op::Sum) return static_cast<A>(a + b);  // unsigned for integers
   else if constexpr (O == Op::Prod) return static_cast<A>(a * b);
+  else if constexpr (O == Op::Band) return static_cast<A>(a & b);  // integers only (visit)
+  else if constexpr (O == Op::Bor) return static_cast<A>(a | b);
+  else if constexpr (O == Op::Bxor) return static_cast<A>(a ^ b);
   else if constexpr (std::is_floating_point_v<A>) {
     if constexpr (O == Op::Min) return float_min(a, b);
     else return float_max(a, b);
@@ -215,37 +218,47 @@ weftResult_t launched(const char* what) {
 }
 
 // (dtype, op) -> (element type, op), as src/reduce/dtype_visit.h does for the CPU;
-// integer Sum/Prod on the unsigned type so they wrap without undefined behaviour.
+// integer Sum/Prod (and the bitwise ops) on the unsigned type so they wrap without
+// undefined behaviour. False, f not called: an invalid dtype, or a bitwise op on a
+// floating-point one.
 template <class F>
 bool visit(weftDataType_t dtype, Op op, F&& f) {
   auto by_op = [&]<class E>() {
     switch (op) {
-      case Op::Sum: f.template operator()<E, Op::Sum>(); break;
-      case Op::Prod: f.template operator()<E, Op::Prod>(); break;
-      case Op::Max: f.template operator()<E, Op::Max>(); break;
-      case Op::Min: f.template operator()<E, Op::Min>(); break;
+      case Op::Sum: f.template operator()<E, Op::Sum>(); return true;
+      case Op::Prod: f.template operator()<E, Op::Prod>(); return true;
+      case Op::Max: f.template operator()<E, Op::Max>(); return true;
+      case Op::Min: f.template operator()<E, Op::Min>(); return true;
+      case Op::Band:
+      case Op::Bor:
+      case Op::Bxor: return false;
     }
+    return false;
   };
   auto by_int = [&]<class T>() {
     using U = std::make_unsigned_t<T>;
     switch (op) {
-      case Op::Sum: f.template operator()<Plain<U>, Op::Sum>(); break;
-      case Op::Prod: f.template operator()<Plain<U>, Op::Prod>(); break;
-      case Op::Max: f.template operator()<Plain<T>, Op::Max>(); break;
-      case Op::Min: f.template operator()<Plain<T>, Op::Min>(); break;
+      case Op::Sum: f.template operator()<Plain<U>, Op::Sum>(); return true;
+      case Op::Prod: f.template operator()<Plain<U>, Op::Prod>(); return true;
+      case Op::Max: f.template operator()<Plain<T>, Op::Max>(); return true;
+      case Op::Min: f.template operator()<Plain<T>, Op::Min>(); return true;
+      case Op::Band: f.template operator()<Plain<U>, Op::Band>(); return true;
+      case Op::Bor: f.template operator()<Plain<U>, Op::Bor>(); return true;
+      case Op::Bxor: f.template operator()<Plain<U>, Op::Bxor>(); return true;
     }
+    return false;
   };
   switch (dtype) {
-    case weftInt8: by_int.template operator()<int8_t>(); return true;
-    case weftUint8: by_int.template operator()<uint8_t>(); return true;
-    case weftInt32: by_int.template operator()<int32_t>(); return true;
-    case weftUint32: by_int.template operator()<uint32_t>(); return true;
-    case weftInt64: by_int.template operator()<int64_t>(); return true;
-    case weftUint64: by_int.template operator()<uint64_t>(); return true;
-    case weftFloat16: by_op.template operator()<Half>(); return true;
-    case weftBfloat16: by_op.template operator()<Bf16>(); return true;
-    case weftFloat32: by_op.template operator()<Plain<float>>(); return true;
-    case weftFloat64: by_op.template operator()<Plain<double>>(); return true;
+    case weftInt8: return by_int.template operator()<int8_t>();
+    case weftUint8: return by_int.template operator()<uint8_t>();
+    case weftInt32: return by_int.template operator()<int32_t>();
+    case weftUint32: return by_int.template operator()<uint32_t>();
+    case weftInt64: return by_int.template operator()<int64_t>();
+    case weftUint64: return by_int.template operator()<uint64_t>();
+    case weftFloat16: return by_op.template operator()<Half>();
+    case weftBfloat16: return by_op.template operator()<Bf16>();
+    case weftFloat32: return by_op.template operator()<Plain<float>>();
+    case weftFloat64: return by_op.template operator()<Plain<double>>();
     default: return false;
   }
 }

@@ -20,7 +20,8 @@ using Stream = CUstream_st*;  // the same type as cudaStream_t; nullptr: legacy 
 // dst (and dst2 when not null) = srcs[0] op ... op srcs[nsrcs-1] over count elements;
 // 1 <= nsrcs <= reduce::kMaxSources. dst/dst2 may alias a source exactly. Fully
 // 16-byte-aligned buffers take the vectorized path (16-byte loads); others work too,
-// one element per thread step. Returns weftInvalidArgument for bad arguments,
+// one element per thread step. Returns weftInvalidArgument for bad arguments (a
+// bitwise op on a floating-point dtype among them),
 // weftUnhandledCudaError if the launch failed (logged with CUDA's message).
 weftResult_t reduce(void* dst, void* dst2, const void* const* srcs, int nsrcs, size_t count,
                     weftDataType_t dtype, reduce::Op op, Stream stream);

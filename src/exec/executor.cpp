@@ -303,6 +303,9 @@ Status Executor::advance_p2p(P2PCall& call, bool* done) {
         call.recvs[i].dst = op.buf;
       }
     }
+    // Point-to-point buffers are host memory (validate_p2p, check_memory), as the
+    // receives above that land straight in them assume.
+    for (const LocalCopy& c : call.copies) std::memcpy(c.dst, c.src, c.bytes);
     call.started = true;
   }
   progress_all();
@@ -349,8 +352,8 @@ Status Executor::check_p2p(P2PCall& call) {
                    ": ");
 }
 
-Status Executor::run_p2p(const std::vector<P2P>& ops, int64_t timeout_ms) {
-  P2PCall call(ops, timeout_ms);
+Status Executor::run_p2p(const std::vector<P2P>& ops, const std::vector<LocalCopy>& copies, int64_t timeout_ms) {
+  P2PCall call(ops, copies, timeout_ms);
   SpinWait wait;
   for (;;) {
     bool done = false;

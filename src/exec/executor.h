@@ -50,6 +50,14 @@ struct P2P {
   size_t bytes;
 };
 
+// A copy within this rank, done when its point-to-point call starts: a rank's own
+// part of a gather, scatter or all-to-all-v (links join different ranks only).
+struct LocalCopy {
+  void* dst;
+  const void* src;
+  size_t bytes;
+};
+
 // A send whose buffer a peer may still read.
 struct InFlight {
   const unsigned char* data;
@@ -59,11 +67,13 @@ struct InFlight {
 };
 
 // Point-to-point operations posted together (a group, or one weftSendAsync):
-// its sends go out at once, its receives complete in posting order per peer.
-// Several may be in flight on one executor.
+// its sends go out at once, its local copies are done, its receives complete in
+// posting order per peer. Several may be in flight on one executor.
 struct P2PCall {
-  P2PCall(std::vector<P2P> group, int64_t timeout_ms) : ops(std::move(group)), deadline(timeout_ms) {}
+  P2PCall(std::vector<P2P> group, std::vector<LocalCopy> local, int64_t timeout_ms)
+      : ops(std::move(group)), copies(std::move(local)), deadline(timeout_ms) {}
   std::vector<P2P> ops;
+  std::vector<LocalCopy> copies;
   LazyDeadline deadline;
   // Progress, the executor's.
   bool started = false;
@@ -93,9 +103,10 @@ class Executor {
   // so they do not advance the collective sequence number).
   Status advance_p2p(P2PCall& call, bool* done);
   Status check_p2p(P2PCall& call);
-  // Posts every send, then completes every receive, then waits for the sends:
-  // a group's sends and receives to different peers cannot deadlock.
-  Status run_p2p(const std::vector<P2P>& ops, int64_t timeout_ms);
+  // Posts every send and does the copies, then completes every receive, then
+  // waits for the sends: a group's sends and receives to different peers cannot
+  // deadlock.
+  Status run_p2p(const std::vector<P2P>& ops, const std::vector<LocalCopy>& copies, int64_t timeout_ms);
 
  private:
   unsigned char* resolve(const Call& call, const sched::Range& r) const;

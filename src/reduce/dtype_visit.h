@@ -20,43 +20,54 @@ inline void call(F& f) {
   f.template operator()<E, O>();
 }
 
+// Floating-point types: the bitwise ops have no meaning there (false, f not called).
 template <class E, class F>
-inline void by_op(Op op, F& f) {
+inline bool by_float_op(Op op, F& f) {
   switch (op) {
-    case Op::Sum: return call<E, Op::Sum>(f);
-    case Op::Prod: return call<E, Op::Prod>(f);
-    case Op::Max: return call<E, Op::Max>(f);
-    case Op::Min: return call<E, Op::Min>(f);
+    case Op::Sum: call<E, Op::Sum>(f); return true;
+    case Op::Prod: call<E, Op::Prod>(f); return true;
+    case Op::Max: call<E, Op::Max>(f); return true;
+    case Op::Min: call<E, Op::Min>(f); return true;
+    case Op::Band:
+    case Op::Bor:
+    case Op::Bxor: return false;
   }
+  return false;
 }
 
 // Integer Sum/Prod run on the unsigned type so they wrap without undefined
-// behaviour; Min/Max compare with the dtype's own signedness.
+// behaviour, and the bitwise ops there too (they ignore signedness); Min/Max
+// compare with the dtype's own signedness.
 template <template <class> class Plain, class T, class F>
-inline void by_int_op(Op op, F& f) {
+inline bool by_int_op(Op op, F& f) {
   using U = std::make_unsigned_t<T>;
   switch (op) {
-    case Op::Sum: return call<Plain<U>, Op::Sum>(f);
-    case Op::Prod: return call<Plain<U>, Op::Prod>(f);
-    case Op::Max: return call<Plain<T>, Op::Max>(f);
-    case Op::Min: return call<Plain<T>, Op::Min>(f);
+    case Op::Sum: call<Plain<U>, Op::Sum>(f); return true;
+    case Op::Prod: call<Plain<U>, Op::Prod>(f); return true;
+    case Op::Max: call<Plain<T>, Op::Max>(f); return true;
+    case Op::Min: call<Plain<T>, Op::Min>(f); return true;
+    case Op::Band: call<Plain<U>, Op::Band>(f); return true;
+    case Op::Bor: call<Plain<U>, Op::Bor>(f); return true;
+    case Op::Bxor: call<Plain<U>, Op::Bxor>(f); return true;
   }
+  return false;
 }
 
-// Returns false for an invalid dtype (f is not called).
+// Returns false for an invalid dtype, or a bitwise op on a floating-point one
+// (f is not called).
 template <template <class> class Plain, class Half, class Bf16, class F>
 inline bool dtype_op(weftDataType_t dtype, Op op, F&& f) {
   switch (dtype) {
-    case weftInt8: by_int_op<Plain, int8_t>(op, f); return true;
-    case weftUint8: by_int_op<Plain, uint8_t>(op, f); return true;
-    case weftInt32: by_int_op<Plain, int32_t>(op, f); return true;
-    case weftUint32: by_int_op<Plain, uint32_t>(op, f); return true;
-    case weftInt64: by_int_op<Plain, int64_t>(op, f); return true;
-    case weftUint64: by_int_op<Plain, uint64_t>(op, f); return true;
-    case weftFloat16: by_op<Half>(op, f); return true;
-    case weftBfloat16: by_op<Bf16>(op, f); return true;
-    case weftFloat32: by_op<Plain<float>>(op, f); return true;
-    case weftFloat64: by_op<Plain<double>>(op, f); return true;
+    case weftInt8: return by_int_op<Plain, int8_t>(op, f);
+    case weftUint8: return by_int_op<Plain, uint8_t>(op, f);
+    case weftInt32: return by_int_op<Plain, int32_t>(op, f);
+    case weftUint32: return by_int_op<Plain, uint32_t>(op, f);
+    case weftInt64: return by_int_op<Plain, int64_t>(op, f);
+    case weftUint64: return by_int_op<Plain, uint64_t>(op, f);
+    case weftFloat16: return by_float_op<Half>(op, f);
+    case weftBfloat16: return by_float_op<Bf16>(op, f);
+    case weftFloat32: return by_float_op<Plain<float>>(op, f);
+    case weftFloat64: return by_float_op<Plain<double>>(op, f);
     default: return false;
   }
 }

@@ -61,7 +61,10 @@ const KernelSet& kernels() {
 
 bool valid_dtype(weftDataType_t dtype) { return dtype >= 0 && dtype < weftNumTypes; }
 
-bool valid_op(Op op) { return op == Op::Sum || op == Op::Prod || op == Op::Max || op == Op::Min; }
+bool valid_op(Op op, weftDataType_t dtype) {
+  if (is_bitwise(op)) return !is_float_dtype(dtype);
+  return op == Op::Sum || op == Op::Prod || op == Op::Max || op == Op::Min;
+}
 
 }  // namespace
 
@@ -109,6 +112,9 @@ const char* op_name(weftRedOp_t op) {
     case weftMax: return "max";
     case weftMin: return "min";
     case weftAvg: return "avg";
+    case weftBand: return "band";
+    case weftBor: return "bor";
+    case weftBxor: return "bxor";
     default: return "invalid";
   }
 }
@@ -116,7 +122,7 @@ const char* op_name(weftRedOp_t op) {
 void reduce_copy(void* dst, void* dst2, const void* const* srcs, int nsrcs, size_t count,
                  weftDataType_t dtype, Op op) {
   if (count == 0) return;
-  if (nsrcs < 1 || nsrcs > kMaxSources || !valid_dtype(dtype) || !valid_op(op)) {
+  if (nsrcs < 1 || nsrcs > kMaxSources || !valid_dtype(dtype) || !valid_op(op, dtype)) {
     // A caller bug; there is no status to return, so say so loudly and do nothing.
     WEFT_WARN(REDUCE, "reduce: invalid arguments (nsrcs=%d dtype=%d op=%d); nothing done",
               nsrcs, static_cast<int>(dtype), static_cast<int>(op));

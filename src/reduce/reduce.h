@@ -25,7 +25,14 @@ namespace weft::reduce {
 //   PyTorch's and NCCL's min/max do), which NaN's payload is unspecified. -0.0 is
 //   smaller than +0.0 (IEEE 754-2019 minimum/maximum), so min/max are commutative
 //   and every rank gets the same bits whatever order it combined sources in.
-enum class Op : uint8_t { Sum, Prod, Max, Min };
+// - Band/Bor/Bxor: bitwise and/or/xor, integer dtypes only; a floating-point dtype
+//   is a caller error (reduce() does nothing, and says so).
+enum class Op : uint8_t { Sum, Prod, Max, Min, Band, Bor, Bxor };
+
+inline bool is_bitwise(Op op) { return op == Op::Band || op == Op::Bor || op == Op::Bxor; }
+inline bool is_float_dtype(weftDataType_t dtype) {
+  return dtype == weftFloat16 || dtype == weftFloat32 || dtype == weftFloat64 || dtype == weftBfloat16;
+}
 
 constexpr int kMaxSources = 8;
 

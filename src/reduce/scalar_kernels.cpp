@@ -61,6 +61,9 @@ C combine(C a, C b) {
   // the promotion of narrow types to int, which is well defined for unsigned.
   if constexpr (O == Op::Sum) return static_cast<C>(a + b);
   if constexpr (O == Op::Prod) return static_cast<C>(a * b);
+  if constexpr (O == Op::Band) return static_cast<C>(a & b);
+  if constexpr (O == Op::Bor) return static_cast<C>(a | b);
+  if constexpr (O == Op::Bxor) return static_cast<C>(a ^ b);
   if constexpr (std::is_floating_point_v<C>) {
     if constexpr (O == Op::Min) return float_min(a, b);
     else return float_max(a, b);

@@ -120,6 +120,38 @@ int main(int argc, char** argv) {
   expect("count overflow",
          weftAllReduce(buf.data(), buf.data(), SIZE_MAX / 2, weftFloat32, weftSum, comm, nullptr),
          weftInvalidArgument, comm, "overflow");
+  expect("bitwise op on float",
+         weftAllReduce(buf.data(), buf.data(), 4, weftFloat32, weftBxor, comm, nullptr),
+         weftInvalidArgument, comm, "bitwise op bxor needs an integer datatype");
+  expect("bitwise op on bf16 (reduce)",
+         weftReduce(buf.data(), buf.data(), 4, weftBfloat16, weftBand, 0, comm, nullptr),
+         weftInvalidArgument, comm, "needs an integer datatype");
+  expect("gather root out of range",
+         weftGather(buf.data(), buf.data(), 4, weftFloat32, 2, comm, nullptr), weftInvalidArgument, comm,
+         "weftGather: root 2 is out of range");
+  expect("scatter NULL recvbuff",
+         weftScatter(buf.data(), nullptr, 4, weftFloat32, 0, comm, nullptr), weftInvalidArgument, comm,
+         "weftScatter: recvbuff is NULL");
+  expect("gather count overflow",
+         weftGather(buf.data(), buf.data(), SIZE_MAX / 4, weftFloat32, 0, comm, nullptr), weftInvalidArgument, comm,
+         "overflow");
+  {
+    size_t counts[2] = {1, 1}, displs[2] = {0, 1};
+    expect("alltoallv NULL counts",
+           weftAlltoAllv(buf.data(), nullptr, displs, buf.data() + 8, counts, displs, weftFloat32, comm, nullptr),
+           weftInvalidArgument, comm, "weftAlltoAllv: sendcounts");
+    size_t twos[2] = {2, 2}, spread[2] = {0, 2};  // this rank's part to itself: 1 sent, 2 received
+    expect("alltoallv own part mismatch",
+           weftAlltoAllv(buf.data(), counts, displs, buf.data() + 8, twos, spread, weftFloat32, comm, nullptr),
+           weftInvalidArgument, comm, "part to itself");
+    expect("alltoallv overlapping buffers",
+           weftAlltoAllv(buf.data(), counts, displs, buf.data() + 1, counts, displs, weftFloat32, comm, nullptr),
+           weftInvalidArgument, comm, "overlap");
+    weftRequest_t req = nullptr;
+    expect("alltoallv async NULL recvbuff",
+           weftAlltoAllvAsync(buf.data(), counts, displs, nullptr, counts, displs, weftFloat32, comm, &req),
+           weftInvalidArgument, comm, "weftAlltoAllvAsync: recvbuff is NULL");
+  }
   weftUniqueId id;
   weftComm_t other = nullptr;
   if (weftGetUniqueId(&id) == weftSuccess)

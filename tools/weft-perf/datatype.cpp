@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <iterator>
 
 namespace weftperf {
 namespace {
@@ -35,7 +36,11 @@ const Alias kTypeAliases[] = {
     {"bf16", weftBfloat16},
 };
 
+// The ops weft-perf measures, numbered as weftRedOp_t: nccl-tests' five. The
+// bitwise ones are left out: they hold only for integer types, and -o all runs
+// every op on every type of -d.
 const char* const kOpNames[] = {"sum", "prod", "max", "min", "avg"};
+constexpr int kNumOps = static_cast<int>(std::size(kOpNames));
 
 uint32_t FloatBits(float f) {
   uint32_t u;
@@ -71,13 +76,13 @@ bool ParseTypes(const std::string& text, std::vector<weftDataType_t>* out) {
 
 bool ParseOps(const std::string& text, std::vector<weftRedOp_t>* out) {
   out->clear();
-  for (int op = 0; op < weftNumOps; ++op)
+  for (int op = 0; op < kNumOps; ++op)
     if (text == "all" || text == kOpNames[op]) out->push_back(static_cast<weftRedOp_t>(op));
   return !out->empty();
 }
 
 const char* OpName(weftRedOp_t op) {
-  return op >= 0 && op < weftNumOps ? kOpNames[op] : "?";
+  return op >= 0 && op < kNumOps ? kOpNames[op] : "?";
 }
 
 uint16_t FloatToHalf(float f) {

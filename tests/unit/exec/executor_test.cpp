@@ -337,7 +337,7 @@ TEST(ExecutorErrors, DeadlineOfAPointToPointReceive) {
   FakeNet net(3, {false, 0});
   Ints buf(4, -1);
   exec::Executor ex(0, net.links_of(0), nullptr);
-  expect_deadline([&] { return ex.run_p2p({exec::P2P{false, 2, buf.data(), 16}}, 100); },
+  expect_deadline([&] { return ex.run_p2p({exec::P2P{false, 2, buf.data(), 16}}, {}, 100); },
                   "DeadlineOfAPointToPointReceive", 2);
 }
 
@@ -414,7 +414,7 @@ TEST(ExecutorP2P, SendsAndReceivesToSeveralPeersInAnyOrder) {
                          : got.emplace_back(message(o.peer, r, o.k).size(), -1);
         p2p.push_back({o.send, o.peer, b.data(), b.size() * sizeof(int32_t)});
       }
-      Status s = ex.run_p2p(p2p, 5000);
+      Status s = ex.run_p2p(p2p, {}, 5000);
       if (!s.ok()) return s.prefix("group " + std::to_string(g + 1) + ": ");
     }
     return Status::Ok();
@@ -431,6 +431,29 @@ TEST(ExecutorP2P, SendsAndReceivesToSeveralPeersInAnyOrder) {
       }
     }
   }
+}
+
+// A batch's local copies (a rank's own part of a gather) are done beside its
+// sends and receives, and a batch of copies alone needs no peer.
+TEST(ExecutorP2P, LocalCopiesBesideSendsAndReceives) {
+  FakeNet net(2, {true, 8});
+  std::vector<Ints> gathered = {Ints(6, -1), Ints(6, -1)};  // rank r's own part, then the peer's
+  std::vector<Ints> mine = {times(1, 3), times(100, 3)};
+  std::vector<Status> st = run_ranks(2, [&](int r) {
+    exec::Executor ex(r, net.links_of(r), nullptr);
+    Ints& g = gathered[static_cast<size_t>(r)];
+    const std::vector<exec::P2P> ops = {{true, 1 - r, mine[static_cast<size_t>(r)].data(), 12},
+                                        {false, 1 - r, g.data() + 3, 12}};
+    return ex.run_p2p(ops, {{g.data(), mine[static_cast<size_t>(r)].data(), 12}}, 5000);
+  });
+  for (int r = 0; r < 2; ++r) ASSERT_TRUE(st[static_cast<size_t>(r)].ok()) << r << ": " << st[static_cast<size_t>(r)].message();
+  EXPECT_EQ(gathered[0], (Ints{1, 2, 3, 100, 200, 300}));
+  EXPECT_EQ(gathered[1], (Ints{100, 200, 300, 1, 2, 3}));
+
+  Ints src = times(7, 2), dst(2, -1);
+  exec::Executor alone(0, net.links_of(0), nullptr);
+  ASSERT_TRUE(alone.run_p2p({}, {{dst.data(), src.data(), 8}}, 100).ok());
+  EXPECT_EQ(dst, (Ints{7, 14}));
 }
 
 }  // namespace

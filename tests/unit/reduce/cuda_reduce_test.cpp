@@ -78,6 +78,16 @@ TEST_F(CudaReduce, EveryDtypeAndOpMatchesTheCpu) {
         }
 }
 
+TEST_F(CudaReduce, BitwiseOpsOnIntegersMatchTheCpu) {
+  for (weftDataType_t dtype : {weftInt8, weftUint8, weftInt32, weftUint32, weftInt64, weftUint64})
+    for (Op op : {Op::Band, Op::Bor, Op::Bxor})
+      for (size_t count : {size_t{1}, size_t{7}, size_t{1000}, size_t{100003}})
+        for (size_t offset : {size_t{0}, dtype_size(dtype)}) {
+          check(dtype, op, 3, count, offset, count == 1000);
+          if (HasFatalFailure()) return;
+        }
+}
+
 TEST_F(CudaReduce, OneToEightSourcesAndReduceCopy) {
   for (weftDataType_t dtype : {weftFloat16, weftBfloat16, weftFloat32, weftInt8, weftUint64})
     for (int nsrcs = 1; nsrcs <= kMaxSources; ++nsrcs) {
@@ -115,6 +125,8 @@ TEST(CudaReduceArgs, RejectsBadArgumentsWithoutADevice) {
   const void* one[1] = {&x};
   EXPECT_EQ(cuda::reduce(&x, nullptr, one, 0, 10, weftFloat32, Op::Sum, nullptr), weftInvalidArgument);
   EXPECT_EQ(cuda::reduce(&x, nullptr, one, 9, 10, weftFloat32, Op::Sum, nullptr), weftInvalidArgument);
+  for (Op op : {Op::Band, Op::Bor, Op::Bxor})  // bitwise ops need an integer dtype
+    EXPECT_EQ(cuda::reduce(&x, nullptr, one, 1, 10, weftFloat32, op, nullptr), weftInvalidArgument);
 }
 
 }  // namespace

@@ -37,6 +37,9 @@ TEST(ReduceNames, OpName) {
   EXPECT_STREQ(op_name(weftMax), "max");
   EXPECT_STREQ(op_name(weftMin), "min");
   EXPECT_STREQ(op_name(weftAvg), "avg");
+  EXPECT_STREQ(op_name(weftBand), "band");
+  EXPECT_STREQ(op_name(weftBor), "bor");
+  EXPECT_STREQ(op_name(weftBxor), "bxor");
   EXPECT_STREQ(op_name(weftNumOps), "invalid");
 }
 

@@ -100,6 +100,9 @@ F fcombine(Op op, F a, F b) {
     case Op::Prod: return a * b;
     case Op::Max: return fmax_ref(a, b);
     case Op::Min: return fmin_ref(a, b);
+    case Op::Band:
+    case Op::Bor:
+    case Op::Bxor: break;  // integers only: the kernels refuse floats
   }
   return a;
 }
@@ -125,6 +128,9 @@ struct Int {
       case Op::Prod: return a * b;
       case Op::Max: return less(a, b) ? b : a;
       case Op::Min: return less(b, a) ? b : a;
+      case Op::Band: return a & b;
+      case Op::Bor: return a | b;
+      case Op::Bxor: return a ^ b;
     }
     return a;
   }

@@ -28,6 +28,9 @@ inline const char* op_str(Op op) {
     case Op::Prod: return "prod";
     case Op::Max: return "max";
     case Op::Min: return "min";
+    case Op::Band: return "band";
+    case Op::Bor: return "bor";
+    case Op::Bxor: return "bxor";
   }
   return "?";
 }
