@@ -11,8 +11,12 @@ import glob
 import os
 import shutil
 
-from setuptools import setup
-from torch.utils.cpp_extension import BuildExtension, CppExtension
+# The build needs torch, not its plugins: an installed weft_torch that fails
+# to load must not stop its own rebuild.
+os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
+
+from setuptools import setup  # noqa: E402
+from torch.utils.cpp_extension import BuildExtension, CppExtension  # noqa: E402
 
 here = os.path.dirname(os.path.abspath(__file__))
 repo = os.path.normpath(os.path.join(here, "..", ".."))
@@ -54,6 +58,6 @@ setup(
     cmdclass={"build_ext": BuildWithLibweft},
     # torch imports every "torch.backends" entry point when it is imported, so
     # init_process_group("weft") works without an `import weft_torch`.
-    entry_points={"torch.backends": ["weft = weft_torch:_autoload"]},
+    entry_points={"torch.backends": ["weft = weft_torch._register:entry_point"]},
     python_requires=">=3.9",
 )
