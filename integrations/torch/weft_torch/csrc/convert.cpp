@@ -8,17 +8,27 @@ namespace weft_torch {
 
 weftDataType_t weft_dtype(at::ScalarType type, const char* what) {
   switch (type) {
-    case at::kFloat: return weftFloat32;
-    case at::kDouble: return weftFloat64;
-    case at::kHalf: return weftFloat16;
-    case at::kBFloat16: return weftBfloat16;
-    case at::kChar: return weftInt8;
+    case at::kFloat:
+      return weftFloat32;
+    case at::kDouble:
+      return weftFloat64;
+    case at::kHalf:
+      return weftFloat16;
+    case at::kBFloat16:
+      return weftBfloat16;
+    case at::kChar:
+      return weftInt8;
     case at::kByte:
-    case at::kBool: return weftUint8;
-    case at::kInt: return weftInt32;
-    case at::kLong: return weftInt64;
-    case at::kUInt32: return weftUint32;
-    case at::kUInt64: return weftUint64;
+    case at::kBool:
+      return weftUint8;
+    case at::kInt:
+      return weftInt32;
+    case at::kLong:
+      return weftInt64;
+    case at::kUInt32:
+      return weftUint32;
+    case at::kUInt64:
+      return weftUint64;
     default:
       TORCH_CHECK(false, "weft ", what, ": unsupported dtype ", c10::toString(type),
                   " (float32, float64, float16, bfloat16, int8, uint8, int32, int64, uint32, uint64, bool)");
@@ -37,15 +47,18 @@ void scalar_bytes(double factor, at::ScalarType type, unsigned char out[8]) {
 
 }  // namespace
 
-weftRedOp_t weft_op(const c10d::ReduceOp& op, at::ScalarType type, weftComm_t comm, const char* what,
-                    bool* premul) {
+weftRedOp_t weft_op(const c10d::ReduceOp& op, at::ScalarType type, weftComm_t comm, const char* what, bool* premul) {
   *premul = false;
   const bool boolean = type == at::kBool;
   switch (op.op_) {
-    case c10d::ReduceOp::SUM: return boolean ? weftMax : weftSum;
-    case c10d::ReduceOp::PRODUCT: return boolean ? weftMin : weftProd;
-    case c10d::ReduceOp::MIN: return weftMin;
-    case c10d::ReduceOp::MAX: return weftMax;
+    case c10d::ReduceOp::SUM:
+      return boolean ? weftMax : weftSum;
+    case c10d::ReduceOp::PRODUCT:
+      return boolean ? weftMin : weftProd;
+    case c10d::ReduceOp::MIN:
+      return weftMin;
+    case c10d::ReduceOp::MAX:
+      return weftMax;
     case c10d::ReduceOp::AVG:
       TORCH_CHECK(!boolean, "weft ", what, ": AVG of a bool tensor");
       return weftAvg;
@@ -63,13 +76,13 @@ weftRedOp_t weft_op(const c10d::ReduceOp& op, at::ScalarType type, weftComm_t co
       unsigned char scalar[8];
       scalar_bytes(factor, type, scalar);
       weftRedOp_t out;
-      weftResult_t rc =
-          weftRedOpCreatePreMulSum(&out, scalar, weft_dtype(type, what), weftScalarHostImmediate, comm);
+      weftResult_t rc = weftRedOpCreatePreMulSum(&out, scalar, weft_dtype(type, what), weftScalarHostImmediate, comm);
       TORCH_CHECK(rc == weftSuccess, "weft ", what, ": ", weftGetLastError(comm));
       *premul = true;
       return out;
     }
-    default: TORCH_CHECK(false, "weft ", what, ": unsupported reduce op ", static_cast<int>(op.op_));
+    default:
+      TORCH_CHECK(false, "weft ", what, ": unsupported reduce op ", static_cast<int>(op.op_));
   }
 }
 

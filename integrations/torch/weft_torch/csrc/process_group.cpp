@@ -42,10 +42,10 @@ const at::Tensor& single(const std::vector<at::Tensor>& ts, const char* what) {
 
 void check_like(const at::Tensor& t, const at::Tensor& ref, const char* what) {
   check_cpu(t, what);
-  TORCH_CHECK(t.scalar_type() == ref.scalar_type(), "weft ", what, ": dtype ", t.scalar_type(),
-              " does not match ", ref.scalar_type());
-  TORCH_CHECK(t.numel() == ref.numel(), "weft ", what, ": tensor of ", t.numel(), " elements where ",
-              ref.numel(), " are expected");
+  TORCH_CHECK(t.scalar_type() == ref.scalar_type(), "weft ", what, ": dtype ", t.scalar_type(), " does not match ",
+              ref.scalar_type());
+  TORCH_CHECK(t.numel() == ref.numel(), "weft ", what, ": tensor of ", t.numel(), " elements where ", ref.numel(),
+              " are expected");
 }
 
 // A contiguous tensor weft can work in: t itself, or a contiguous copy whose
@@ -138,11 +138,27 @@ void ProcessGroupWeft::check_post(weftResult_t rc, const c10::intrusive_ptr<Weft
   TORCH_CHECK(false, "weft ", work->what(), ": ", msg);
 }
 
+void ProcessGroupWeft::issue(const c10::intrusive_ptr<WeftWork>& work, bool async,
+                             const std::function<weftResult_t(weftRequest_t*)>& call) {
+  if (async) {
+    weftRequest_t req = nullptr;
+    check_post(call(&req), work);
+    work->add(req);
+    return;
+  }
+  if (work->sync_failed()) return;  // an earlier call of this work failed
+  weftResult_t rc = call(nullptr);
+  if (rc == weftSuccess) return;
+  // Raised by wait(), as DistBackendError: a mismatch with the other ranks'
+  // calls is reported as bad usage too, so no code tells it from a local slip.
+  work->sync_fail(rc, weftGetLastError(nullptr));
+}
+
 WorkPtr ProcessGroupWeft::launch(const c10::intrusive_ptr<WeftWork>& work, bool async) {
   if (async)
     completer_->push(work);
   else
-    work->drive(true);
+    work->complete_sync();
   return work;
 }
 
@@ -150,11 +166,12 @@ WorkPtr ProcessGroupWeft::broadcast(std::vector<at::Tensor>& tensors, const c10d
   const at::Tensor& t = single(tensors, "broadcast");
   auto w = make_work(OpType::BROADCAST, "broadcast", tensors);
   at::Tensor buf = staged(t, *w, true);
-  weftRequest_t req;
-  check_post(weftBroadcastAsync(ptr(buf), ptr(buf), count(buf), weft_dtype(t.scalar_type(), "broadcast"),
-                                static_cast<int>(opts.rootRank), comm_, &req),
-             w);
-  w->add(req);
+  issue(w, is_async(opts), [&](weftRequest_t* r) {
+    return r ? weftBroadcastAsync(ptr(buf), ptr(buf), count(buf), weft_dtype(t.scalar_type(), "broadcast"),
+                                  static_cast<int>(opts.rootRank), comm_, r)
+             : weftBroadcast(ptr(buf), ptr(buf), count(buf), weft_dtype(t.scalar_type(), "broadcast"),
+                             static_cast<int>(opts.rootRank), comm_, nullptr);
+  });
   return launch(w, is_async(opts));
 }
 
@@ -166,9 +183,10 @@ WorkPtr ProcessGroupWeft::allreduce(std::vector<at::Tensor>& tensors, const c10d
   bool premul;
   weftRedOp_t op = weft_op(opts.reduceOp, t.scalar_type(), comm_, "all_reduce", &premul);
   if (premul) w->on_done([op, c = comm_] { weftRedOpDestroy(op, c); });
-  weftRequest_t req;
-  check_post(weftAllReduceAsync(ptr(buf), ptr(buf), count(buf), dtype, op, comm_, &req), w);
-  w->add(req);
+  issue(w, is_async(opts), [&](weftRequest_t* r) {
+    return r ? weftAllReduceAsync(ptr(buf), ptr(buf), count(buf), dtype, op, comm_, r)
+             : weftAllReduce(ptr(buf), ptr(buf), count(buf), dtype, op, comm_, nullptr);
+  });
   return launch(w, is_async(opts));
 }
 
@@ -182,17 +200,19 @@ WorkPtr ProcessGroupWeft::allreduce_coalesced(std::vector<at::Tensor>& tensors,
   }
   at::ScalarType type = tensors[0].scalar_type();
   auto w = make_work(OpType::ALLREDUCE_COALESCED, "all_reduce_coalesced", tensors);
-  // One all-reduce of everything end to end: one call's latency, not one per tensor.
+  // One all-reduce of everything end to end: one call's latency, not one per
+  // tensor.
   at::Tensor flat = concat(tensors);
   unpack_on_success(*w, flat, tensors);
   bool premul;
   weftRedOp_t op = weft_op(opts.reduceOp, type, comm_, "all_reduce_coalesced", &premul);
   if (premul) w->on_done([op, c = comm_] { weftRedOpDestroy(op, c); });
-  weftRequest_t req;
-  check_post(weftAllReduceAsync(ptr(flat), ptr(flat), count(flat), weft_dtype(type, "all_reduce_coalesced"), op,
-                                comm_, &req),
-             w);
-  w->add(req);
+  issue(w, is_async(opts), [&](weftRequest_t* r) {
+    return r ? weftAllReduceAsync(ptr(flat), ptr(flat), count(flat), weft_dtype(type, "all_reduce_coalesced"), op,
+                                  comm_, r)
+             : weftAllReduce(ptr(flat), ptr(flat), count(flat), weft_dtype(type, "all_reduce_coalesced"), op, comm_,
+                             nullptr);
+  });
   return launch(w, is_async(opts));
 }
 
@@ -204,11 +224,11 @@ WorkPtr ProcessGroupWeft::reduce(std::vector<at::Tensor>& tensors, const c10d::R
   bool premul;
   weftRedOp_t op = weft_op(opts.reduceOp, t.scalar_type(), comm_, "reduce", &premul);
   if (premul) w->on_done([op, c = comm_] { weftRedOpDestroy(op, c); });
-  weftRequest_t req;
-  check_post(weftReduceAsync(ptr(buf), ptr(buf), count(buf), dtype, op, static_cast<int>(opts.rootRank), comm_,
-                             &req),
-             w);
-  w->add(req);
+  const int root = static_cast<int>(opts.rootRank);
+  issue(w, is_async(opts), [&](weftRequest_t* r) {
+    return r ? weftReduceAsync(ptr(buf), ptr(buf), count(buf), dtype, op, root, comm_, r)
+             : weftReduce(ptr(buf), ptr(buf), count(buf), dtype, op, root, comm_, nullptr);
+  });
   return launch(w, is_async(opts));
 }
 
@@ -222,16 +242,15 @@ WorkPtr ProcessGroupWeft::allgather(std::vector<std::vector<at::Tensor>>& output
   at::Tensor src = staged(in, *w, false);
   at::Tensor flat = at::empty({in.numel() * size_}, in.options().memory_format(at::MemoryFormat::Contiguous));
   unpack_on_success(*w, flat, outputs[0]);
-  weftRequest_t req;
-  check_post(weftAllGatherAsync(ptr(src), ptr(flat), count(src), weft_dtype(in.scalar_type(), "all_gather"),
-                                comm_, &req),
-             w);
-  w->add(req);
+  issue(w, is_async(opts), [&](weftRequest_t* r) {
+    return r ? weftAllGatherAsync(ptr(src), ptr(flat), count(src), weft_dtype(in.scalar_type(), "all_gather"), comm_, r)
+             : weftAllGather(ptr(src), ptr(flat), count(src), weft_dtype(in.scalar_type(), "all_gather"), comm_,
+                             nullptr);
+  });
   return launch(w, is_async(opts));
 }
 
-WorkPtr ProcessGroupWeft::_allgather_base(at::Tensor& output, at::Tensor& input,
-                                          const c10d::AllgatherOptions& opts) {
+WorkPtr ProcessGroupWeft::_allgather_base(at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions& opts) {
   check_cpu(input, "all_gather_into_tensor");
   check_cpu(output, "all_gather_into_tensor");
   TORCH_CHECK(output.scalar_type() == input.scalar_type(), "weft all_gather_into_tensor: output dtype ",
@@ -241,11 +260,12 @@ WorkPtr ProcessGroupWeft::_allgather_base(at::Tensor& output, at::Tensor& input,
   auto w = make_work(OpType::_ALLGATHER_BASE, "all_gather_into_tensor", {output});
   at::Tensor dst = staged(output, *w, true);
   at::Tensor src = staged(input, *w, false);
-  weftRequest_t req;
-  check_post(weftAllGatherAsync(ptr(src), ptr(dst), count(src), weft_dtype(input.scalar_type(), "all_gather_into_tensor"),
-                                comm_, &req),
-             w);
-  w->add(req);
+  issue(w, is_async(opts), [&](weftRequest_t* r) {
+    return r ? weftAllGatherAsync(ptr(src), ptr(dst), count(src),
+                                  weft_dtype(input.scalar_type(), "all_gather_into_tensor"), comm_, r)
+             : weftAllGather(ptr(src), ptr(dst), count(src), weft_dtype(input.scalar_type(), "all_gather_into_tensor"),
+                             comm_, nullptr);
+  });
   return launch(w, is_async(opts));
 }
 
@@ -259,17 +279,18 @@ WorkPtr ProcessGroupWeft::allgather_coalesced(std::vector<std::vector<at::Tensor
   for (size_t i = 0; i < inputs.size(); ++i) {
     const at::Tensor& in = inputs[i];
     check_cpu(in, "all_gather_coalesced");
-    TORCH_CHECK(static_cast<int>(outputs[i].size()) == size_, "weft all_gather_coalesced: output list ", i,
-                " has ", outputs[i].size(), " tensors, expected ", size_);
+    TORCH_CHECK(static_cast<int>(outputs[i].size()) == size_, "weft all_gather_coalesced: output list ", i, " has ",
+                outputs[i].size(), " tensors, expected ", size_);
     for (const at::Tensor& o : outputs[i]) check_like(o, in, "all_gather_coalesced");
     at::Tensor src = staged(in, *w, false);
     at::Tensor flat = at::empty({in.numel() * size_}, in.options().memory_format(at::MemoryFormat::Contiguous));
     unpack_on_success(*w, flat, outputs[i]);
-    weftRequest_t req;
-    check_post(weftAllGatherAsync(ptr(src), ptr(flat), count(src), weft_dtype(in.scalar_type(), "all_gather_coalesced"),
-                                  comm_, &req),
-               w);
-    w->add(req);
+    issue(w, is_async(opts), [&](weftRequest_t* r) {
+      return r ? weftAllGatherAsync(ptr(src), ptr(flat), count(src),
+                                    weft_dtype(in.scalar_type(), "all_gather_coalesced"), comm_, r)
+               : weftAllGather(ptr(src), ptr(flat), count(src), weft_dtype(in.scalar_type(), "all_gather_coalesced"),
+                               comm_, nullptr);
+    });
   }
   return launch(w, is_async(opts));
 }
@@ -283,16 +304,16 @@ WorkPtr ProcessGroupWeft::allgather_into_tensor_coalesced(std::vector<at::Tensor
   for (size_t i = 0; i < inputs.size(); ++i) {
     check_cpu(inputs[i], "all_gather_into_tensor_coalesced");
     check_cpu(outputs[i], "all_gather_into_tensor_coalesced");
-    TORCH_CHECK(outputs[i].scalar_type() == inputs[i].scalar_type() &&
-                    outputs[i].numel() == inputs[i].numel() * size_,
+    TORCH_CHECK(outputs[i].scalar_type() == inputs[i].scalar_type() && outputs[i].numel() == inputs[i].numel() * size_,
                 "weft all_gather_into_tensor_coalesced: output ", i, " must hold ", size_, " x its input");
     at::Tensor dst = staged(outputs[i], *w, true);
     at::Tensor src = staged(inputs[i], *w, false);
-    weftRequest_t req;
-    check_post(weftAllGatherAsync(ptr(src), ptr(dst), count(src),
-                                  weft_dtype(inputs[i].scalar_type(), "all_gather_into_tensor_coalesced"), comm_, &req),
-               w);
-    w->add(req);
+    issue(w, is_async(opts), [&](weftRequest_t* r) {
+      return r ? weftAllGatherAsync(ptr(src), ptr(dst), count(src),
+                                    weft_dtype(inputs[i].scalar_type(), "all_gather_into_tensor_coalesced"), comm_, r)
+               : weftAllGather(ptr(src), ptr(dst), count(src),
+                               weft_dtype(inputs[i].scalar_type(), "all_gather_into_tensor_coalesced"), comm_, nullptr);
+    });
   }
   return launch(w, is_async(opts));
 }
@@ -307,8 +328,8 @@ WorkPtr ProcessGroupWeft::gather(std::vector<std::vector<at::Tensor>>& outputs, 
                 "weft gather: the root expects one list of ", size_, " output tensors");
     for (const at::Tensor& o : outputs[0]) check_like(o, in, "gather");
   } else {
-    TORCH_CHECK(outputs.empty() || (outputs.size() == 1 && outputs[0].empty()),
-                "weft gather: only the root (rank ", root, ") passes output tensors");
+    TORCH_CHECK(outputs.empty() || (outputs.size() == 1 && outputs[0].empty()), "weft gather: only the root (rank ",
+                root, ") passes output tensors");
   }
   auto w = make_work(OpType::GATHER, "gather", is_root ? outputs[0] : std::vector<at::Tensor>{});
   at::Tensor src = staged(in, *w, false);
@@ -317,11 +338,12 @@ WorkPtr ProcessGroupWeft::gather(std::vector<std::vector<at::Tensor>>& outputs, 
     flat = at::empty({in.numel() * size_}, in.options().memory_format(at::MemoryFormat::Contiguous));
     unpack_on_success(*w, flat, outputs[0]);
   }
-  weftRequest_t req;
-  check_post(weftGatherAsync(ptr(src), is_root ? ptr(flat) : nullptr, count(src),
-                             weft_dtype(in.scalar_type(), "gather"), root, comm_, &req),
-             w);
-  w->add(req);
+  issue(w, is_async(opts), [&](weftRequest_t* r) {
+    return r ? weftGatherAsync(ptr(src), is_root ? ptr(flat) : nullptr, count(src),
+                               weft_dtype(in.scalar_type(), "gather"), root, comm_, r)
+             : weftGather(ptr(src), is_root ? ptr(flat) : nullptr, count(src), weft_dtype(in.scalar_type(), "gather"),
+                          root, comm_, nullptr);
+  });
   return launch(w, is_async(opts));
 }
 
@@ -337,22 +359,22 @@ WorkPtr ProcessGroupWeft::scatter(std::vector<at::Tensor>& outputs, std::vector<
     for (const at::Tensor& i : inputs[0]) check_like(i, out, "scatter");
     flat = concat(inputs[0]);
   } else {
-    TORCH_CHECK(inputs.empty() || (inputs.size() == 1 && inputs[0].empty()),
-                "weft scatter: only the root (rank ", root, ") passes input tensors");
+    TORCH_CHECK(inputs.empty() || (inputs.size() == 1 && inputs[0].empty()), "weft scatter: only the root (rank ", root,
+                ") passes input tensors");
   }
   auto w = make_work(OpType::SCATTER, "scatter", outputs);
   if (is_root) w->keep(flat);
   at::Tensor dst = staged(out, *w, true);
-  weftRequest_t req;
-  check_post(weftScatterAsync(is_root ? ptr(flat) : nullptr, ptr(dst), count(dst),
-                              weft_dtype(out.scalar_type(), "scatter"), root, comm_, &req),
-             w);
-  w->add(req);
+  issue(w, is_async(opts), [&](weftRequest_t* r) {
+    return r ? weftScatterAsync(is_root ? ptr(flat) : nullptr, ptr(dst), count(dst),
+                                weft_dtype(out.scalar_type(), "scatter"), root, comm_, r)
+             : weftScatter(is_root ? ptr(flat) : nullptr, ptr(dst), count(dst),
+                           weft_dtype(out.scalar_type(), "scatter"), root, comm_, nullptr);
+  });
   return launch(w, is_async(opts));
 }
 
-WorkPtr ProcessGroupWeft::reduce_scatter(std::vector<at::Tensor>& outputs,
-                                         std::vector<std::vector<at::Tensor>>& inputs,
+WorkPtr ProcessGroupWeft::reduce_scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
                                          const c10d::ReduceScatterOptions& opts) {
   const at::Tensor& out = single(outputs, "reduce_scatter");
   TORCH_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == size_,
@@ -365,11 +387,12 @@ WorkPtr ProcessGroupWeft::reduce_scatter(std::vector<at::Tensor>& outputs,
   bool premul;
   weftRedOp_t op = weft_op(opts.reduceOp, out.scalar_type(), comm_, "reduce_scatter", &premul);
   if (premul) w->on_done([op, c = comm_] { weftRedOpDestroy(op, c); });
-  weftRequest_t req;
-  check_post(weftReduceScatterAsync(ptr(flat), ptr(dst), count(dst), weft_dtype(out.scalar_type(), "reduce_scatter"),
-                                    op, comm_, &req),
-             w);
-  w->add(req);
+  issue(w, is_async(opts), [&](weftRequest_t* r) {
+    return r ? weftReduceScatterAsync(ptr(flat), ptr(dst), count(dst), weft_dtype(out.scalar_type(), "reduce_scatter"),
+                                      op, comm_, r)
+             : weftReduceScatter(ptr(flat), ptr(dst), count(dst), weft_dtype(out.scalar_type(), "reduce_scatter"), op,
+                                 comm_, nullptr);
+  });
   return launch(w, is_async(opts));
 }
 
@@ -398,11 +421,11 @@ WorkPtr ProcessGroupWeft::reduce_scatter_tensor_coalesced(std::vector<at::Tensor
     bool premul;
     weftRedOp_t op = weft_op(opts.reduceOp, src.scalar_type(), comm_, what, &premul);
     if (premul) w->on_done([op, c = comm_] { weftRedOpDestroy(op, c); });
-    weftRequest_t req;
-    check_post(weftReduceScatterAsync(ptr(src), ptr(dst), count(dst), weft_dtype(src.scalar_type(), what), op, comm_,
-                                      &req),
-               w);
-    w->add(req);
+    const weftDataType_t dtype = weft_dtype(src.scalar_type(), what);
+    issue(w, is_async(opts), [&](weftRequest_t* r) {
+      return r ? weftReduceScatterAsync(ptr(src), ptr(dst), count(dst), dtype, op, comm_, r)
+               : weftReduceScatter(ptr(src), ptr(dst), count(dst), dtype, op, comm_, nullptr);
+    });
   }
   return launch(w, is_async(opts));
 }
@@ -418,11 +441,13 @@ WorkPtr ProcessGroupWeft::alltoall_base(at::Tensor& output, at::Tensor& input, s
   auto w = make_work(OpType::ALLTOALL_BASE, what, {output});
   at::Tensor src = staged(input, *w, false);
   at::Tensor dst = staged(output, *w, true);
-  weftRequest_t req;
   if (output_splits.empty() && input_splits.empty()) {
     TORCH_CHECK(input.numel() == output.numel() && input.numel() % size_ == 0, "weft ", what, ": ", input.numel(),
                 " input and ", output.numel(), " output elements do not split evenly over ", size_, " ranks");
-    check_post(weftAlltoAllAsync(ptr(src), ptr(dst), count(src) / size_, dtype, comm_, &req), w);
+    issue(w, is_async(opts), [&](weftRequest_t* r) {
+      return r ? weftAlltoAllAsync(ptr(src), ptr(dst), count(src) / size_, dtype, comm_, r)
+               : weftAlltoAll(ptr(src), ptr(dst), count(src) / size_, dtype, comm_, nullptr);
+    });
   } else {
     // Splits count rows of dim 0; an empty list splits that side evenly.
     auto counts = [&](const at::Tensor& t, const std::vector<int64_t>& splits, std::vector<size_t>* n,
@@ -447,10 +472,11 @@ WorkPtr ProcessGroupWeft::alltoall_base(at::Tensor& output, at::Tensor& input, s
     std::vector<size_t> sc, sd, rc, rd;
     counts(src, input_splits, &sc, &sd);
     counts(dst, output_splits, &rc, &rd);
-    check_post(weftAlltoAllvAsync(ptr(src), sc.data(), sd.data(), ptr(dst), rc.data(), rd.data(), dtype, comm_, &req),
-               w);
+    issue(w, is_async(opts), [&](weftRequest_t* r) {
+      return r ? weftAlltoAllvAsync(ptr(src), sc.data(), sd.data(), ptr(dst), rc.data(), rd.data(), dtype, comm_, r)
+               : weftAlltoAllv(ptr(src), sc.data(), sd.data(), ptr(dst), rc.data(), rd.data(), dtype, comm_, nullptr);
+    });
   }
-  w->add(req);
   return launch(w, is_async(opts));
 }
 
@@ -480,11 +506,12 @@ WorkPtr ProcessGroupWeft::alltoall(std::vector<at::Tensor>& outputs, std::vector
   }
   at::Tensor dst = at::empty({total}, src.options());
   unpack_on_success(*w, dst, outputs);
-  weftRequest_t req;
-  check_post(weftAlltoAllvAsync(ptr(src), sc.data(), sd.data(), ptr(dst), rc.data(), rd.data(),
-                                weft_dtype(type, what), comm_, &req),
-             w);
-  w->add(req);
+  issue(w, is_async(opts), [&](weftRequest_t* r) {
+    return r ? weftAlltoAllvAsync(ptr(src), sc.data(), sd.data(), ptr(dst), rc.data(), rd.data(),
+                                  weft_dtype(type, what), comm_, r)
+             : weftAlltoAllv(ptr(src), sc.data(), sd.data(), ptr(dst), rc.data(), rd.data(), weft_dtype(type, what),
+                             comm_, nullptr);
+  });
   return launch(w, is_async(opts));
 }
 
@@ -511,8 +538,10 @@ WorkPtr ProcessGroupWeft::recv(std::vector<at::Tensor>& tensors, int src, int /*
 }
 
 WorkPtr ProcessGroupWeft::recvAnysource(std::vector<at::Tensor>& /*tensors*/, int /*tag*/) {
-  TORCH_CHECK(false, "weft recv: receiving from any source is not supported (weft matches point-to-point "
-                     "messages per peer); pass src");
+  TORCH_CHECK(false,
+              "weft recv: receiving from any source is not supported "
+              "(weft matches point-to-point "
+              "messages per peer); pass src");
 }
 
 WorkPtr ProcessGroupWeft::barrier(const c10d::BarrierOptions& opts) {
@@ -520,9 +549,10 @@ WorkPtr ProcessGroupWeft::barrier(const c10d::BarrierOptions& opts) {
   auto w = make_work(OpType::BARRIER, "barrier", {});
   at::Tensor token = at::zeros({1}, at::kByte);
   w->keep(token);
-  weftRequest_t req;
-  check_post(weftAllReduceAsync(ptr(token), ptr(token), 1, weftUint8, weftMax, comm_, &req), w);
-  w->add(req);
+  issue(w, is_async(opts), [&](weftRequest_t* r) {
+    return r ? weftAllReduceAsync(ptr(token), ptr(token), 1, weftUint8, weftMax, comm_, r)
+             : weftAllReduce(ptr(token), ptr(token), 1, weftUint8, weftMax, comm_, nullptr);
+  });
   return launch(w, is_async(opts));
 }
 
@@ -567,8 +597,8 @@ void ProcessGroupWeft::monitoredBarrier(const c10d::BarrierOptions& opts, bool w
   if (rank_ == 0) {
     for (int r = 1; r < size_; ++r) {
       weftRequest_t req;
-      TORCH_CHECK(weftRecvAsync(t + r, 1, weftUint8, r, comm_, &req) == weftSuccess, "weft monitored_barrier: ",
-                  weftGetLastError(nullptr));
+      TORCH_CHECK(weftRecvAsync(t + r, 1, weftUint8, r, comm_, &req) == weftSuccess,
+                  "weft monitored_barrier: ", weftGetLastError(nullptr));
       reqs.push_back(req);
       peers.push_back(r);
     }
@@ -577,19 +607,19 @@ void ProcessGroupWeft::monitoredBarrier(const c10d::BarrierOptions& opts, bool w
       reqs.clear();
       for (int r = 1; r < size_; ++r) {
         weftRequest_t req;
-        TORCH_CHECK(weftSendAsync(t, 1, weftUint8, r, comm_, &req) == weftSuccess, "weft monitored_barrier: ",
-                    weftGetLastError(nullptr));
+        TORCH_CHECK(weftSendAsync(t, 1, weftUint8, r, comm_, &req) == weftSuccess,
+                    "weft monitored_barrier: ", weftGetLastError(nullptr));
         reqs.push_back(req);
       }
       err = wait_for(reqs, peers, &missing, true);
     }
   } else {
     weftRequest_t req;
-    TORCH_CHECK(weftSendAsync(t, 1, weftUint8, 0, comm_, &req) == weftSuccess, "weft monitored_barrier: ",
-                weftGetLastError(nullptr));
+    TORCH_CHECK(weftSendAsync(t, 1, weftUint8, 0, comm_, &req) == weftSuccess,
+                "weft monitored_barrier: ", weftGetLastError(nullptr));
     reqs.push_back(req);
-    TORCH_CHECK(weftRecvAsync(t + 1, 1, weftUint8, 0, comm_, &req) == weftSuccess, "weft monitored_barrier: ",
-                weftGetLastError(nullptr));
+    TORCH_CHECK(weftRecvAsync(t + 1, 1, weftUint8, 0, comm_, &req) == weftSuccess,
+                "weft monitored_barrier: ", weftGetLastError(nullptr));
     reqs.push_back(req);
     peers = {0, 0};
     err = wait_for(reqs, peers, &missing, false);
@@ -605,8 +635,8 @@ void ProcessGroupWeft::monitoredBarrier(const c10d::BarrierOptions& opts, bool w
   if (!missing.empty()) {
     std::string ranks;
     for (int r : missing) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
-    std::string msg = rank_ == 0 ? "rank(s) " + ranks + " did not reach monitored_barrier" :
-                                   "rank 0 did not release monitored_barrier";
+    std::string msg = rank_ == 0 ? "rank(s) " + ranks + " did not reach monitored_barrier"
+                                 : "rank 0 did not release monitored_barrier";
     std::rethrow_exception(backend_error("weft monitored_barrier: " + msg + " within " +
                                          std::to_string(timeout.count()) + " ms (rank " + std::to_string(rank_) + ")"));
   }

@@ -1,15 +1,15 @@
 // The torch.distributed backend "weft": c10d's operations on CPU tensors as
 // weft calls on one communicator per process group. Every operation is posted
 // to the communicator's queue (weft's *Async calls), so operations run in
-// issue order while the caller computes; a call with asyncOp false completes
-// before it returns, on the caller's thread.
+// issue order while the caller computes; a call with asyncOp false runs weft's
+// blocking form on the caller's thread and returns a completed work.
 #pragma once
 
+#include <chrono>
+#include <functional>
+#include <memory>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
-
-#include <chrono>
-#include <memory>
 
 #include "weft/weft.h"
 #include "work.h"
@@ -21,8 +21,7 @@ class ProcessGroupWeft : public c10d::Backend {
   // Rendezvous through the group's store (already prefixed per group by c10d):
   // rank 0 publishes weft's unique id, the others read it. timeout is the
   // deadline of every wait of the group's communicator.
-  ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                   std::chrono::milliseconds timeout);
+  ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, std::chrono::milliseconds timeout);
   ~ProcessGroupWeft() override;
 
   const std::string getBackendName() const override { return "weft"; }
@@ -34,8 +33,7 @@ class ProcessGroupWeft : public c10d::Backend {
                                            const c10d::AllreduceOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                      const c10d::AllreduceCoalescedOptions& opts) override;
-  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
-                                        const c10d::ReduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                            std::vector<at::Tensor>& inputs,
                                            const c10d::AllgatherOptions& opts) override;
@@ -47,23 +45,20 @@ class ProcessGroupWeft : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
                                                                  std::vector<at::Tensor>& inputs,
                                                                  const c10d::AllgatherOptions& opts) override;
-  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
-                                        std::vector<at::Tensor>& inputs,
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
                                         const c10d::GatherOptions& opts) override;
-  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
-                                         std::vector<std::vector<at::Tensor>>& inputs,
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
                                          const c10d::ScatterOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
                                                 std::vector<std::vector<at::Tensor>>& inputs,
                                                 const c10d::ReduceScatterOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                       const c10d::ReduceScatterOptions& opts) override;
-  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
-      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
-      const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                 std::vector<at::Tensor>& inputs,
+                                                                 const c10d::ReduceScatterOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
-                                               std::vector<int64_t>& output_splits,
-                                               std::vector<int64_t>& input_splits,
+                                               std::vector<int64_t>& output_splits, std::vector<int64_t>& input_splits,
                                                const c10d::AllToAllOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
                                           const c10d::AllToAllOptions& opts) override;
@@ -80,6 +75,10 @@ class ProcessGroupWeft : public c10d::Backend {
   // Hands a work whose requests are all posted to the completer, or completes
   // it here (sync).
   c10::intrusive_ptr<c10d::Work> launch(const c10::intrusive_ptr<WeftWork>& work, bool async);
+  // One weft call of the work: call(&request) posts it (async), call(nullptr)
+  // runs the blocking form on this thread, inline when the queue is idle.
+  void issue(const c10::intrusive_ptr<WeftWork>& work, bool async,
+             const std::function<weftResult_t(weftRequest_t*)>& call);
   // rc of a weft post: on failure the work's posted requests are completed and
   // the call throws with weft's message.
   void check_post(weftResult_t rc, const c10::intrusive_ptr<WeftWork>& work);

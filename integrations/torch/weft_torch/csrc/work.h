@@ -1,12 +1,12 @@
 // The Work a weft process group returns: one c10d operation, posted to weft's
 // queue as one or more requests, completed by whoever gets to it first — the
-// caller's wait()/isCompleted(), or the group's completer thread, which drives
-// every work in issue order so that futures complete and tensors stay alive
-// even if nobody waits.
+// caller's wait()/isCompleted(), or the group's completer thread, which
+// completes every work in issue order so that futures complete and tensors
+// stay alive even if nobody waits. A sync call's work is complete when the
+// call returns.
 #pragma once
 
 #include <ATen/core/ivalue.h>
-#include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <atomic>
 #include <condition_variable>
@@ -15,6 +15,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <torch/csrc/distributed/c10d/Work.hpp>
 #include <vector>
 
 #include "weft/weft.h"
@@ -48,6 +49,19 @@ class WeftWork : public c10d::Work {
   // not block on a callback that waits for later work).
   void drive(bool publish_inline);
 
+  // Completes the work if its requests are done and nobody else is driving
+  // it; true once it is complete (by anyone). Never blocks on weft.
+  bool try_complete(bool publish_inline);
+  // The sync path: a blocking call of the work failed; the work completes
+  // with that error and its later calls are skipped.
+  void sync_fail(weftResult_t err, const std::string& msg) {
+    sync_err_ = err;
+    sync_msg_ = msg;
+  }
+  bool sync_failed() const { return sync_err_ != weftSuccess; }
+  // The sync path: every blocking call returned.
+  void complete_sync();
+
   bool isCompleted() override;
   bool isSuccess() const override;
   std::exception_ptr exception() const override;
@@ -66,14 +80,18 @@ class WeftWork : public c10d::Work {
   std::vector<weftRequest_t> requests_;
   std::vector<std::function<void()>> on_success_, on_done_;
   std::vector<at::Tensor> kept_;
+  weftResult_t sync_err_ = weftSuccess;
+  std::string sync_msg_;
   std::atomic<bool> claimed_{false};  // someone is driving the requests
   bool future_requested_ = false;     // guarded by mutex_ (the base's)
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
-// Drives a process group's works in issue order on a thread of its own.
+// Completes a process group's works in issue order on a thread of its own,
+// polling with naps of up to kMaxNapUs.
 class Completer {
  public:
+  static constexpr int kMaxNapUs = 500;
   Completer();
   ~Completer();  // drains: every work handed over completes first
   void push(c10::intrusive_ptr<WeftWork> work);
