@@ -17,7 +17,8 @@ if ! "$venv/bin/python" -c "import torch, transformers" 2>/dev/null; then
   echo "torch-backend: SKIPPED: no torch/transformers in $venv"
   exit 77
 fi
-"$venv/bin/python" -c "import pytest" 2>/dev/null || "$venv/bin/pip" install -q pytest
+# pytest, and what a build without isolation needs from the environment
+"$venv/bin/python" -c "import pytest, wheel, setuptools" 2>/dev/null || "$venv/bin/pip" install -q pytest wheel setuptools
 stamp=$(cat "$here"/setup.py "$here"/weft_torch/*.py "$here"/weft_torch/csrc/* "$build"/libweft.so.0 \
         "$here"/../../include/weft/weft.h | sha256sum | cut -c1-16)
 installed=$("$venv/bin/python" -c "import weft_torch, os; print(open(os.path.join(os.path.dirname(weft_torch.__file__), 'STAMP')).read())" 2>/dev/null || true)

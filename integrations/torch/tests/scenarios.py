@@ -22,6 +22,18 @@ def init(timeout_s=60):
     return dist.get_rank(), dist.get_world_size()
 
 
+def monitored_barrier(timeout_s, wait_all_ranks=False):
+    """torch.distributed.monitored_barrier. torch 2.6's refuses every backend but
+    gloo by name; the process group's method it wraps works there."""
+    timeout = datetime.timedelta(seconds=timeout_s)
+    try:
+        return dist.monitored_barrier(timeout=timeout, wait_all_ranks=wait_all_ranks)
+    except ValueError as e:
+        if "only implemented for GLOO" not in str(e):
+            raise
+        return dist.group.WORLD.monitored_barrier(timeout, wait_all_ranks=wait_all_ranks)
+
+
 def values(dtype, op, rank, n, salt=0):
     """Rank `rank`'s input: n distinct small integers, exact in every dtype,
     chosen so that a lost or doubled contribution changes every result."""
@@ -85,7 +97,7 @@ def valid(op, dtype):
 
 def reduce_op(op, dtype):
     if op == "PREMUL_SUM":
-        return dist._make_nccl_premul_sum(premul_factor(dtype))
+        return dist._make_nccl_premul_sum(float(premul_factor(dtype)))
     return getattr(dist.ReduceOp, op)
 
 
@@ -284,7 +296,7 @@ def ops(args):
         check = Checker(f"rank {rank}/{world} group {members}")
         op_matrix(group, members.index(rank), len(members), check)
         results["subgroup"] = [check.checks, check.failures]
-    dist.monitored_barrier(timeout=datetime.timedelta(seconds=30))
+    monitored_barrier(30)
     dist.destroy_process_group()
     return results
 
@@ -309,7 +321,7 @@ def monitored_barrier_missing(args):
         time.sleep(6)
         return "skipped the barrier"
     try:
-        dist.monitored_barrier(timeout=datetime.timedelta(seconds=2), wait_all_ranks=True)
+        monitored_barrier(2, wait_all_ranks=True)
     except Exception as e:  # noqa: BLE001
         return f"{type(e).__name__}: {e}"
     return "no error"

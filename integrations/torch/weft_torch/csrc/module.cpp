@@ -5,6 +5,7 @@
 
 #include <chrono>
 
+#include "compat.h"
 #include "process_group.h"
 
 namespace weft_torch {
@@ -24,7 +25,7 @@ double time_allreduce(const c10::intrusive_ptr<c10d::Backend>& backend, at::Tens
   TORCH_CHECK(t.is_contiguous() && t.scalar_type() == at::kFloat, "time_allreduce: contiguous float32 tensor");
   std::vector<at::Tensor> tensors{t};
   c10d::AllreduceOptions opts;
-  opts.asyncOp = false;
+  set_sync(opts, 0);
   auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < iters; ++i) {
     if (direct) {

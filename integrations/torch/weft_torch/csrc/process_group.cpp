@@ -6,6 +6,7 @@
 #include <cstring>
 #include <thread>
 
+#include "compat.h"
 #include "convert.h"
 
 namespace weft_torch {
@@ -13,21 +14,6 @@ namespace {
 
 using c10d::OpType;
 using WorkPtr = c10::intrusive_ptr<c10d::Work>;
-
-// c10d's options say whether the caller waits at once (asyncOp, torch 2.7 on);
-// older options have no such field and every call is treated as async.
-template <class O>
-auto async_field(const O& o, int) -> decltype(o.asyncOp, bool()) {
-  return o.asyncOp;
-}
-template <class O>
-bool async_field(const O&, long) {
-  return true;
-}
-template <class O>
-bool is_async(const O& o) {
-  return async_field(o, 0);
-}
 
 void check_cpu(const at::Tensor& t, const char* what) {
   TORCH_CHECK(t.device().is_cpu(), "weft ", what, ": tensors must be on the CPU (got ", t.device(), ")");

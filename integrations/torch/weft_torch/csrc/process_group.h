@@ -67,8 +67,10 @@ class ProcessGroupWeft : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
   void monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) override;
-  void shutdown() override;
-  void abort() override;
+  // Virtual in c10d::Backend from torch 2.7 (earlier, only the destructor
+  // shuts down), hence no `override`.
+  void shutdown();
+  void abort();
 
  private:
   c10::intrusive_ptr<WeftWork> make_work(c10d::OpType type, const char* what, std::vector<at::Tensor> outputs);
