@@ -6,6 +6,8 @@ WEFT_PARAM_STR(DEBUG_SUBSYS, "ALL", "comma list of subsystems to log (INIT,BOOT,
 WEFT_PARAM_STR(DEBUG_FILE, "", "log to this file instead of stderr (%h host, %p pid)")
 WEFT_PARAM_INT(TIMEOUT_MS, 300000, "deadline of every blocking wait, in milliseconds")
 WEFT_PARAM_INT(PROGRESS_THREADS, 1, "progress engine threads that drive non-blocking operations (they sleep when none is pending); 0: operations move only while a caller waits")
+WEFT_PARAM_INT(ENGINE_NAP_AFTER_US, 1000, "a progress thread whose pending operations moved no data for this long naps between passes instead of yielding (their peers are elsewhere: the core goes to the caller's compute); -1: never")
+WEFT_PARAM_INT(ENGINE_NAP_MAX_US, 200, "longest such nap (naps double from 10 us); a new operation posted ends one at once")
 WEFT_PARAM_INT(CHECK, 0, "1: verify count, datatype and op agree across ranks on every call")
 WEFT_PARAM_INT(SPIN_COUNT, -1, "busy-poll iterations before a waiting thread yields the core; -1: about 1.5 us of pauses (20-1000) when every local rank has a core, else 5")
 WEFT_PARAM_STR(COMM_ID, "", "rendezvous address host:port of the bootstrap root")

@@ -11,6 +11,7 @@
 namespace weft {
 namespace {
 std::atomic<uint32_t> g_spin_limit{1000};
+std::atomic<uint64_t> g_progress{0};
 
 int usable_cpus() {
   cpu_set_t set;
@@ -37,6 +38,9 @@ uint32_t polls_for_us(double us) {
 }  // namespace
 
 uint32_t spin_limit() { return g_spin_limit.load(std::memory_order_relaxed); }
+
+void note_progress() { g_progress.fetch_add(1, std::memory_order_relaxed); }
+uint64_t progress_count() { return g_progress.load(std::memory_order_relaxed); }
 
 void set_local_ranks(int local_ranks) {
   int64_t forced = params::SPIN_COUNT();

@@ -68,6 +68,12 @@ uint32_t spin_limit();
 // Called by a communicator once it knows how many ranks share this host.
 void set_local_ranks(int local_ranks);
 
+// A count of steps that moved data (a step of a collective's plan, a
+// point-to-point operation started or received), any communicator: the
+// progress engine naps while it stands still and operations are pending.
+void note_progress();
+uint64_t progress_count();
+
 // Call pause() once per failed poll: busy-wait for spin_limit() polls, then
 // yield on every poll. should_check() turns true every 256 polls so callers
 // can run slow checks (deadline, peer liveness) without slowing the fast path.

@@ -119,6 +119,7 @@ void Engine::snapshot(std::vector<std::shared_ptr<Queue>>* out) {
 
 void Engine::posted() {
   active_.fetch_add(1, std::memory_order_seq_cst);
+  posts_.fetch_add(1, std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_seq_cst) > 0) {
     std::lock_guard<std::mutex> lock(mu_);
     cv_.notify_one();
@@ -145,6 +146,7 @@ void Engine::progress() {
 
 void Engine::thread_loop() {
   SpinWait wait;
+  Stall stall;
   for (;;) {
     if (active_.load(std::memory_order_acquire) == 0) {
       // Idle: spin as briefly as a waiter would, then sleep until a post.
@@ -155,11 +157,46 @@ void Engine::thread_loop() {
       sleepers_.fetch_sub(1, std::memory_order_seq_cst);
       if (stop_) return;
       wait = SpinWait();
+      stall = Stall();
     }
     if (stop_.load(std::memory_order_relaxed)) return;
     progress();
-    if (active_.load(std::memory_order_acquire) > 0) wait.pause();
+    if (active_.load(std::memory_order_acquire) == 0) continue;
+    auto nap = stall.after_pass(posts_.load(std::memory_order_acquire));
+    if (nap.count() == 0) {
+      wait.pause();
+      continue;
+    }
+    // Pending operations wait on peers that are busy elsewhere (a slower rank
+    // still in its backward pass): yielding in a loop would take the core from
+    // this process's own compute. A new post ends the nap.
+    std::unique_lock<std::mutex> lock(mu_);
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    const uint64_t seen = posts_.load(std::memory_order_seq_cst);
+    cv_.wait_for(lock, nap, [&] { return stop_ || posts_.load(std::memory_order_seq_cst) != seen; });
+    sleepers_.fetch_sub(1, std::memory_order_seq_cst);
   }
+}
+
+std::chrono::microseconds Engine::Stall::after_pass(uint64_t posts) {
+  const uint64_t moved = progress_count();
+  if (moved != moved_ || posts != posts_) {
+    moved_ = moved;
+    posts_ = posts;
+    since_.reset();
+    nap_ = std::chrono::microseconds(0);
+    passes_ = 0;
+    return nap_;
+  }
+  // The clock only every 64 still passes: a moving operation never reads it.
+  if (nap_.count() == 0 && (++passes_ & 63u) != 0) return nap_;
+  const int64_t after = params::ENGINE_NAP_AFTER_US();
+  if (after < 0) return std::chrono::microseconds(0);
+  if (!since_) since_ = Clock::now();
+  if (nap_.count() == 0 && Clock::now() - *since_ < std::chrono::microseconds(after)) return nap_;
+  const auto most = std::chrono::microseconds(std::max<int64_t>(params::ENGINE_NAP_MAX_US(), 1));
+  nap_ = std::min(nap_.count() == 0 ? std::chrono::microseconds(10) : nap_ * 2, most);
+  return nap_;
 }
 
 }  // namespace weft::engine

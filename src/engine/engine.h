@@ -5,7 +5,8 @@
 // queues (communicators) progress concurrently.
 //
 // Who drives: WEFT_PROGRESS_THREADS engine threads (1 by default), which spin
-// briefly and then sleep on a futex while no operation is pending; and every
+// briefly and then sleep on a futex while no operation is pending, and nap
+// while pending operations have moved no data for a while; and every
 // waiter (weftWait, a blocking call behind queued work), which drives the
 // queues itself instead of spinning idle, so with WEFT_PROGRESS_THREADS=0 the
 // caller's own waits move everything. A queue is driven by one thread at a
@@ -13,6 +14,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <optional>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -22,6 +25,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/wait.h"
 
 namespace weft::engine {
 
@@ -94,6 +98,19 @@ class Engine {
   void posted();
   void completed() { active_.fetch_sub(1, std::memory_order_acq_rel); }
   void thread_loop();
+  // How long an engine thread naps after a pass: 0 while operations move data
+  // (or were posted) lately, then 10 us doubling to WEFT_ENGINE_NAP_MAX_US once
+  // nothing moved for WEFT_ENGINE_NAP_AFTER_US.
+  class Stall {
+   public:
+    std::chrono::microseconds after_pass(uint64_t posts);
+
+   private:
+    uint64_t moved_ = 0, posts_ = 0;
+    uint32_t passes_ = 0;
+    std::optional<Clock::time_point> since_;
+    std::chrono::microseconds nap_{0};
+  };
   void snapshot(std::vector<std::shared_ptr<Queue>>* out);
 
   std::mutex mu_;
@@ -101,6 +118,7 @@ class Engine {
   std::vector<std::shared_ptr<Queue>> queues_;  // guarded by mu_
   std::atomic<uint64_t> version_{0};            // bumped when queues_ changes
   std::atomic<int> active_{0};                  // operations pending in all queues
+  std::atomic<uint64_t> posts_{0};              // operations ever posted
   std::atomic<int> sleepers_{0};
   std::atomic<bool> stop_{false};
   std::vector<std::thread> threads_;

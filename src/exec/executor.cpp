@@ -245,7 +245,9 @@ Status Executor::advance_steps(Call& call, bool* done) {
 
 Status Executor::advance(Call& call, bool* done) {
   *done = false;
+  const size_t before = step_;
   Status st = advance_steps(call, done);
+  if (step_ != before) note_progress();
   if (!st.ok()) return step_error(std::move(st));
   // Waiting: move every link's queued sends along before the next look.
   if (!*done) progress_all();
@@ -307,6 +309,7 @@ Status Executor::advance_p2p(P2PCall& call, bool* done) {
     // receives above that land straight in them assume.
     for (const LocalCopy& c : call.copies) std::memcpy(c.dst, c.src, c.bytes);
     call.started = true;
+    note_progress();
   }
   progress_all();
   bool received = true;
@@ -325,6 +328,7 @@ Status Executor::advance_p2p(P2PCall& call, bool* done) {
     if (complete) {
       ++p2p_done_[peer];
       call.recv_turn[i] = kReceived;
+      note_progress();
     } else {
       received = false;
       call.waiting = link;

@@ -75,10 +75,13 @@ def test_ddp_matches_gloo(tmp_path):
                 torch.testing.assert_close(w[k], g[k], rtol=1e-6, atol=1e-7, msg=f"{model} {hook} {k}")
 
 
-@pytest.mark.parametrize("backend", ["gloo", "weft"])
+@pytest.mark.parametrize("backend", ["weft"])
 def test_gloo_script_under_torchrun(tmp_path, backend):
     """A script written for gloo runs under torchrun with only the backend
-    name changed (weft_torch registers itself when torch is imported)."""
+    name changed (weft_torch registers itself when torch is imported).
+    backend "gloo" runs it as written; not in the suite, since gloo itself
+    sometimes aborts at exit there ("terminate called without an active
+    exception", torch 2.15) after the script has passed."""
     import os
     import signal
     import subprocess
