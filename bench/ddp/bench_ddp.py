@@ -56,8 +56,8 @@ model = GPT2LMHeadModel(cfg)
 model.train()
 B, T = 8, 256
 x = torch.randint(0, 256, (B, T)); y = torch.randint(0, 256, (B, T))
-if mode == "ddp":
-    dist.init_process_group("gloo")
+if mode.startswith("ddp"):  # "ddp" (gloo) or "ddp:BACKEND", e.g. ddp:weft (bench/torch-backend)
+    dist.init_process_group(mode.partition(":")[2] or "gloo")
     net = torch.nn.parallel.DistributedDataParallel(model)
     opt = torch.optim.AdamW(net.parameters(), lr=1e-3, betas=(0.9, 0.95), weight_decay=0.1)
     def step():

@@ -2,12 +2,14 @@
 ratios against the goals."""
 import argparse
 import os
-import re
 import signal
 import socket
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ddp"))
+from bench_ddp import torch_run  # noqa: E402
 
 SIZES = [8 << i for i in range(0, 26, 1)]  # 8 B .. 256 MiB
 
@@ -99,43 +101,6 @@ def worker_allreduce(max_bytes):
     del world
 
 
-def worker_ddp(backend, steps, warmup):
-    import torch
-    import torch.distributed as dist
-    import weft_torch  # noqa: F401
-    from transformers import GPT2Config, GPT2LMHeadModel
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    cfg = GPT2Config(vocab_size=256, n_positions=256, n_embd=384, n_layer=6, n_head=6, resid_pdrop=0.0,
-                     embd_pdrop=0.0, attn_pdrop=0.0, activation_function="gelu_new")
-    model = GPT2LMHeadModel(cfg)
-    B, T = 8, 256
-    x = torch.randint(0, 256, (B, T))
-    y = torch.randint(0, 256, (B, T))
-    dist.init_process_group(backend)
-    net = torch.nn.parallel.DistributedDataParallel(model)
-    opt = torch.optim.AdamW(net.parameters(), lr=1e-3, betas=(0.9, 0.95), weight_decay=0.1)
-
-    def step():
-        loss = torch.nn.functional.cross_entropy(net(x).logits.view(-1, 256), y.view(-1))
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-
-    for _ in range(warmup):
-        step()
-    dist.barrier()
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        step()
-    dist.barrier()
-    dt = time.perf_counter() - t0
-    if dist.get_rank() == 0:
-        print("RATE", steps * dist.get_world_size() * B * T / dt, flush=True)
-    dist.destroy_process_group()
-
-
 def fmt_size(n):
     for unit in ("B", "KiB", "MiB"):
         if n < 1024:
@@ -154,10 +119,7 @@ def main():
     ap.add_argument("rest", nargs="*")
     a = ap.parse_args()
     if a.worker:
-        if a.rest[0] == "allreduce":
-            worker_allreduce(int(a.rest[1]))
-        else:
-            worker_ddp(a.rest[1], int(a.rest[2]), int(a.rest[3]))
+        worker_allreduce(int(a.rest[1]))
         return
     max_bytes = 1 << 20 if a.quick else 256 << 20
     for world in () if a.no_allreduce else (2, 4):
@@ -195,8 +157,11 @@ def main():
     for rnd in range(a.rounds):
         rates = {}
         for backend in ("weft", "gloo"):
-            out = launch(2, ["ddp", backend, str(steps), str(warmup)], timeout=3000)
-            rates[backend] = float(re.search(r"RATE ([\d.]+)", out).group(1))
+            # the same worker as bench/ddp/run's PyTorch DDP row, on either backend
+            rate, err = torch_run(f"ddp:{backend}", steps, warmup)
+            if rate is None:
+                raise SystemExit(f"bench: DDP on {backend} failed: {err}")
+            rates[backend] = rate
         ratios.append(rates["weft"] / rates["gloo"])
         print(f"  round {rnd + 1}: weft {rates['weft']:6.0f} tok/s, gloo {rates['gloo']:6.0f} tok/s: "
               f"{ratios[-1]:.2f}x", flush=True)

@@ -16,24 +16,14 @@
 #include <string>
 #include <vector>
 
+#include "call_log.h"
 #include "weft/weft.h"
 
 namespace {
 
 constexpr unsigned char kPoison = 0xEE;
 
-struct Checker {
-  weftComm_t comm = nullptr;
-  int rank = 0, n = 1;
-  int64_t calls = 0, wrong = 0, failures = 0;
-
-  bool ok(weftResult_t rc, const std::string& what) {
-    ++calls;
-    if (rc == weftSuccess) return true;
-    std::fprintf(stderr, "rank %d: %s failed: %s\n", rank, what.c_str(), weftGetLastError(comm));
-    ++failures;
-    return false;
-  }
+struct Checker : weft_test::CallLog {
   // bytes of buf at byte offset `at` must equal want(k) for k < bytes.
   template <class Want>
   void check(const std::string& what, const std::vector<unsigned char>& buf, size_t at, size_t bytes, Want want) {
@@ -184,18 +174,7 @@ void alltoallv(Checker& c, weftDataType_t dt, size_t es, size_t count, int call,
 
 int main(int argc, char** argv) {
   std::vector<size_t> counts = {0, 1, 7, 1023, 70001};
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--counts") == 0 && i + 1 < argc) {
-      counts.clear();
-      for (char* p = argv[++i]; *p != '\0';) {
-        counts.push_back(std::strtoull(p, &p, 0));
-        if (*p == ',') ++p;
-      }
-    } else {
-      std::fprintf(stderr, "usage: %s [--counts a,b,...]\n", argv[0]);
-      return 2;
-    }
-  }
+  if (!weft_test::parse_counts(argc, argv, &counts)) return 2;
   Checker c;
   if (weftCommInitFromEnv(&c.comm, nullptr) != weftSuccess) {
     std::fprintf(stderr, "init failed: %s\n", weftGetLastError(nullptr));

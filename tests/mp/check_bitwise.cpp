@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "call_log.h"
 #include "weft/weft.h"
 
 namespace {
@@ -49,18 +50,7 @@ unsigned char expected(int n, size_t b, weftRedOp_t op) {
   return acc;
 }
 
-struct Checker {
-  weftComm_t comm = nullptr;
-  int rank = 0, n = 1;
-  int64_t calls = 0, wrong = 0, failures = 0;
-
-  bool ok(weftResult_t rc, const std::string& what) {
-    ++calls;
-    if (rc == weftSuccess) return true;
-    std::fprintf(stderr, "rank %d: %s failed: %s\n", rank, what.c_str(), weftGetLastError(comm));
-    ++failures;
-    return false;
-  }
+struct Checker : weft_test::CallLog {
   // bytes of got against the reduction's bytes [first, first + bytes).
   void check(const std::string& what, const unsigned char* got, size_t first, size_t bytes, weftRedOp_t op) {
     int64_t bad = 0;
@@ -106,18 +96,7 @@ void run(Checker& c, const Type& t, weftRedOp_t op, const char* opname, size_t c
 
 int main(int argc, char** argv) {
   std::vector<size_t> counts = {0, 1, 7, 1023, 70001};
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--counts") == 0 && i + 1 < argc) {
-      counts.clear();
-      for (char* p = argv[++i]; *p != '\0';) {
-        counts.push_back(std::strtoull(p, &p, 0));
-        if (*p == ',') ++p;
-      }
-    } else {
-      std::fprintf(stderr, "usage: %s [--counts a,b,...]\n", argv[0]);
-      return 2;
-    }
-  }
+  if (!weft_test::parse_counts(argc, argv, &counts)) return 2;
   Checker c;
   if (weftCommInitFromEnv(&c.comm, nullptr) != weftSuccess) {
     std::fprintf(stderr, "init failed: %s\n", weftGetLastError(nullptr));

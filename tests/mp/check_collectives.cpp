@@ -21,15 +21,14 @@
 #include <string>
 #include <vector>
 
+#include "call_log.h"
 #include "exact_values.h"
 
 namespace {
 using namespace weft_test;
 
-struct Checker {
-  weftComm_t comm;
-  int rank = 0, n = 1;
-  int64_t calls = 0, wrong = 0, failures = 0, checked_algo = 0;
+struct Checker : CallLog {
+  int64_t checked_algo = 0;
   std::map<std::string, std::string> expect;  // collective -> algorithm it must run
 
   // Fails the run when a forced algorithm is not what this call shape runs.
@@ -50,13 +49,6 @@ struct Checker {
     }
   }
 
-  bool ok(weftResult_t rc, const std::string& what) {
-    ++calls;
-    if (rc == weftSuccess) return true;
-    std::fprintf(stderr, "rank %d: %s failed: %s\n", rank, what.c_str(), weftGetLastError(comm));
-    ++failures;
-    return false;
-  }
   // Compares `count` elements of `buf` with want(i).
   void check(const std::string& what, const void* buf, size_t count, int type,
              const std::function<void(size_t, void*)>& want) {
