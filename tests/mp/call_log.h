@@ -27,6 +27,17 @@ struct CallLog {
   }
 };
 
+// weftCommInitFromEnv into log->comm, with its rank and size; false (printed) on failure.
+inline bool init_from_env(CallLog* log) {
+  if (weftCommInitFromEnv(&log->comm, nullptr) != weftSuccess) {
+    std::fprintf(stderr, "init failed: %s\n", weftGetLastError(nullptr));
+    return false;
+  }
+  weftCommUserRank(log->comm, &log->rank);
+  weftCommCount(log->comm, &log->n);
+  return true;
+}
+
 // "--counts a,b,..." replaces *counts; anything else prints the usage and
 // returns false.
 inline bool parse_counts(int argc, char** argv, std::vector<size_t>* counts) {

@@ -98,12 +98,7 @@ int main(int argc, char** argv) {
   std::vector<size_t> counts = {0, 1, 7, 1023, 70001};
   if (!weft_test::parse_counts(argc, argv, &counts)) return 2;
   Checker c;
-  if (weftCommInitFromEnv(&c.comm, nullptr) != weftSuccess) {
-    std::fprintf(stderr, "init failed: %s\n", weftGetLastError(nullptr));
-    return 1;
-  }
-  weftCommUserRank(c.comm, &c.rank);
-  weftCommCount(c.comm, &c.n);
+  if (!weft_test::init_from_env(&c)) return 1;
   for (size_t count : counts)
     for (const Type& t : kTypes)
       for (const auto& o : kOps) run(c, t, o.op, o.name, count);

@@ -140,6 +140,14 @@ void ProcessGroupWeft::issue(const c10::intrusive_ptr<WeftWork>& work, bool asyn
   work->sync_fail(rc, weftGetLastError(nullptr));
 }
 
+weftRedOp_t ProcessGroupWeft::reduce_op(WeftWork& work, const c10d::ReduceOp& op, at::ScalarType type,
+                                        const char* what) {
+  bool premul = false;
+  const weftRedOp_t out = weft_op(op, type, comm_, what, &premul);
+  if (premul) work.on_done([out, c = comm_] { weftRedOpDestroy(out, c); });
+  return out;
+}
+
 WorkPtr ProcessGroupWeft::launch(const c10::intrusive_ptr<WeftWork>& work, bool async) {
   if (async)
     completer_->push(work);
@@ -166,9 +174,7 @@ WorkPtr ProcessGroupWeft::allreduce(std::vector<at::Tensor>& tensors, const c10d
   weftDataType_t dtype = weft_dtype(t.scalar_type(), "all_reduce");
   auto w = make_work(OpType::ALLREDUCE, "all_reduce", tensors);
   at::Tensor buf = staged(t, *w, true);
-  bool premul;
-  weftRedOp_t op = weft_op(opts.reduceOp, t.scalar_type(), comm_, "all_reduce", &premul);
-  if (premul) w->on_done([op, c = comm_] { weftRedOpDestroy(op, c); });
+  const weftRedOp_t op = reduce_op(*w, opts.reduceOp, t.scalar_type(), "all_reduce");
   issue(w, is_async(opts), [&](weftRequest_t* r) {
     return r ? weftAllReduceAsync(ptr(buf), ptr(buf), count(buf), dtype, op, comm_, r)
              : weftAllReduce(ptr(buf), ptr(buf), count(buf), dtype, op, comm_, nullptr);
@@ -190,9 +196,7 @@ WorkPtr ProcessGroupWeft::allreduce_coalesced(std::vector<at::Tensor>& tensors,
   // tensor.
   at::Tensor flat = concat(tensors);
   unpack_on_success(*w, flat, tensors);
-  bool premul;
-  weftRedOp_t op = weft_op(opts.reduceOp, type, comm_, "all_reduce_coalesced", &premul);
-  if (premul) w->on_done([op, c = comm_] { weftRedOpDestroy(op, c); });
+  const weftRedOp_t op = reduce_op(*w, opts.reduceOp, type, "all_reduce_coalesced");
   issue(w, is_async(opts), [&](weftRequest_t* r) {
     return r ? weftAllReduceAsync(ptr(flat), ptr(flat), count(flat), weft_dtype(type, "all_reduce_coalesced"), op,
                                   comm_, r)
@@ -207,9 +211,7 @@ WorkPtr ProcessGroupWeft::reduce(std::vector<at::Tensor>& tensors, const c10d::R
   weftDataType_t dtype = weft_dtype(t.scalar_type(), "reduce");
   auto w = make_work(OpType::REDUCE, "reduce", tensors);
   at::Tensor buf = staged(t, *w, true);
-  bool premul;
-  weftRedOp_t op = weft_op(opts.reduceOp, t.scalar_type(), comm_, "reduce", &premul);
-  if (premul) w->on_done([op, c = comm_] { weftRedOpDestroy(op, c); });
+  const weftRedOp_t op = reduce_op(*w, opts.reduceOp, t.scalar_type(), "reduce");
   const int root = static_cast<int>(opts.rootRank);
   issue(w, is_async(opts), [&](weftRequest_t* r) {
     return r ? weftReduceAsync(ptr(buf), ptr(buf), count(buf), dtype, op, root, comm_, r)
@@ -370,9 +372,7 @@ WorkPtr ProcessGroupWeft::reduce_scatter(std::vector<at::Tensor>& outputs, std::
   at::Tensor flat = concat(inputs[0]);
   w->keep(flat);
   at::Tensor dst = staged(out, *w, true);
-  bool premul;
-  weftRedOp_t op = weft_op(opts.reduceOp, out.scalar_type(), comm_, "reduce_scatter", &premul);
-  if (premul) w->on_done([op, c = comm_] { weftRedOpDestroy(op, c); });
+  const weftRedOp_t op = reduce_op(*w, opts.reduceOp, out.scalar_type(), "reduce_scatter");
   issue(w, is_async(opts), [&](weftRequest_t* r) {
     return r ? weftReduceScatterAsync(ptr(flat), ptr(dst), count(dst), weft_dtype(out.scalar_type(), "reduce_scatter"),
                                       op, comm_, r)
@@ -404,9 +404,7 @@ WorkPtr ProcessGroupWeft::reduce_scatter_tensor_coalesced(std::vector<at::Tensor
                 " elements, expected ", size_, " x ", outputs[i].numel());
     at::Tensor src = staged(inputs[i], *w, false);
     at::Tensor dst = staged(outputs[i], *w, true);
-    bool premul;
-    weftRedOp_t op = weft_op(opts.reduceOp, src.scalar_type(), comm_, what, &premul);
-    if (premul) w->on_done([op, c = comm_] { weftRedOpDestroy(op, c); });
+    const weftRedOp_t op = reduce_op(*w, opts.reduceOp, src.scalar_type(), what);
     const weftDataType_t dtype = weft_dtype(src.scalar_type(), what);
     issue(w, is_async(opts), [&](weftRequest_t* r) {
       return r ? weftReduceScatterAsync(ptr(src), ptr(dst), count(dst), dtype, op, comm_, r)

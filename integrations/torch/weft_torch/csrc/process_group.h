@@ -77,6 +77,9 @@ class ProcessGroupWeft : public c10d::Backend {
   // Hands a work whose requests are all posted to the completer, or completes
   // it here (sync).
   c10::intrusive_ptr<c10d::Work> launch(const c10::intrusive_ptr<WeftWork>& work, bool async);
+  // The weft op for a c10d reduce op; a pre-multiplied sum's op is destroyed
+  // when the work is done.
+  weftRedOp_t reduce_op(WeftWork& work, const c10d::ReduceOp& op, at::ScalarType type, const char* what);
   // One weft call of the work: call(&request) posts it (async), call(nullptr)
   // runs the blocking form on this thread, inline when the queue is idle.
   void issue(const c10::intrusive_ptr<WeftWork>& work, bool async,
