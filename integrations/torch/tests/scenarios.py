@@ -219,6 +219,39 @@ def op_matrix(group, rank, world, check, n=37):
             w = dist.all_gather_into_tensor(out, out[rank * n:(rank + 1) * n], group=group, async_op=async_op)
             run_wait(w, async_op, check, f"all_gather_into_tensor in place {d}")
             check.equal(f"all_gather_into_tensor in place {d} {a}", out, torch.cat(mine))
+            # coalesced: all_gather_into_tensor and reduce_scatter_tensor under
+            # _coalescing_manager (one backend call each), all_gather_coalesced
+            outs = [torch.empty(k * world, dtype=dtype) for k in (3, n)]
+            ins = [values(dtype, "SUM", rank, k, salt=k) for k in (3, n)]
+            rs_in = [values(dtype, "SUM", rank, k * world, salt=k) for k in (2, n)]
+            rs_out = [torch.empty(k, dtype=dtype) for k in (2, n)]
+            with dist._coalescing_manager(group=group, async_ops=async_op) as cm:
+                for o, i in zip(outs, ins):
+                    dist.all_gather_into_tensor(o, i, group=group)
+            if async_op:
+                cm.wait()
+            if dtype != torch.bool:
+                with dist._coalescing_manager(group=group, async_ops=async_op) as cm:
+                    for o, i in zip(rs_out, rs_in):
+                        dist.reduce_scatter_tensor(o, i, group=group)
+                if async_op:
+                    cm.wait()
+            for k, o in zip((3, n), outs):
+                check.equal(f"coalesced all_gather_into_tensor {d} {a} [{k}]", o,
+                            torch.cat([values(dtype, "SUM", r, k, salt=k) for r in range(world)]))
+            if dtype != torch.bool:
+                for k, o in zip((2, n), rs_out):
+                    full = [values(dtype, "SUM", r, k * world, salt=k) for r in range(world)]
+                    check.equal(f"coalesced reduce_scatter_tensor {d} {a} [{k}]", o,
+                                expected_reduce("SUM", dtype, full)[rank * k:(rank + 1) * k])
+            lists = [[torch.empty(k, dtype=dtype) for _ in range(world)] for k in (3, n)]
+            w = dist.all_gather_coalesced(lists, ins, group=group, async_op=async_op)
+            if async_op:
+                w.wait()
+            for k, lst in zip((3, n), lists):
+                for r in range(world):
+                    check.equal(f"all_gather_coalesced {d} {a} [{k}] from {r}", lst[r],
+                                values(dtype, "SUM", r, k, salt=k))
             # gather and scatter, every root
             for root in range(world):
                 groot = dist.get_global_rank(group, root) if group is not None else root
