@@ -377,6 +377,23 @@ def kill_during_allreduce(args):
     return {"error": None, "seconds": time.monotonic() - start}
 
 
+def hang_during_allreduce(args):
+    """Rank `args["victim"]` stops (SIGSTOP, a hung process) in the middle of
+    all-reduces; the others must raise once the group's timeout passes."""
+    import signal
+    rank, world = init(timeout_s=args["timeout"])
+    t = torch.ones(1 << 10)
+    start = time.monotonic()
+    try:
+        for i in range(100_000):
+            if rank == args["victim"] and i == 20:
+                os.kill(os.getpid(), signal.SIGSTOP)
+            dist.all_reduce(t)
+    except Exception as e:  # noqa: BLE001
+        return {"error": f"{type(e).__name__}: {e}", "seconds": time.monotonic() - start}
+    return {"error": None, "seconds": time.monotonic() - start}
+
+
 def size_mismatch(args):
     """Ranks pass all_reduce tensors of different lengths: an error, not wrong data or a hang."""
     rank, world = init(timeout_s=20)

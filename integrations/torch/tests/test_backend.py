@@ -46,6 +46,17 @@ def test_killed_rank_raises_on_survivors(victim):
         assert res["seconds"] < 30, res
 
 
+def test_hung_rank_raises_at_the_group_timeout():
+    """A stopped rank (SIGSTOP): the others raise DistBackendError once the
+    group's timeout (5 s, weft's deadline) passes, not hang."""
+    results = harness.run("hang_during_allreduce", 3, args={"victim": 1, "timeout": 5}, timeout=120,
+                          expect_fail={1})
+    for rank in (0, 2):
+        res = results[rank]
+        assert res["error"] is not None and "DistBackendError" in res["error"], res
+        assert 4 < res["seconds"] < 30, res
+
+
 @pytest.mark.parametrize("weft_check", ["0", "1"])
 def test_size_mismatch_is_an_error(weft_check):
     """Tensors of different lengths across ranks: every rank raises (weft sees
