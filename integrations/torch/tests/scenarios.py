@@ -360,34 +360,17 @@ def monitored_barrier_missing(args):
     return "no error"
 
 
-def kill_during_allreduce(args):
-    """Rank `args` dies (SIGKILL) in the middle of all-reduces; the others must raise naming it."""
-    import signal
-    rank, world = init(timeout_s=args.get("timeout", 30))
-    victim = args["victim"]
-    t = torch.ones(1 << 16)
-    start = time.monotonic()
-    try:
-        for i in range(10_000):
-            if rank == victim and i == 20:
-                os.kill(os.getpid(), signal.SIGKILL)
-            dist.all_reduce(t)
-    except Exception as e:  # noqa: BLE001
-        return {"error": f"{type(e).__name__}: {e}", "seconds": time.monotonic() - start}
-    return {"error": None, "seconds": time.monotonic() - start}
-
-
-def hang_during_allreduce(args):
-    """Rank `args["victim"]` stops (SIGSTOP, a hung process) in the middle of
-    all-reduces; the others must raise once the group's timeout passes."""
+def fault_during_allreduce(args):
+    """Rank `args["victim"]` sends itself args["signal"] (KILL: it dies; STOP: a
+    hung process) in the middle of all-reduces; the others must raise."""
     import signal
     rank, world = init(timeout_s=args["timeout"])
-    t = torch.ones(1 << 10)
+    t = torch.ones(1 << 16)
     start = time.monotonic()
     try:
         for i in range(100_000):
             if rank == args["victim"] and i == 20:
-                os.kill(os.getpid(), signal.SIGSTOP)
+                os.kill(os.getpid(), getattr(signal, "SIG" + args["signal"]))
             dist.all_reduce(t)
     except Exception as e:  # noqa: BLE001
         return {"error": f"{type(e).__name__}: {e}", "seconds": time.monotonic() - start}

@@ -35,8 +35,8 @@ def test_monitored_barrier_names_missing_rank():
 
 @pytest.mark.parametrize("victim", [0, 2])
 def test_killed_rank_raises_on_survivors(victim):
-    results = harness.run("kill_during_allreduce", 3, args={"victim": victim, "timeout": 30}, timeout=150,
-                          expect_fail={victim})
+    results = harness.run("fault_during_allreduce", 3, args={"victim": victim, "signal": "KILL", "timeout": 30},
+                          timeout=150, expect_fail={victim})
     for rank, res in enumerate(results):
         if rank == victim:
             continue
@@ -49,7 +49,7 @@ def test_killed_rank_raises_on_survivors(victim):
 def test_hung_rank_raises_at_the_group_timeout():
     """A stopped rank (SIGSTOP): the others raise DistBackendError once the
     group's timeout (5 s, weft's deadline) passes, not hang."""
-    results = harness.run("hang_during_allreduce", 3, args={"victim": 1, "timeout": 5}, timeout=120,
+    results = harness.run("fault_during_allreduce", 3, args={"victim": 1, "signal": "STOP", "timeout": 5}, timeout=120,
                           expect_fail={1})
     for rank in (0, 2):
         res = results[rank]
