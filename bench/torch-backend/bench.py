@@ -44,8 +44,9 @@ def launch(world, args, timeout):
     return out
 
 
-def timed(fn, nbytes):
-    """Seconds per call: median of 5 batches sized to ~0.2 s each."""
+def timed(fn):
+    """Seconds per call: median of 5 batches of at least 50 ms each."""
+    import torch
     import torch.distributed as dist
     fn()
     iters = 1
@@ -56,7 +57,6 @@ def timed(fn, nbytes):
             fn()
         dt = time.perf_counter() - t0
         # every rank must run the same count: rank 0 decides
-        import torch
         flag = torch.tensor([1 if dt < 0.05 and iters < 100000 else 0])
         dist.broadcast(flag, 0)
         if not flag.item():
@@ -79,12 +79,11 @@ def worker_allreduce(max_bytes):
     torch.set_num_threads(1)
     dist.init_process_group("weft")
     gloo = dist.new_group(backend="gloo")
-    world = dist.get_world_size()
     for nbytes in [s for s in SIZES if s <= max_bytes]:
         t = torch.ones(nbytes // 4)
         row = [nbytes]
         for group in (None, gloo):
-            row.append(timed(lambda: dist.all_reduce(t, group=group), nbytes))
+            row.append(timed(lambda: dist.all_reduce(t, group=group)))
         if dist.get_rank() == 0:
             print("AR", *row, flush=True)
     # What the binding adds: weftAllReduce in a C++ loop, the backend's
@@ -94,11 +93,10 @@ def worker_allreduce(max_bytes):
     n = 20000
     direct = min(weft_torch._C.time_allreduce(backend, t, n, True) for _ in range(3))
     binding = min(weft_torch._C.time_allreduce(backend, t, n, False) for _ in range(3))
-    python = timed(lambda: dist.all_reduce(t), 8)
+    python = timed(lambda: dist.all_reduce(t))
     if dist.get_rank() == 0:
         print("OVERHEAD", direct, binding, python, flush=True)
     dist.destroy_process_group()
-    del world
 
 
 def fmt_size(n):

@@ -322,7 +322,7 @@ def ops(args):
     check = Checker(f"rank {rank}/{world} default group")
     op_matrix(None, rank, world, check)
     results["default"] = [check.checks, check.failures]
-    # A subgroup of the odd... ranks 1..world-1 (all ranks at world 1): its own communicator.
+    # A subgroup of ranks 1..world-1 (rank 0 alone at world 1): its own communicator.
     members = list(range(1, world)) if world > 1 else [0]
     group = dist.new_group(members)
     if rank in members:

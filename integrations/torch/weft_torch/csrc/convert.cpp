@@ -37,8 +37,6 @@ weftDataType_t weft_dtype(at::ScalarType type, const char* what) {
 
 namespace {
 
-bool is_floating(at::ScalarType type) { return at::isFloatingType(type); }
-
 // One element of the tensor's dtype holding factor, for weftRedOpCreatePreMulSum.
 void scalar_bytes(double factor, at::ScalarType type, unsigned char out[8]) {
   at::Tensor t = at::scalar_tensor(factor, at::TensorOptions().dtype(at::kDouble)).to(type);
@@ -65,7 +63,7 @@ weftRedOp_t weft_op(const c10d::ReduceOp& op, at::ScalarType type, weftComm_t co
     case c10d::ReduceOp::BAND:
     case c10d::ReduceOp::BOR:
     case c10d::ReduceOp::BXOR:
-      TORCH_CHECK(!is_floating(type), "weft ", what, ": bitwise reduce op on floating-point dtype ",
+      TORCH_CHECK(!at::isFloatingType(type), "weft ", what, ": bitwise reduce op on floating-point dtype ",
                   c10::toString(type));
       return op.op_ == c10d::ReduceOp::BAND ? weftBand : op.op_ == c10d::ReduceOp::BOR ? weftBor : weftBxor;
     case c10d::ReduceOp::PREMUL_SUM: {

@@ -69,8 +69,9 @@ WeftWork::WeftWork(int rank, c10d::OpType type, const char* what, std::vector<at
       future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
 
 WeftWork::~WeftWork() {
-  // Unreachable with requests pending: the completer holds every posted work
-  // until it is complete. A work that failed to post frees what it posted.
+  // Posted works reach here complete (the completer holds them until then);
+  // one dropped by an argument check after an earlier post in the same call
+  // (a coalesced op) still owns that request, and its tensors must outlive it.
   for (weftRequest_t& r : requests_) weftWait(&r);
 }
 
