@@ -347,6 +347,31 @@ def future_value(args):
             "chained": doubled.tolist()}
 
 
+def callback_chains(args):
+    """The PowerSGD hook's pattern, many times over: a future's callback posts
+    the next all_reduce and waits for it, with several chains in flight at once.
+    Each callback must run on a thread that does not also complete works."""
+    rank, world = init(timeout_s=60)
+    total = world * (world + 1) // 2  # sum of rank + 1
+
+    def second(f):
+        u = f.value()[0] * 2
+        return dist.all_reduce(u, async_op=True).get_future().wait()[0]
+
+    wrong = []
+    for i in range(args["iterations"]):
+        chains = []
+        for c in range(args["chains"]):
+            t = torch.full((1 + c,), float(rank + 1))
+            chains.append(dist.all_reduce(t, async_op=True).get_future().then(second))
+        for c, fut in enumerate(chains):
+            got = fut.wait()
+            if got.tolist() != [float(2 * total * world)] * (1 + c):
+                wrong.append(f"iteration {i} chain {c}: {got.tolist()}")
+    dist.destroy_process_group()
+    return wrong[:5]
+
+
 def monitored_barrier_missing(args):
     """Rank `args` never arrives: rank 0's monitored_barrier names it."""
     rank, world = init(timeout_s=20)

@@ -28,6 +28,11 @@ def test_future_holds_output_tensors():
         assert res["chained"] == [6.0] * 4
 
 
+def test_callbacks_that_wait_on_later_works():
+    results = harness.run("callback_chains", 2, args={"iterations": 1500, "chains": 3}, timeout=300)
+    assert results == [[], []]
+
+
 def test_monitored_barrier_names_missing_rank():
     results = harness.run("monitored_barrier_missing", 3, args=2, timeout=120)
     assert "rank(s) 2 did not reach monitored_barrier" in results[0], results[0]

@@ -31,7 +31,10 @@ class CallbackPool {
   void run(std::function<void()> task) {
     std::lock_guard<std::mutex> lock(mu_);
     tasks_.push_back(std::move(task));
-    if (idle_ > 0) {
+    // idle_ still counts a thread that was notified but has not woken yet, so
+    // every queued task needs an idle thread of its own: with fewer, a thread
+    // woken for one task could block on a later one nobody else would run.
+    if (tasks_.size() <= static_cast<size_t>(idle_)) {
       cv_.notify_one();
     } else {
       std::thread([this] { loop(); }).detach();
@@ -120,20 +123,28 @@ void WeftWork::finish_requests(weftResult_t err, const std::string& msg, bool pu
     publish = future_requested_;
   }
   cv_.notify_all();
-  // Without a getFuture() so far nobody can have attached a callback: mark
-  // the future here. getFuture() after this point finds it complete.
-  auto fut = future_;
-  auto outputs = outputs_;
-  auto mark = [fut, outputs, ep] {
-    if (ep)
-      fut->setError(ep);
-    else
-      fut->markCompleted(c10::IValue(outputs));
-  };
-  if (!publish || publish_inline)
-    mark();
+  // Without a getFuture() so far the future stays unmarked and getFuture()
+  // marks it before handing it out. Marking it here instead would race with a
+  // getFuture().then(cb) on another thread: cb could then run on the
+  // completer thread, and a cb that waits for a later work (the PowerSGD hook
+  // does) would block the thread that completes that work, for ever.
+  if (!publish) return;
+  if (publish_inline)
+    mark_future();
   else
-    CallbackPool::get().run(mark);
+    CallbackPool::get().run([self = c10::intrusive_ptr<WeftWork>::reclaim_copy(this)] { self->mark_future(); });
+}
+
+void WeftWork::mark_future() {
+  std::exception_ptr ep;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ep = exception_;
+  }
+  if (ep)
+    future_->setError(ep);
+  else
+    future_->markCompleted(c10::IValue(outputs_));
 }
 
 bool WeftWork::try_complete(bool publish_inline) {
@@ -203,8 +214,16 @@ bool WeftWork::wait(std::chrono::milliseconds timeout) {
 }
 
 c10::intrusive_ptr<c10::ivalue::Future> WeftWork::getFuture() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  future_requested_ = true;
+  bool completed;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    completed = completed_;
+    if (future_requested_) return future_;
+    future_requested_ = true;
+  }
+  // Completed before anyone asked for the future: the finisher left it to
+  // this first call to mark, on this thread, before anyone can hold it.
+  if (completed) mark_future();
   return future_;
 }
 

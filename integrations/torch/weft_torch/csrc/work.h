@@ -74,6 +74,8 @@ class WeftWork : public c10d::Work {
   // The requests are done (first error in err, its message in msg); runs the hooks and marks the
   // work and, if asked for, its future complete. Holds claimed_.
   void finish_requests(weftResult_t err, const std::string& msg, bool publish_inline);
+  // Marks the future complete with the outputs or the work's error; runs its callbacks.
+  void mark_future();
 
   const char* what_;
   std::vector<at::Tensor> outputs_;
