@@ -1,7 +1,10 @@
 #include "train/gpt2.h"
 
 #include <cmath>
+#include <cstring>
+#include <map>
 #include <stdexcept>
+#include <utility>
 
 #include "train/attention.h"
 #include "train/layernorm.h"
@@ -152,131 +155,110 @@ class GPT2 final : public Model {
   void setFlatGrads(bool allocated) override { setFlat(allocated, grads_, gradPtr_); }
 
   double forward(const int* tokens, const int* targets, int B, int Tn) override {
-    if (Tn > cfg_.maxSeq || Tn <= 0 || B <= 0) throw std::invalid_argument("bad forward shape");
-    ensureActs(B, Tn);
-    const int C = cfg_.channels, V = cfg_.vocabSize, L = cfg_.numLayers;
-    const int N = B * Tn;
-    tokens_.assign(tokens, tokens + N);
-    for (int i = 0; i < N; i++)
-      if (tokens_[i] < 0 || tokens_[i] >= V) throw std::invalid_argument("token out of range");
-    hasTargets_ = targets != nullptr;
-    if (targets) targets_.assign(targets, targets + N);
-
-    drop_ = (training_ && dropoutP_ > 0) ? Dropout{dropoutP_, dropoutSeed_, 0} : Dropout{};
-    unitUsed(Pass::forward, 0);
-    encoderForward(encoded_.data(), tokens_.data(), P(kWte), P(kWpe), B, Tn, C);
-    if (drop_.active()) dropoutApply(encoded_.data(), encoded_.data(), size_t(N) * C, drop_.at(kEmbedStream));
-    for (int l = 0; l < L; l++) {
-      unitUsed(Pass::forward, l + 1);
-      blockForward(l, B, Tn, blockIn(l), blockOut(l), acts(l));
-    }
-    const T* last = blockIn(L);
-    unitUsed(Pass::forward, L + 1);
-    layernormForward(lnf_.data(), lnfMean_.data(), lnfRstd_.data(), last, P(lnfW()), P(lnfW() + 1),
-                     N, C);
-    // LM head tied to wte [V,C]: logits = lnf @ wte^T
-    unitUsed(Pass::forward, 0);
-    gemm(false, true, N, V, C, lnf_.data(), P(kWte), logits_.data(), false);
-    if (!targets) return 0.0;
-    return crossEntropyForward(losses_.data(), logits_.data(), targets_.data(), N, V);
+    return forwardPart(whole(), kWholeSlot, tokens, targets, nullptr, nullptr, B, Tn);
   }
 
   void backward(double scale) override {
-    if (!hasTargets_) throw std::logic_error("backward without a forward with targets");
-    const int B = B_, Tn = T_, C = cfg_.channels, NH = cfg_.numHeads, V = cfg_.vocabSize,
-              L = cfg_.numLayers;
-    const int N = B * Tn;
-    // mean over N positions
-    crossEntropyBackward(dlogits_.data(), logits_.data(), targets_.data(), N, V,
-                         A(scale / double(N)));
-    // LM head: dlnf = dlogits @ wte; dwte += dlogits^T @ lnf
-    unitUsed(Pass::backward, 0);
-    gemm(false, false, N, C, V, dlogits_.data(), P(kWte), dbuf_.data(), false);
-    gemm(true, false, V, C, N, dlogits_.data(), lnf_.data(), G(kWte), true);
-    const T* last = blockIn(L);
-    fillZero(dresid_.data(), dresid_.size());
-    unitUsed(Pass::backward, L + 1);
-    layernormBackward(dresid_.data(), G(lnfW()), G(lnfW() + 1), dbuf_.data(), last, P(lnfW()),
-                      lnfMean_.data(), lnfRstd_.data(), N, C);
-    gradsReady(tensors_[lnfW()].offset);
-    // dresid_ holds d(loss)/d(residual stream) on the way down.
-    for (int l = L - 1; l >= 0; l--) {
-      Layer& a = acts(l);
-      const T* x = blockIn(l);
-      unitUsed(Pass::backward, l + 1);
-      // Activation checkpointing: recompute this block's activations from its input
-      // (bit-identical to the forward pass) into the shared work buffers.
-      // The last block's are still there from the forward pass.
-      if (checkpoint_ && l != L - 1) blockForward(l, B, Tn, x, a.res2.data(), a);
-      // res2 = res1 + mlp(ln2(res1))
-      // Residual-branch dropout: the branch sees dresid through its mask.
-      const T* dMlpOut = dresid_.data();
-      if (drop_.active()) {
-        dropoutApply(dtmp_.data(), dresid_.data(), size_t(N) * C, drop_.at(3 * l + 2));
-        dMlpOut = dtmp_.data();
-      }
-      matmulBackward(dfchGelu_.data(), G(l, kMprojW), G(l, kMprojB), dMlpOut, a.fchGelu.data(),
-                     P(l, kMprojW), N, 4 * C, C);
-      gradsReady(offset(l, kMprojW));
-      geluBackward(dfch_.data(), a.fch.data(), dfchGelu_.data(), size_t(N) * 4 * C);
-      matmulBackward(dbuf_.data(), G(l, kFcW), G(l, kFcB), dfch_.data(), a.ln2.data(),
-                     P(l, kFcW), N, C, 4 * C);
-      gradsReady(offset(l, kFcW));
-      layernormBackward(dresid_.data(), G(l, kLn2W), G(l, kLn2B), dbuf_.data(), a.res1.data(),
-                        P(l, kLn2W), a.ln2Mean.data(), a.ln2Rstd.data(), N, C);
-      gradsReady(offset(l, kLn2W));
-      // res1 = x + attn(ln1(x))
-      const T* dAttnOut = dresid_.data();
-      if (drop_.active()) {
-        dropoutApply(dtmp_.data(), dresid_.data(), size_t(N) * C, drop_.at(3 * l + 1));
-        dAttnOut = dtmp_.data();
-      }
-      matmulBackward(dbuf_.data(), G(l, kAprojW), G(l, kAprojB), dAttnOut, a.atty.data(),
-                     P(l, kAprojW), N, C, C);
-      gradsReady(offset(l, kAprojW));
-      attentionBackward(dqkv_.data(), dbuf_.data(), a.qkv.data(), a.att.data(), B, Tn, C, NH,
-                        drop_.at(3 * l));
-      matmulBackward(dbuf_.data(), G(l, kAttnW), G(l, kAttnB), dqkv_.data(), a.ln1.data(),
-                     P(l, kAttnW), N, C, 3 * C);
-      gradsReady(offset(l, kAttnW));
-      layernormBackward(dresid_.data(), G(l, kLn1W), G(l, kLn1B), dbuf_.data(), x, P(l, kLn1W),
-                        a.ln1Mean.data(), a.ln1Rstd.data(), N, C);
-      gradsReady(offset(l, kLn1W));
-    }
-    unitUsed(Pass::backward, 0);
-    const T* dEmb = dresid_.data();
-    if (drop_.active()) {
-      dropoutApply(dtmp_.data(), dresid_.data(), size_t(N) * C, drop_.at(kEmbedStream));
-      dEmb = dtmp_.data();
-    }
-    encoderBackward(G(kWte), G(kWpe), dEmb, tokens_.data(), B, Tn, C, V);
-    gradsReady(0);  // wpe and the tied wte (whose head part came first) last
+    backwardPart(whole(), kWholeSlot, BackwardPiece::all, scale, nullptr, nullptr);
   }
 
+  double forwardPart(const ModelPart& part, int slot, const int* tokens, const int* targets, const void* in,
+                     void* out, int B, int Tn) override {
+    if (Tn > cfg_.maxSeq || Tn <= 0 || B <= 0) throw std::invalid_argument("bad forward shape");
+    if (part.firstBlock < 0 || part.endBlock > cfg_.numLayers || part.firstBlock > part.endBlock)
+      throw std::invalid_argument("bad model part");
+    Slot& s = slots_[slot];
+    ensureActs(s, part, B, Tn);
+    const int C = cfg_.channels, V = cfg_.vocabSize;
+    const int N = B * Tn;
+    s.hasTargets = targets != nullptr;
+    if (targets) s.targets.assign(targets, targets + N);
+    s.drop = (training_ && dropoutP_ > 0) ? Dropout{dropoutP_, dropoutSeed_, 0} : Dropout{};
+    if (part.embed) {
+      s.tokens.assign(tokens, tokens + N);
+      for (int i = 0; i < N; i++)
+        if (s.tokens[i] < 0 || s.tokens[i] >= V) throw std::invalid_argument("token out of range");
+      unitUsed(Pass::forward, 0);
+      encoderForward(s.input.data(), s.tokens.data(), P(kWte), P(kWpe), B, Tn, C);
+      if (s.drop.active())
+        dropoutApply(s.input.data(), s.input.data(), size_t(N) * C, s.drop.at(kEmbedStream));
+    } else {
+      std::memcpy(s.input.data(), in, sizeof(T) * N * C);
+    }
+    for (int l = part.firstBlock; l < part.endBlock; l++) {
+      unitUsed(Pass::forward, l + 1);
+      blockForward(s, l, B, Tn, blockIn(s, part, l), blockOut(s, part, l), acts(s, part, l));
+    }
+    if (checkpoint_) ckptHolds_ = {slot, part.endBlock - 1};
+    const T* last = blockIn(s, part, part.endBlock);
+    if (!part.head) {
+      std::memcpy(out, last, sizeof(T) * N * C);
+      return 0.0;
+    }
+    unitUsed(Pass::forward, cfg_.numLayers + 1);
+    layernormForward(s.lnf.data(), s.lnfMean.data(), s.lnfRstd.data(), last, P(lnfW()), P(lnfW() + 1), N, C);
+    // LM head tied to wte [V,C]: logits = lnf @ wte^T
+    unitUsed(Pass::forward, 0);
+    gemm(false, true, N, V, C, s.lnf.data(), P(kWte), s.logits.data(), false);
+    if (!targets) return 0.0;
+    return crossEntropyForward(s.losses.data(), s.logits.data(), s.targets.data(), N, V);
+  }
+
+  void backwardPart(const ModelPart& part, int slot, BackwardPiece piece, double scale, const void* dOut,
+                    void* dIn) override {
+    auto it = slots_.find(slot);
+    if (it == slots_.end()) throw std::logic_error("backward of a micro-batch without its forward");
+    Slot& s = it->second;
+    if (part.head && !s.hasTargets) throw std::logic_error("backward without a forward with targets");
+    // Under checkpointing the weights' gradients come with the input's (see gpt2.h).
+    const bool inputPass = piece != BackwardPiece::weight;
+    const bool weightNow = piece == BackwardPiece::all || checkpoint_;
+    if (inputPass && s.inputDone) throw std::logic_error("second input backward of a micro-batch");
+    if (!inputPass && !s.inputDone) throw std::logic_error("weight backward before the input backward");
+    if (!inputPass) {
+      if (!checkpoint_) weightBackward(s, part);
+      slots_.erase(it);
+      return;
+    }
+    inputBackward(s, part, scale, static_cast<const T*>(dOut), static_cast<T*>(dIn), weightNow);
+    s.inputDone = true;
+    if (piece == BackwardPiece::all && slot != kWholeSlot) slots_.erase(slot);
+  }
+
+  void releaseSlot(int slot) override { slots_.erase(slot); }
+
   void logitsRow(int b, int t, float* out) const override {
-    const T* r = logits_.data() + (size_t(b) * T_ + t) * cfg_.vocabSize;
+    const Slot& s = slots_.at(kWholeSlot);
+    const T* r = s.logits.data() + (size_t(b) * s.seq + t) * cfg_.vocabSize;
     for (int v = 0; v < cfg_.vocabSize; v++) out[v] = float(ld(r[v]));
   }
 
   void setActivationCheckpointing(bool on) override {
     if (on != checkpoint_) {
       checkpoint_ = on;
-      layers_.clear();  // re-laid out on the next forward
-      outs_.clear();
+      slots_.clear();  // re-laid out on the next forward
+      ckpt_ = Layer{};
+      ckptHolds_ = {-1, -1};
     }
   }
   bool activationCheckpointing() const override { return checkpoint_; }
 
   size_t activationBytes() const override {
-    size_t n = encoded_.size() + lnf_.size() + logits_.size() + dresid_.size() + dbuf_.size() + dtmp_.size() +
-               dqkv_.size() + dfch_.size() + dfchGelu_.size() + dlogits_.size();
-    size_t na = lnfMean_.size() * 2 + losses_.size();
-    for (const auto& o : outs_) n += o.size();
-    for (const Layer& a : layers_) {
-      n += a.ln1.size() + a.qkv.size() + a.atty.size() + a.att.size() + a.attproj.size() +
-           a.res1.size() + a.ln2.size() + a.fch.size() + a.fchGelu.size() + a.fcproj.size() +
-           a.res2.size();
+    size_t n = dresid_.size() + dbuf_.size() + dtmp_.size() + dqkv_.size() + dfch_.size() + dfchGelu_.size() +
+               dlogits_.size();
+    size_t na = 0;
+    auto layer = [&](const Layer& a) {
+      n += a.ln1.size() + a.qkv.size() + a.atty.size() + a.att.size() + a.attproj.size() + a.res1.size() +
+           a.ln2.size() + a.fch.size() + a.fchGelu.size() + a.fcproj.size() + a.res2.size();
       na += a.ln1Mean.size() * 4;
+    };
+    layer(ckpt_);
+    for (const auto& [id, s] : slots_) {
+      n += s.input.size() + s.lnf.size() + s.logits.size() + s.dlogits.size() + s.dEmb.size();
+      na += s.lnfMean.size() * 2 + s.losses.size();
+      for (const auto& o : s.outs) n += o.size();
+      for (const Layer& a : s.layers) layer(a);
+      for (const Deferred& d : s.deferred) n += d.dMlpOut.size() + d.dfch.size() + d.dAttnOut.size() + d.dqkv.size();
     }
     return n * sizeof(T) + na * sizeof(A);
   }
@@ -286,33 +268,187 @@ class GPT2 final : public Model {
     std::vector<T> ln1, qkv, atty, att, attproj, res1, ln2, fch, fchGelu, fcproj, res2;
     std::vector<A> ln1Mean, ln1Rstd, ln2Mean, ln2Rstd;
   };
+  // A block's output gradients that its weight gradients need, kept from the
+  // input pass to the weight pass.
+  struct Deferred {
+    std::vector<T> dMlpOut, dfch, dAttnOut, dqkv;
+  };
+  // One micro-batch in flight through a part.
+  struct Slot {
+    int B = 0, seq = 0;
+    bool hasTargets = false, inputDone = false;
+    std::vector<int> tokens, targets;
+    Dropout drop;                     // the masks of this forward (inactive in eval mode or p = 0)
+    std::vector<T> input;             // the part's input (the embeddings' output when it has them)
+    std::vector<Layer> layers;        // per block of the part; none when checkpointing
+    std::vector<std::vector<T>> outs; // block outputs when checkpointing
+    std::vector<T> lnf, logits;
+    std::vector<A> lnfMean, lnfRstd, losses;
+    std::vector<Deferred> deferred;   // per block, split backward only
+    std::vector<T> dlogits, dEmb;     // split backward: the head's and the embeddings' output gradients
+  };
+  static constexpr int kWholeSlot = -1;
+  ModelPart whole() const { return {0, cfg_.numLayers, true, true}; }
+
+  // The input pass: d(part input) from d(part output), and the weights' gradients
+  // too when weightNow; otherwise what the weight pass needs is kept in the slot.
+  void inputBackward(Slot& s, const ModelPart& part, double scale, const T* dOut, T* dIn, bool weightNow) {
+    const int B = s.B, Tn = s.seq, C = cfg_.channels, NH = cfg_.numHeads, V = cfg_.vocabSize;
+    const int N = B * Tn;
+    if (!weightNow) s.deferred.resize(size_t(part.endBlock - part.firstBlock));
+    auto keep = [&](std::vector<T>& dst, const T* src, size_t n) {
+      if (!weightNow) dst.assign(src, src + n);
+    };
+    if (part.head) {
+      // mean over N positions
+      crossEntropyBackward(dlogits_.data(), s.logits.data(), s.targets.data(), N, V, A(scale / double(N)));
+      // LM head: dlnf = dlogits @ wte; dwte += dlogits^T @ lnf
+      unitUsed(Pass::backward, 0);
+      gemm(false, false, N, C, V, dlogits_.data(), P(kWte), dbuf_.data(), false);
+      if (weightNow) gemm(true, false, V, C, N, dlogits_.data(), s.lnf.data(), G(kWte), true);
+      keep(s.dlogits, dlogits_.data(), size_t(N) * V);
+      const T* last = blockIn(s, part, part.endBlock);
+      fillZero(dresid_.data(), size_t(N) * C);
+      unitUsed(Pass::backward, cfg_.numLayers + 1);
+      layernormBackward(dresid_.data(), G(lnfW()), G(lnfW() + 1), dbuf_.data(), last, P(lnfW()),
+                        s.lnfMean.data(), s.lnfRstd.data(), N, C);
+      gradsReady(tensors_[lnfW()].offset);
+    } else {
+      std::memcpy(dresid_.data(), dOut, sizeof(T) * N * C);
+    }
+    // dresid_ holds d(loss)/d(residual stream) on the way down.
+    for (int l = part.endBlock - 1; l >= part.firstBlock; l--) {
+      Layer& a = acts(s, part, l);
+      const T* x = blockIn(s, part, l);
+      unitUsed(Pass::backward, l + 1);
+      // Activation checkpointing: recompute this block's activations from its input
+      // (bit-identical to the forward pass) into the shared work buffers, unless
+      // they are still there from this slot's forward.
+      if (checkpoint_ && !(ckptHolds_.first == slotId(s) && ckptHolds_.second == l))
+        blockForward(s, l, B, Tn, x, a.res2.data(), a);
+      ckptHolds_ = {-1, -1};
+      T* dw = nullptr;
+      T* db = nullptr;
+      auto wg = [&](int slot) {  // the weight and bias gradients of a matmul, now or later
+        dw = weightNow ? G(l, slot) : nullptr;
+        db = weightNow ? G(l, slot + 1) : nullptr;
+      };
+      Deferred* d = weightNow ? nullptr : &s.deferred[size_t(l - part.firstBlock)];
+      // res2 = res1 + mlp(ln2(res1))
+      // Residual-branch dropout: the branch sees dresid through its mask.
+      const T* dMlpOut = dresid_.data();
+      if (s.drop.active()) {
+        dropoutApply(dtmp_.data(), dresid_.data(), size_t(N) * C, s.drop.at(3 * l + 2));
+        dMlpOut = dtmp_.data();
+      }
+      wg(kMprojW);
+      matmulBackward(dfchGelu_.data(), dw, db, dMlpOut, a.fchGelu.data(), P(l, kMprojW), N, 4 * C, C);
+      if (d) keep(d->dMlpOut, dMlpOut, size_t(N) * C);
+      gradsReady(offset(l, kMprojW));
+      geluBackward(dfch_.data(), a.fch.data(), dfchGelu_.data(), size_t(N) * 4 * C);
+      wg(kFcW);
+      matmulBackward(dbuf_.data(), dw, db, dfch_.data(), a.ln2.data(), P(l, kFcW), N, C, 4 * C);
+      if (d) keep(d->dfch, dfch_.data(), size_t(N) * 4 * C);
+      gradsReady(offset(l, kFcW));
+      layernormBackward(dresid_.data(), G(l, kLn2W), G(l, kLn2B), dbuf_.data(), a.res1.data(), P(l, kLn2W),
+                        a.ln2Mean.data(), a.ln2Rstd.data(), N, C);
+      gradsReady(offset(l, kLn2W));
+      // res1 = x + attn(ln1(x))
+      const T* dAttnOut = dresid_.data();
+      if (s.drop.active()) {
+        dropoutApply(dtmp_.data(), dresid_.data(), size_t(N) * C, s.drop.at(3 * l + 1));
+        dAttnOut = dtmp_.data();
+      }
+      wg(kAprojW);
+      matmulBackward(dbuf_.data(), dw, db, dAttnOut, a.atty.data(), P(l, kAprojW), N, C, C);
+      if (d) keep(d->dAttnOut, dAttnOut, size_t(N) * C);
+      gradsReady(offset(l, kAprojW));
+      attentionBackward(dqkv_.data(), dbuf_.data(), a.qkv.data(), a.att.data(), B, Tn, C, NH, s.drop.at(3 * l));
+      wg(kAttnW);
+      matmulBackward(dbuf_.data(), dw, db, dqkv_.data(), a.ln1.data(), P(l, kAttnW), N, C, 3 * C);
+      if (d) keep(d->dqkv, dqkv_.data(), size_t(N) * 3 * C);
+      gradsReady(offset(l, kAttnW));
+      layernormBackward(dresid_.data(), G(l, kLn1W), G(l, kLn1B), dbuf_.data(), x, P(l, kLn1W), a.ln1Mean.data(),
+                        a.ln1Rstd.data(), N, C);
+      gradsReady(offset(l, kLn1W));
+    }
+    if (!part.embed) {
+      std::memcpy(dIn, dresid_.data(), sizeof(T) * N * C);
+      return;
+    }
+    unitUsed(Pass::backward, 0);
+    const T* dEmb = dresid_.data();
+    if (s.drop.active()) {
+      dropoutApply(dtmp_.data(), dresid_.data(), size_t(N) * C, s.drop.at(kEmbedStream));
+      dEmb = dtmp_.data();
+    }
+    if (weightNow) {
+      encoderBackward(G(kWte), G(kWpe), dEmb, s.tokens.data(), B, Tn, C, V);
+      gradsReady(0);  // wpe and the tied wte (whose head part came first) last
+    } else {
+      keep(s.dEmb, dEmb, size_t(N) * C);
+    }
+  }
+
+  // The weight pass of a split backward, from what the input pass kept.
+  void weightBackward(Slot& s, const ModelPart& part) {
+    const int N = s.B * s.seq, C = cfg_.channels, V = cfg_.vocabSize;
+    if (part.head) gemm(true, false, V, C, N, s.dlogits.data(), s.lnf.data(), G(kWte), true);
+    for (int l = part.endBlock - 1; l >= part.firstBlock; l--) {
+      const Layer& a = acts(s, part, l);
+      const Deferred& d = s.deferred[size_t(l - part.firstBlock)];
+      matmulBackward<T>(nullptr, G(l, kMprojW), G(l, kMprojB), d.dMlpOut.data(), a.fchGelu.data(), nullptr, N,
+                        4 * C, C);
+      matmulBackward<T>(nullptr, G(l, kFcW), G(l, kFcB), d.dfch.data(), a.ln2.data(), nullptr, N, C, 4 * C);
+      matmulBackward<T>(nullptr, G(l, kAprojW), G(l, kAprojB), d.dAttnOut.data(), a.atty.data(), nullptr, N, C, C);
+      matmulBackward<T>(nullptr, G(l, kAttnW), G(l, kAttnB), d.dqkv.data(), a.ln1.data(), nullptr, N, C, 3 * C);
+    }
+    if (part.embed) encoderBackward(G(kWte), G(kWpe), s.dEmb.data(), s.tokens.data(), s.B, s.seq, C, V);
+  }
 
   // One transformer block: x -> out, keeping its activations in `a`.
-  void blockForward(int l, int B, int Tn, const T* x, T* out, Layer& a) {
+  void blockForward(const Slot& s, int l, int B, int Tn, const T* x, T* out, Layer& a) {
     const int C = cfg_.channels, NH = cfg_.numHeads, N = B * Tn;
+    const Dropout& drop = s.drop;
     layernormForward(a.ln1.data(), a.ln1Mean.data(), a.ln1Rstd.data(), x, P(l, kLn1W), P(l, kLn1B), N,
                      C);
     matmulForward(a.qkv.data(), a.ln1.data(), P(l, kAttnW), P(l, kAttnB), N, C, 3 * C);
-    attentionForward(a.atty.data(), a.att.data(), a.qkv.data(), B, Tn, C, NH, drop_.at(3 * l));
+    attentionForward(a.atty.data(), a.att.data(), a.qkv.data(), B, Tn, C, NH, drop.at(3 * l));
     matmulForward(a.attproj.data(), a.atty.data(), P(l, kAprojW), P(l, kAprojB), N, C, C);
-    if (drop_.active())
-      dropoutApply(a.attproj.data(), a.attproj.data(), size_t(N) * C, drop_.at(3 * l + 1));
+    if (drop.active())
+      dropoutApply(a.attproj.data(), a.attproj.data(), size_t(N) * C, drop.at(3 * l + 1));
     residualForward(a.res1.data(), x, a.attproj.data(), size_t(N) * C);
     layernormForward(a.ln2.data(), a.ln2Mean.data(), a.ln2Rstd.data(), a.res1.data(), P(l, kLn2W),
                      P(l, kLn2B), N, C);
     matmulForward(a.fch.data(), a.ln2.data(), P(l, kFcW), P(l, kFcB), N, C, 4 * C);
     geluForward(a.fchGelu.data(), a.fch.data(), size_t(N) * 4 * C);
     matmulForward(a.fcproj.data(), a.fchGelu.data(), P(l, kMprojW), P(l, kMprojB), N, 4 * C, C);
-    if (drop_.active())
-      dropoutApply(a.fcproj.data(), a.fcproj.data(), size_t(N) * C, drop_.at(3 * l + 2));
+    if (drop.active())
+      dropoutApply(a.fcproj.data(), a.fcproj.data(), size_t(N) * C, drop.at(3 * l + 2));
     residualForward(out, a.res1.data(), a.fcproj.data(), size_t(N) * C);
   }
 
   // Without checkpointing every block keeps its own activations; with it, blocks
   // share one set and only the block outputs (the residual stream) are kept.
-  Layer& acts(int l) { return layers_[checkpoint_ ? 0 : l]; }
-  const T* blockIn(int l) { return l == 0 ? encoded_.data() : blockOut(l - 1); }
-  T* blockOut(int l) { return checkpoint_ ? outs_[l].data() : layers_[l].res2.data(); }
+  Layer& acts(Slot& s, const ModelPart& part, int l) {
+    return checkpoint_ ? ckpt_ : s.layers[size_t(l - part.firstBlock)];
+  }
+  const Layer& acts(const Slot& s, const ModelPart& part, int l) const {
+    return checkpoint_ ? ckpt_ : s.layers[size_t(l - part.firstBlock)];
+  }
+  // The input of block l of the part (l == endBlock: the part's last block's output).
+  const T* blockIn(Slot& s, const ModelPart& part, int l) {
+    return l == part.firstBlock ? s.input.data() : blockOut(s, part, l - 1);
+  }
+  T* blockOut(Slot& s, const ModelPart& part, int l) {
+    const size_t i = size_t(l - part.firstBlock);
+    return checkpoint_ ? s.outs[i].data() : s.layers[i].res2.data();
+  }
+  int slotId(const Slot& s) const {
+    for (const auto& [id, t] : slots_)
+      if (&t == &s) return id;
+    return -2;
+  }
 
   int lnfW() const { return kFirstLayer + kSlots * cfg_.numLayers; }
   void setFlat(bool allocated, std::vector<T>& flat, std::vector<void*>& ptrs) {
@@ -329,44 +465,48 @@ class GPT2 final : public Model {
   size_t offset(int l, int slot) const { return tensors_[kFirstLayer + kSlots * l + slot].offset; }
   T* G(int l, int slot) { return G(kFirstLayer + kSlots * l + slot); }
 
-  void ensureActs(int B, int Tn) {
-    B_ = B;
-    T_ = Tn;
+  void ensureActs(Slot& s, const ModelPart& part, int B, int Tn) {
+    s.B = B;
+    s.seq = Tn;
+    s.inputDone = false;
+    s.deferred.clear();
     const size_t N = size_t(B) * Tn, C = cfg_.channels, V = cfg_.vocabSize;
     const size_t att = size_t(B) * cfg_.numHeads * Tn * Tn;
+    const size_t blocks = size_t(part.endBlock - part.firstBlock);
     auto grow = [](auto& v, size_t n) {
       if (v.size() < n) v.resize(n);
     };
-    layers_.resize(checkpoint_ ? 1 : cfg_.numLayers);
-    if (checkpoint_) {
-      outs_.resize(cfg_.numLayers);
-      for (auto& o : outs_) grow(o, N * C);
-    }
-    for (Layer& a : layers_) {
+    auto layer = [&](Layer& a) {
       grow(a.ln1, N * C); grow(a.qkv, N * 3 * C); grow(a.atty, N * C); grow(a.att, att);
       grow(a.attproj, N * C); grow(a.res1, N * C); grow(a.ln2, N * C); grow(a.fch, N * 4 * C);
       grow(a.fchGelu, N * 4 * C); grow(a.fcproj, N * C); grow(a.res2, N * C);
       grow(a.ln1Mean, N); grow(a.ln1Rstd, N); grow(a.ln2Mean, N); grow(a.ln2Rstd, N);
+    };
+    if (checkpoint_) {
+      layer(ckpt_);
+      s.outs.resize(blocks);
+      for (auto& o : s.outs) grow(o, N * C);
+    } else {
+      s.layers.resize(blocks);
+      for (Layer& a : s.layers) layer(a);
     }
-    grow(encoded_, N * C); grow(lnf_, N * C); grow(lnfMean_, N); grow(lnfRstd_, N);
-    grow(logits_, N * V); grow(losses_, N);
+    grow(s.input, N * C);
+    if (part.head) {
+      grow(s.lnf, N * C); grow(s.lnfMean, N); grow(s.lnfRstd, N); grow(s.logits, N * V); grow(s.losses, N);
+      grow(dlogits_, N * V);
+    }
     grow(dresid_, N * C); grow(dbuf_, N * C);
     if (dropoutP_ > 0) grow(dtmp_, N * C);
-    grow(dqkv_, N * 3 * C); grow(dfch_, N * 4 * C);
-    grow(dfchGelu_, N * 4 * C); grow(dlogits_, N * V);
+    grow(dqkv_, N * 3 * C); grow(dfch_, N * 4 * C); grow(dfchGelu_, N * 4 * C);
   }
 
   std::vector<T> params_, grads_;
-  int B_ = 0, T_ = 0;
-  bool hasTargets_ = false;
-  std::vector<int> tokens_, targets_;
   bool checkpoint_ = false;
-  std::vector<Layer> layers_;
-  std::vector<std::vector<T>> outs_;  // block outputs when checkpointing
-  std::vector<T> encoded_, lnf_, logits_;
-  std::vector<A> lnfMean_, lnfRstd_, losses_;
+  std::map<int, Slot> slots_;  // micro-batches in flight; kWholeSlot for forward()/backward()
+  Layer ckpt_;                 // checkpointing: the one block whose activations exist
+  std::pair<int, int> ckptHolds_{-1, -1};  // (slot, block) that ckpt_ holds from a forward
+  // The backward's work buffers, shared by every slot.
   std::vector<T> dresid_, dbuf_, dtmp_, dqkv_, dfch_, dfchGelu_, dlogits_;
-  Dropout drop_;  // the masks of the last forward (inactive in eval mode or p = 0)
   static constexpr uint64_t kEmbedStream = uint64_t(1) << 40;
 };
 

@@ -41,6 +41,18 @@ std::vector<ParamTensor> gpt2ParamLayout(const GPT2Config& cfg);
 // LayerNorm weight 1, biases 0), drawn in fp32 from a seeded generator.
 std::vector<float> gpt2InitParams(const GPT2Config& cfg, uint64_t seed);
 
+// A pipeline stage's share of the model (one model chunk): blocks [firstBlock,
+// endBlock), with the embeddings when `embed`, and the final LayerNorm, the tied
+// head and the loss when `head`. The whole model is {0, numLayers, true, true}.
+struct ModelPart {
+  int firstBlock = 0, endBlock = 0;
+  bool embed = false, head = false;
+};
+
+// What a backward computes: everything, or (zero-bubble schedules) first the
+// gradient of the part's input alone, and later the weights' gradients.
+enum class BackwardPiece { all, input, weight };
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -57,6 +69,24 @@ class Model {
   // preceding forward with targets.
   virtual void backward(double scale) = 0;
   virtual void zeroGrad() = 0;
+
+  // Pipeline parallelism: the forward of one part for micro-batch `slot`. Each
+  // slot keeps its activations until its backward is done (or releaseSlot), so
+  // any number of micro-batches can be in flight. in: the previous part's output
+  // [B,T,C] in the storage type (ignored with part.embed, which reads tokens);
+  // out: this part's output (unless part.head). With part.head and targets,
+  // returns the mean cross-entropy.
+  virtual double forwardPart(const ModelPart& part, int slot, const int* tokens, const int* targets,
+                             const void* in, void* out, int B, int T) = 0;
+  // Accumulates the part's gradients of d(scale * mean loss) for `slot`. dOut: the
+  // gradient of the part's output (unless part.head); dIn: receives the gradient
+  // of its input (unless part.embed), written by the all and input pieces. The
+  // input piece keeps what the weight piece needs; the last piece frees the slot.
+  // With activation checkpointing the input piece also computes the weights'
+  // gradients (they would need a second recompute) and the weight piece does nothing.
+  virtual void backwardPart(const ModelPart& part, int slot, BackwardPiece piece, double scale,
+                            const void* dOut, void* dIn) = 0;
+  virtual void releaseSlot(int slot) = 0;
 
   // Dropout (HF embd_pdrop, attn_pdrop and resid_pdrop, one probability for all three),
   // applied only in training mode. Masks are a pure function of (seed, site, index):
@@ -111,7 +141,7 @@ class Model {
   // the block's internals in backward (one block's worth of activation memory).
   virtual void setActivationCheckpointing(bool on) = 0;
   virtual bool activationCheckpointing() const = 0;
-  // Bytes held by activations (and their gradients) for the last shape.
+  // Bytes held by activations of every slot in flight and the backward's work buffers.
   virtual size_t activationBytes() const = 0;
 
  protected:

@@ -245,7 +245,7 @@ template <class T>
 void matmulBackward(T* dinp, T* dw, T* dbias, const T* dout, const T* inp, const T* w, int N,
                     int IC, int OC) {
   if (dinp) gemm(false, true, N, IC, OC, dout, w, dinp, false);
-  gemm(true, false, IC, OC, N, inp, dout, dw, true);
+  if (dw) gemm(true, false, IC, OC, N, inp, dout, dw, true);
   if (dbias) {
     // Column sums in the accumulation type; blocks of columns in parallel so the
     // summation order is fixed (bit-reproducible for any thread count).

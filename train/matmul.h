@@ -36,6 +36,8 @@ template <class T>
 void matmulForward(T* out, const T* inp, const T* w, const T* bias, int N, int IC, int OC);
 
 // dinp = dout @ w^T (overwritten); dw += inp^T @ dout; dbias += column sums of dout.
+// A null dinp, dw or dbias is not computed (a split backward: input gradient now,
+// weight gradient later).
 template <class T>
 void matmulBackward(T* dinp, T* dw, T* dbias, const T* dout, const T* inp, const T* w, int N,
                     int IC, int OC);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <stdexcept>
 
 namespace weft::train {
@@ -26,10 +27,60 @@ Trainer::Trainer(const TrainOptions& opt, const std::vector<uint16_t>* train,
   auto init = gpt2InitParams(opt.model, opt.seed);
   model_->setParams(init.data());
   model_->setDropout(opt.dropout);
-  dp_ = std::make_unique<DataParallel>(opt.comm, *model_, opt.adam, opt.dp);
+  size_t microbatches = 1;
+  if (opt.pp.stages > 1) {
+    if (!opt.comm) throw std::invalid_argument("--pp needs a launcher's ranks");
+    if (opt.gradAccum != 1) throw std::invalid_argument("--pp: --microbatches sets the micro-batches per step, not --grad-accum");
+    pp_ = std::make_unique<Pipeline>(opt.comm, *model_, opt.adam, opt.pp, opt.batch, opt.seq);
+    microbatches = size_t(pp_->schedule().microbatches);
+  } else {
+    dp_ = std::make_unique<DataParallel>(opt.comm, *model_, opt.adam, opt.dp);
+  }
   scaler_.enabled = opt.dtype == DType::f16;
-  tokens_.resize(size_t(opt.batch) * opt.seq);
+  tokens_.resize(microbatches * opt.batch * opt.seq);
   targets_.resize(tokens_.size());
+}
+
+void Trainer::materialize() {
+  if (pp_) pp_->materialize();
+  else dp_->materialize();
+}
+
+void Trainer::setState(const void* rawParams, const std::vector<float>& master, const std::vector<float>& m,
+                       const std::vector<float>& v) {
+  if (pp_) {
+    pp_->setParams(rawParams);
+    pp_->loadState(master, m, v);
+  } else {
+    dp_->setParams(rawParams);
+    dp_->loadState(master, m, v);
+  }
+}
+
+StepStats Trainer::pipelineStep() {
+  StepStats s;
+  s.lr = schedule().at(step_);
+  s.lossScale = scaler_.current();
+  const int M = pp_->schedule().microbatches;
+  const size_t n = size_t(opt_.batch) * opt_.seq;
+  // The micro-batches of one rank with --grad-accum M, with the same dropout masks.
+  for (int i = 0; i < M; i++) sampler_.next(opt_.batch, opt_.seq, tokens_.data() + i * n, targets_.data() + i * n);
+  const uint64_t stepSeed = opt_.seed ^ (uint64_t(step_) << 20);
+  Pipeline::StepResult r = pp_->step(
+      tokens_.data(), targets_.data(), [&](int i) { return Rng(stepSeed ^ uint64_t(i)).next(); }, s.lr,
+      s.lossScale);
+  s.computeSeconds = r.busySeconds;
+  s.commSeconds = r.idleSeconds;
+  s.optimizerSeconds = r.optimizerSeconds;
+  s.loss = r.lossSum / M;
+  scaler_.update(r.optim.skipped);
+  s.gradNorm = r.optim.gradNorm;
+  s.skipped = r.optim.skipped;
+  s.bubble = r.bubble;
+  s.simulatedBubble = pp_->simulatedBubble();
+  s.peakActivationBytes = r.peakActivationBytes;
+  s.step = ++step_;
+  return s;
 }
 
 LrSchedule Trainer::schedule() const {
@@ -42,6 +93,7 @@ LrSchedule Trainer::schedule() const {
 }
 
 StepStats Trainer::trainStep() {
+  if (pp_) return pipelineStep();
   StepStats s;
   s.lr = schedule().at(step_);
   s.lossScale = scaler_.current();
@@ -89,20 +141,24 @@ struct EvalMode {
 };
 
 // Every parameter in the model for the lifetime of the guard (ZeRO-3 gathers them:
-// collective unless already materialized by the caller).
+// collective unless already materialized by the caller; a pipeline's stages share
+// theirs, collective).
 struct Materialized {
-  DataParallel& dp;
+  DataParallel* dp;
   bool was;
-  explicit Materialized(DataParallel& d) : dp(d), was(d.materialized()) { dp.materialize(); }
+  Materialized(DataParallel* d, Pipeline* pp) : dp(d), was(!d || d->materialized()) {
+    if (dp) dp->materialize();
+    else if (pp) pp->materialize();
+  }
   ~Materialized() {
-    if (!was) dp.release();
+    if (!was && dp) dp->release();
   }
 };
 }  // namespace
 
 double Trainer::evalLoss() {
   EvalMode eval(*model_);
-  Materialized whole(*dp_);
+  Materialized whole(dp_.get(), pp_.get());
   BatchSampler vs(val_, opt_.seed ^ 0x5EED5EED5EEDull);
   double sum = 0;
   for (int i = 0; i < opt_.evalBatches; i++) {
@@ -115,7 +171,9 @@ double Trainer::evalLoss() {
 std::string Trainer::generate(const std::string& prompt, int numTokens, double temperature,
                               uint64_t seed) {
   EvalMode eval(*model_);
-  Materialized whole(*dp_);
+  // A pipeline's stages shared their parameters before (materialize()): only rank 0 samples.
+  std::optional<Materialized> whole;
+  if (dp_) whole.emplace(dp_.get(), nullptr);
   Rng rng(seed);
   std::vector<int> ctx;
   for (uint16_t t : ByteTokenizer::encode(prompt)) ctx.push_back(t);
@@ -183,7 +241,7 @@ void Trainer::save(const std::string& dir) const {
   for (int v : {c.vocabSize, c.maxSeq, c.numLayers, c.numHeads, c.channels}) w.put<int32_t>(v);
   w.put<uint32_t>(uint32_t(opt_.dtype));
   w.put<int64_t>(step_);
-  w.put<int64_t>(dp_->optimizer().t);
+  w.put<int64_t>(const_cast<Trainer*>(this)->optimizer().t);
   w.put<uint8_t>(scaler_.enabled);
   w.put<double>(scaler_.scale);
   w.put<int32_t>(scaler_.goodSteps);
@@ -193,14 +251,24 @@ void Trainer::save(const std::string& dir) const {
   const size_t n = model_->numParams();
   w.put<uint64_t>(n);
   std::vector<char> params;
-  dp_->fullParams(&params);
-  w.raw(params.data(), params.size());
   std::vector<float> master, m, v;
-  dp_->fullState(&master, &m, &v);
+  int rank = 0;
+  if (pp_) {
+    pp_->materialize();
+    params.assign(static_cast<const char*>(model_->paramData()),
+                  static_cast<const char*>(model_->paramData()) + n * dtypeSize(opt_.dtype));
+    pp_->fullState(&master, &m, &v);
+    rank = pp_->stage();
+  } else {
+    dp_->fullParams(&params);
+    dp_->fullState(&master, &m, &v);
+    rank = dp_->rank();
+  }
+  w.raw(params.data(), params.size());
   w.raw(master.data(), n * 4);
   w.raw(m.data(), n * 4);
   w.raw(v.data(), n * 4);
-  if (dp_->rank() != 0) return;
+  if (rank != 0) return;
 
   fs::create_directories(dir);
   const fs::path path = fs::path(dir) / "checkpoint.bin";
@@ -233,7 +301,7 @@ void Trainer::load(const std::string& dir) {
     throw std::runtime_error(r.path + ": checkpoint dtype " + dtypeName(dt) + " differs from --dtype " +
                              dtypeName(opt_.dtype));
   step_ = int(r.get<int64_t>());
-  dp_->optimizer().t = r.get<int64_t>();
+  optimizer().t = r.get<int64_t>();
   scaler_.enabled = r.get<uint8_t>() != 0;
   scaler_.scale = r.get<double>();
   scaler_.goodSteps = r.get<int32_t>();
@@ -248,8 +316,7 @@ void Trainer::load(const std::string& dir) {
   r.raw(m.data(), n * 4);
   r.raw(v.data(), n * 4);
   if (r.pos != buf.size()) throw std::runtime_error(r.path + ": trailing bytes");
-  dp_->setParams(params.data());
-  dp_->loadState(master, m, v);
+  setState(params.data(), master, m, v);
 }
 
 }  // namespace weft::train

@@ -10,6 +10,7 @@
 
 #include "train/data.h"
 #include "train/dist/data_parallel.h"
+#include "train/dist/pipeline.h"
 #include "train/gpt2.h"
 #include "train/optim.h"
 #include "weft/weft.h"
@@ -35,6 +36,9 @@ struct TrainOptions {
   // so N ranks x K equals 1 rank x N*K. nullptr: one process.
   weftComm_t comm = nullptr;
   DataParallelOptions dp;
+  // Pipeline parallelism instead (pp.stages > 1, the ranks of comm): each step's
+  // pp.microbatches micro-batches flow through the stages; gradAccum must be 1.
+  PipelineOptions pp;
 };
 
 struct StepStats {
@@ -47,6 +51,10 @@ struct StepStats {
   // Where the step's time went (seconds): forward and backward, waiting for
   // communication that backward did not hide, the optimizer.
   double computeSeconds = 0, commSeconds = 0, optimizerSeconds = 0;
+  // Pipeline parallelism: the step's measured bubble (all stages), the schedule's
+  // simulated one with the measured action costs, this rank's peak activations.
+  double bubble = 0, simulatedBubble = 0;
+  size_t peakActivationBytes = 0;
 };
 
 class Trainer {
@@ -74,16 +82,26 @@ class Trainer {
   int step() const { return step_; }
   const TrainOptions& options() const { return opt_; }
   Model& model() { return *model_; }
-  AdamW& optimizer() { return dp_->optimizer(); }
+  AdamW& optimizer() { return pp_ ? pp_->optimizer() : dp_->optimizer(); }
+  // Exactly one of the two exists: the pipeline when options().pp.stages > 1.
   DataParallel& dataParallel() { return *dp_; }
+  Pipeline* pipeline() { return pp_.get(); }
+  // Every rank's model holds every current parameter (collective; see Pipeline::materialize,
+  // DataParallel::materialize).
+  void materialize();
+  // Sets every parameter and the optimizer's fp32 state (the same on every rank).
+  void setState(const void* rawParams, const std::vector<float>& master, const std::vector<float>& m,
+                const std::vector<float>& v);
   LossScaler& scaler() { return scaler_; }
   LrSchedule schedule() const;
 
  private:
+  StepStats pipelineStep();
   TrainOptions opt_;
   const std::vector<uint16_t>* val_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<DataParallel> dp_;
+  std::unique_ptr<Pipeline> pp_;
   LossScaler scaler_;
   BatchSampler sampler_;
   int step_ = 0;

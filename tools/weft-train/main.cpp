@@ -5,6 +5,7 @@
 //   weft-train --preset tiny|small|gpt2 [--dtype fp32|bf16|fp16] [--steps N] [--batch B --seq T]
 //              [--grad-accum K] [--out DIR] [--resume DIR] [--export-hf DIR] ...
 //   weft-run -n N weft-train --preset small [--zero 0|1] [--bucket-mb MB] ...
+//   weft-run -n P weft-train --preset small --pp P --microbatches M --schedule gpipe|1f1b|interleaved|zb
 //   weft-train --prepare-data [--src /usr/share/games/fortunes] [--data DIR]
 #include <omp.h>
 #include <signal.h>
@@ -76,6 +77,16 @@ const char* kUsage =
     "                          warm start (DDP; PyTorch's powerSGD_hook semantics)\n"
     "  --powersgd-start S      plain all-reduce for the first S steps (10)\n"
     "  --powersgd-no-error-feedback  drop the compression error instead of carrying it over\n"
+    "pipeline parallelism (instead of data parallelism):\n"
+    "  --pp P                  P stages, one per rank (the job's ranks): the blocks cut into contiguous\n"
+    "                          stages balanced by estimated compute, embeddings with the first, the\n"
+    "                          final LayerNorm and tied head with the last\n"
+    "  --microbatches M        micro-batches per step (P); a step trains on the batches of one rank\n"
+    "                          with --grad-accum M\n"
+    "  --schedule S            gpipe | 1f1b (default) | interleaved | zb (ZB-H1: weight gradients\n"
+    "                          deferred into the bubble)\n"
+    "  --chunks V              model chunks per rank for --schedule interleaved (2)\n"
+    "  --stages 0-1,2-5        blocks of each (virtual) stage instead of the balanced cut\n"
     "  --verbose               every rank logs its steps, prefixed with its rank\n"
     "  --trace FILE            Chrome/Perfetto trace (JSON) of one step, every rank: each block's\n"
     "                          forward and backward, each bucket's collective, waits, the optimizer\n"
@@ -188,6 +199,8 @@ int main(int argc, char** argv) {
   double bucketMb = 25;
   std::string reduceDtype, gradCompress, traceFile;
   int traceStep = 3, powerSgd = 0, powerSgdStart = 10;
+  int ppStages = 1, microbatches = 0, chunks = 0;
+  std::string ppSchedule = "1f1b", ppSplit;
 
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
@@ -241,6 +254,11 @@ int main(int argc, char** argv) {
     else if (a == "--powersgd-start") powerSgdStart = int(num());
     else if (a == "--powersgd-no-error-feedback") powerSgdFeedback = false;
     else if (a == "--trace-step") traceStep = int(num());
+    else if (a == "--pp") ppStages = int(num());
+    else if (a == "--microbatches") microbatches = int(num());
+    else if (a == "--schedule") ppSchedule = val();
+    else if (a == "--chunks") chunks = int(num());
+    else if (a == "--stages") ppSplit = val();
     else die("unknown option " + a + " (see --help)");
   }
 
@@ -334,6 +352,24 @@ int main(int argc, char** argv) {
       if (opt.dtype != DType::f32) die("--grad-compress is for --dtype fp32 (16-bit gradients already travel as 16-bit)");
       opt.dp.commDtype = c;
     }
+    if (ppStages < 1) die("--pp must be >= 1");
+    const bool pipelined = ppStages > 1;
+    if (!pipelined && (microbatches || chunks || !ppSplit.empty()))
+      die("--microbatches, --chunks and --stages are for --pp");
+    if (pipelined) {
+      if (ppStages != world)
+        die("--pp " + std::to_string(ppStages) + " needs " + std::to_string(ppStages) + " ranks, the job has " +
+            std::to_string(world) + " (pipeline and data parallelism together are not built yet)");
+      if (zero != 0 || powerSgd || !reduceDtype.empty() || !gradCompress.empty())
+        die("--zero, --powersgd, --reduce-dtype and --grad-compress are data-parallel options, not for --pp");
+      if (accum != 1) die("--pp: --microbatches sets the micro-batches per step, not --grad-accum");
+      if (microbatches < 0) die("--microbatches must be >= 1");
+      opt.pp.stages = ppStages;
+      opt.pp.schedule = ppSchedule;
+      opt.pp.microbatches = microbatches > 0 ? microbatches : ppStages;
+      opt.pp.chunks = chunks > 0 ? chunks : ppSchedule == "interleaved" ? 2 : 1;
+      opt.pp.split = ppSplit;
+    }
     if (out.empty()) out = resume.empty() ? "weft-train-" + preset + "-" + dtypeName(opt.dtype) : resume;
 
     TokenFile trainData = readTokenFile(trainPath.string());
@@ -345,11 +381,12 @@ int main(int argc, char** argv) {
       // --verbose or the output paths) before the first collective of the trainer,
       // so a rank started with other options is named instead of failing later.
       char desc[512];
-      std::snprintf(desc, sizeof desc, "%s %s %d %d %d %d %.17g %.17g %d %.17g %.17g %llu %.17g %.17g %d %d %.17g %s %s %d %d %d %d",
+      std::snprintf(desc, sizeof desc, "%s %s %d %d %d %d %.17g %.17g %d %.17g %.17g %llu %.17g %.17g %d %d %.17g %s %s %d %d %d %d %d %d %s %d %s",
                     preset.c_str(), dtypeStr.c_str(), opt.steps, opt.batch, opt.seq, opt.gradAccum, opt.lr, opt.minLr,
                     opt.warmup, wd, clip, (unsigned long long)seed, lossScale, dropout, int(ckptActs), zero, bucketMb,
                     reduceDtype.c_str(), gradCompress.c_str(), powerSgd, powerSgdStart, int(powerSgdFeedback),
-                    int(resume.empty()));
+                    int(resume.empty()), ppStages, opt.pp.microbatches, ppSchedule.c_str(), opt.pp.chunks,
+                    ppSplit.c_str());
       uint64_t h = 1469598103934665603ull;  // FNV-1a
       for (const char* c = desc; *c; c++) h = (h ^ uint8_t(*c)) * 1099511628211ull;
       std::vector<uint64_t> all(size_t(world), 0);
@@ -378,9 +415,8 @@ int main(int argc, char** argv) {
         die(initHF + ": model config differs from preset " + preset);
       std::vector<char> raw(hf.params.size() * dtypeSize(opt.dtype));
       convertFromFloat(opt.dtype, hf.params.data(), raw.data(), hf.params.size());
-      tr.dataParallel().setParams(raw.data());
       const std::vector<float> zeros(hf.params.size(), 0.0f);
-      tr.dataParallel().loadState(hf.params, zeros, zeros);
+      tr.setState(raw.data(), hf.params, zeros, zeros);
       if (lead) std::printf("initialized from HF weights in %s\n", initHF.c_str());
     }
     if (!resume.empty()) {
@@ -396,37 +432,54 @@ int main(int argc, char** argv) {
       csv.open(csvPath, csvAppend ? std::ios::app : std::ios::trunc);
       if (!csvAppend)
         csv << "step,loss,val_loss,lr,grad_norm,loss_scale,skipped,tokens_per_s,elapsed_s,comm_bytes,"
-               "model_state_bytes,peak_rss_bytes\n";
+               "model_state_bytes,peak_rss_bytes,bubble,peak_activation_bytes\n";
     }
 
-    const long tokPerStep = long(opt.batch) * opt.seq * opt.gradAccum * world;
-    DataParallel& dp = tr.dataParallel();
+    Pipeline* pp = tr.pipeline();
+    const long tokPerStep = long(opt.batch) * opt.seq * (pp ? pp->schedule().microbatches : opt.gradAccum * world);
+    DataParallel* dp = pp ? nullptr : &tr.dataParallel();
     const char* zeroName[] = {"DDP", "ZeRO-1 (optimizer state sharded)", "ZeRO-2 (optimizer state and gradients sharded)",
                               "ZeRO-3 (optimizer state, gradients and parameters sharded; buckets are blocks)"};
     if (lead) {
       std::printf("weft-train: preset %s, %s, %zu parameters (%d layers, %d heads, width %d, context %d)\n",
                   preset.c_str(), dtypeName(opt.dtype), tr.model().numParams(), opt.model.numLayers,
                   opt.model.numHeads, opt.model.channels, opt.model.maxSeq);
-      std::printf("  batch %d x seq %d x accum %d x ranks %d = %ld tokens/step, %d steps, lr %g -> %g (warmup %d), "
-                  "data %zu train / %zu val tokens, out %s\n",
-                  opt.batch, opt.seq, opt.gradAccum, world, tokPerStep, opt.steps, opt.lr, opt.minLr, opt.warmup,
-                  trainData.tokens.size(), valData.tokens.size(), out.c_str());
-      if (world > 1)
+      if (pp)
+        std::printf("  batch %d x seq %d x micro-batches %d = %ld tokens/step, %d steps, lr %g -> %g (warmup %d), "
+                    "data %zu train / %zu val tokens, out %s\n",
+                    opt.batch, opt.seq, pp->schedule().microbatches, tokPerStep, opt.steps, opt.lr, opt.minLr,
+                    opt.warmup, trainData.tokens.size(), valData.tokens.size(), out.c_str());
+      else
+        std::printf("  batch %d x seq %d x accum %d x ranks %d = %ld tokens/step, %d steps, lr %g -> %g (warmup %d), "
+                    "data %zu train / %zu val tokens, out %s\n",
+                    opt.batch, opt.seq, opt.gradAccum, world, tokPerStep, opt.steps, opt.lr, opt.minLr, opt.warmup,
+                    trainData.tokens.size(), valData.tokens.size(), out.c_str());
+      if (pp) {
+        std::string cut;
+        for (size_t v = 0; v < pp->split().size(); v++)
+          cut += (v ? ", " : "") + std::to_string(v) + ": " + std::to_string(pp->split()[v].first) + "-" +
+                 std::to_string(pp->split()[v].second - 1);
+        std::printf("  pipeline: %d stages x %d chunks, schedule %s, %d micro-batches; blocks per virtual stage %s; "
+                    "bubble by formula %.3f\n",
+                    world, pp->schedule().chunks, pp->schedule().name.c_str(), pp->schedule().microbatches,
+                    cut.c_str(), pp->formulaBubble());
+      } else if (world > 1)
         std::printf("  data-parallel: %d ranks x %d threads, %s, %zu gradient buckets (cap %g MiB, first 1 MiB), "
                     "gradients reduced in %s%s\n",
-                    world, threads, zeroName[zero], dp.buckets().size(), bucketMb,
+                    world, threads, zeroName[zero], dp->buckets().size(), bucketMb,
                     dtypeName(opt.dp.commDtype.value_or(opt.dtype)),
                     powerSgd ? (", PowerSGD rank " + std::to_string(powerSgd) + " from step " +
                                 std::to_string(powerSgdStart)).c_str() : "");
     }
     size_t modelState = 0;
     auto reportMemory = [&](const char* when) {
-      const MemoryReport mem = dp.memory();
+      const MemoryReport mem = pp ? pp->memory() : dp->memory();
       modelState = mem.params + mem.grads + mem.optimizer;
       if (lead || world > 1)
         say("memory %s: parameters %.1f MiB, gradients %.1f MiB, optimizer %.1f MiB (fp32 master and moments%s): "
             "model state %.1f MiB; fp32 gradient %.1f MiB, communication buffers %.1f MiB, peak resident %.1f MiB\n",
-            when, mib(mem.params), mib(mem.grads), mib(mem.optimizer), zero ? ", this rank's shard" : "",
+            when, mib(mem.params), mib(mem.grads), mib(mem.optimizer),
+            zero ? ", this rank's shard" : pp ? ", this stage's parameters" : "",
             mib(modelState), mib(mem.fp32Grads), mib(mem.commBuffers), mib(peakRssBytes()));
       std::fflush(stdout);
     };
@@ -440,7 +493,10 @@ int main(int argc, char** argv) {
     double computeSum = 0, commSum = 0, optimSum = 0, timedSum = 0;  // steps after the first
     const int startStep = tr.step();
     // Under ZeRO-3 evaluation gathers the parameters: every rank takes part.
-    const bool evaluates = lead || zero == 3;
+    // So does a pipeline: the stages share their parameters for it.
+    const bool evaluates = lead || zero == 3 || pp;
+    double bubbleSum = 0, simulatedSum = 0;
+    size_t peakActivations = 0;
     if (startStep == 0 && evaluates) lastVal = tr.evalLoss();
     if (startStep == 0 && lead) {
       std::printf("activations: %.1f MiB (%s)\n", double(tr.model().activationBytes()) / (1 << 20),
@@ -460,12 +516,12 @@ int main(int argc, char** argv) {
         else die("terminated (SIGTERM) after step " + std::to_string(tr.step()));
       }
       const bool traceNow = !traceFile.empty() && tr.step() + 1 == std::min(traceStep, opt.steps);
-      if (traceNow) dp.traceOn();
+      if (traceNow && dp) dp->traceOn();
       const auto s0 = clock::now();
       StepStats s = tr.trainStep();
       if (traceNow) {
-        dp.traceOff();
-        writeChromeTrace(comm, dp.traceEvents(), traceFile);
+        if (dp) dp->traceOff();
+        writeChromeTrace(comm, dp ? dp->traceEvents() : pp->lastActions(), traceFile);
         if (lead) std::printf("trace of step %d: %s (chrome://tracing or ui.perfetto.dev)\n", s.step, traceFile.c_str());
       }
       const double dt = std::chrono::duration<double>(clock::now() - s0).count();
@@ -476,16 +532,25 @@ int main(int argc, char** argv) {
       emaRate = emaRate == 0 ? rate : 0.9 * emaRate + 0.1 * rate;
       if (!std::isnan(firstLoss)) {
         computeSum += s.computeSeconds;
+        bubbleSum += s.bubble;
+        simulatedSum += s.simulatedBubble;
         commSum += s.commSeconds;
         optimSum += s.optimizerSeconds;
         timedSum += dt;
       }
+      peakActivations = std::max(peakActivations, s.peakActivationBytes);
       if (std::isnan(firstLoss)) firstLoss = s.loss;
       lastLoss = s.loss;
       const double eta = (opt.steps - s.step) * tokPerStep / emaRate;
       const bool logNow = s.step % logEvery == 0 || s.step == startStep + 1 || s.step == opt.steps || s.skipped;
-      if (verbose && world > 1 && logNow) {
-        const CommVolume v = dp.volume();
+      if (verbose && pp && logNow) {
+        say("step %d | loss %.4f | grad norm %.3f | %.2f s | busy %.0f ms, waiting on receives %.0f ms | "
+            "bubble %.3f (simulated %.3f) | peak activations %.1f MiB\n",
+            s.step, s.loss, s.gradNorm, dt, s.computeSeconds * 1e3, s.commSeconds * 1e3, s.bubble,
+            s.simulatedBubble, mib(s.peakActivationBytes));
+        std::fflush(stdout);
+      } else if (verbose && world > 1 && logNow) {
+        const CommVolume v = dp->volume();
         say("step %d | loss %.4f | grad norm %.3f | %.2f s | sent to weft %.1f MiB gradients, %.1f MiB parameters\n",
             s.step, s.loss, s.gradNorm, dt, mib(v.gradientBytes), mib(v.paramBytes));
         std::fflush(stdout);
@@ -498,12 +563,14 @@ int main(int argc, char** argv) {
         continue;
       }
       const double elapsed = std::chrono::duration<double>(clock::now() - t0).count();
-      const CommVolume v = dp.volume();
+      const CommVolume v = dp ? dp->volume() : CommVolume{};
       csv << s.step << "," << s.loss << ",";
       if (evalNow) csv << val;
       csv << "," << s.lr << "," << s.gradNorm << "," << s.lossScale << "," << int(s.skipped) << "," << rate
           << "," << elapsed << "," << (v.gradientBytes + v.paramBytes + v.statsBytes) << "," << modelState << ","
-          << peakRssBytes() << "\n";
+          << peakRssBytes() << ",";
+      if (pp) csv << s.bubble;
+      csv << "," << (pp ? s.peakActivationBytes : tr.model().activationBytes()) << "\n";
 
       char scaleInfo[96] = "";
       if (tr.scaler().enabled) {
@@ -526,6 +593,7 @@ int main(int argc, char** argv) {
         std::printf("step %5d/%d | loss %.4f | lr %.2e | grad norm %.3f | %s tok/s | ETA %s%s", s.step,
                     opt.steps, s.loss, s.lr, s.gradNorm, fmtRate(emaRate).c_str(), fmtTime(eta).c_str(),
                     scaleInfo);
+        if (pp) std::printf(" | bubble %.3f", s.bubble);
         if (evalNow) std::printf(" | val loss %.4f", val);
         std::printf("\n");
       }
@@ -533,7 +601,10 @@ int main(int argc, char** argv) {
       if (saveEvery > 0 && s.step % saveEvery == 0 && s.step != opt.steps) tr.save(out);
     }
     tr.save(out);
-    dp.materialize();  // ZeRO-3: the whole model on every rank for sampling and export
+    tr.materialize();  // ZeRO-3, pipeline: the whole model on every rank for sampling and export
+    if (pp && (lead || verbose))
+      say("pipeline stage %d: peak activations %.1f MiB (micro-batches in flight on this stage)\n", pp->stage(),
+          mib(peakActivations));
     if (lead) {
       csv.flush();
       const double total = std::chrono::duration<double>(clock::now() - t0).count();
@@ -547,6 +618,10 @@ int main(int argc, char** argv) {
                     "(%.1f%%) + optimizer %.1f ms\n",
                     timedSum / n * 1e3, computeSum / n * 1e3, commSum / n * 1e3, 100 * commSum / timedSum,
                     optimSum / n * 1e3);
+        if (pp)
+          std::printf("pipeline bubble (after the first step): measured %.3f, simulated with the measured action "
+                      "times %.3f, formula %.3f\n",
+                      bubbleSum / n, simulatedSum / n, pp->formulaBubble());
       }
       csv.close();
       Curve trainCurve, valCurve;

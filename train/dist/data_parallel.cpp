@@ -10,8 +10,6 @@
 
 namespace weft::train {
 
-namespace {
-
 weftDataType_t weftType(DType d) {
   switch (d) {
     case DType::f32: return weftFloat32;
@@ -21,6 +19,8 @@ weftDataType_t weftType(DType d) {
   }
   throw std::invalid_argument("no weft datatype");
 }
+
+namespace {
 
 // n elements of type `from` at src to type `to` at dst (rounded once, through fp32
 // in *tmp, which is kept between calls: buckets are megabytes).

@@ -28,6 +28,9 @@
 
 namespace weft::train {
 
+// weft's datatype for a storage type.
+weftDataType_t weftType(DType d);
+
 struct DataParallelOptions {
   int zero = 0;                    // ZeRO stage: 0 (DDP), 1, 2 or 3
   double bucketMb = 25;            // PyTorch DDP's bucket_cap_mb

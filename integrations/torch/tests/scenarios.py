@@ -350,20 +350,26 @@ def future_value(args):
 def callback_chains(args):
     """The PowerSGD hook's pattern, many times over: a future's callback posts
     the next all_reduce and waits for it, with several chains in flight at once.
-    Each callback must run on a thread that does not also complete works."""
+    Each callback must run on a thread that does not also complete works. Every
+    chain has a process group of its own: callbacks of different chains run
+    concurrently, so their collectives on one group would be posted in a
+    different order on each rank."""
     rank, world = init(timeout_s=60)
     total = world * (world + 1) // 2  # sum of rank + 1
+    groups = [dist.new_group(list(range(world))) for _ in range(args["chains"])]
 
-    def second(f):
-        u = f.value()[0] * 2
-        return dist.all_reduce(u, async_op=True).get_future().wait()[0]
+    def second(group):
+        def run(f):
+            u = f.value()[0] * 2
+            return dist.all_reduce(u, group=group, async_op=True).get_future().wait()[0]
+        return run
 
     wrong = []
     for i in range(args["iterations"]):
         chains = []
-        for c in range(args["chains"]):
+        for c, group in enumerate(groups):
             t = torch.full((1 + c,), float(rank + 1))
-            chains.append(dist.all_reduce(t, async_op=True).get_future().then(second))
+            chains.append(dist.all_reduce(t, group=group, async_op=True).get_future().then(second(group)))
         for c, fut in enumerate(chains):
             got = fut.wait()
             if got.tolist() != [float(2 * total * world)] * (1 + c):
@@ -402,15 +408,30 @@ def fault_during_allreduce(args):
     return {"error": None, "seconds": time.monotonic() - start}
 
 
+def store_barrier(name, world, timeout_s=30):
+    """Waits through the c10d store until every rank got here. A rank whose
+    collective failed stays alive until the others have their own error: rank 0
+    hosts weft's bootstrap root, and its exit would turn a slower rank's error
+    into "lost connection to the bootstrap root" (issue 20's single point of
+    failure, not what these tests check)."""
+    store = dist.distributed_c10d._get_default_store()
+    store.add(name, 1)
+    deadline = time.monotonic() + timeout_s
+    while store.add(name, 0) < world and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def size_mismatch(args):
     """Ranks pass all_reduce tensors of different lengths: an error, not wrong data or a hang."""
     rank, world = init(timeout_s=20)
     t = torch.ones(100 + rank)
     try:
         dist.all_reduce(t)
+        result = "no error"
     except Exception as e:  # noqa: BLE001
-        return f"{type(e).__name__}: {e}"
-    return "no error"
+        result = f"{type(e).__name__}: {e}"
+    store_barrier("size_mismatch_done", world)
+    return result
 
 
 HOOKS = ["none", "allreduce", "fp16_compress", "bf16_compress", "powerSGD"]
