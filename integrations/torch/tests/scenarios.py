@@ -4,6 +4,7 @@ float64, never by a collective."""
 import datetime
 import functools
 import os
+import random
 import time
 
 import torch
@@ -364,12 +365,19 @@ def callback_chains(args):
             return dist.all_reduce(u, group=group, async_op=True).get_future().wait()[0]
         return run
 
+    # The callback is attached at a varying time after the post: before, while
+    # and after the group's completer thread finishes the work.
+    jitter = random.Random(rank)
     wrong = []
     for i in range(args["iterations"]):
         chains = []
         for c, group in enumerate(groups):
             t = torch.full((1 + c,), float(rank + 1))
-            chains.append(dist.all_reduce(t, group=group, async_op=True).get_future().then(second(group)))
+            work = dist.all_reduce(t, group=group, async_op=True)
+            until = time.perf_counter() + jitter.uniform(0, 150e-6)
+            while time.perf_counter() < until:
+                pass
+            chains.append(work.get_future().then(second(group)))
         for c, fut in enumerate(chains):
             got = fut.wait()
             if got.tolist() != [float(2 * total * world)] * (1 + c):
