@@ -29,7 +29,7 @@ def test_future_holds_output_tensors():
 
 
 def test_callbacks_that_wait_on_later_works():
-    results = harness.run("callback_chains", 2, args={"iterations": 1500, "chains": 3}, timeout=300)
+    results = harness.run("callback_chains", 2, args={"iterations": 1500, "chains": 3}, timeout=120)
     assert results == [[], []]
 
 
