@@ -46,31 +46,7 @@ std::vector<float> params(Trainer& t) {
   return p;
 }
 
-// The parameters to compare: all but the key biases. A key bias adds the same
-// q.b to every score of a query's row, which softmax ignores, so its gradient is
-// zero in exact arithmetic and rounding noise in practice; Adam scales that noise
-// to steps of size lr, so those elements follow the summation order (in any
-// implementation), not the model.
-std::vector<float> comparable(Trainer& t) {
-  std::vector<float> p = params(t), out;
-  const size_t C = size_t(t.model().config().channels);
-  for (const ParamTensor& pt : t.model().tensors()) {
-    const bool keyBias = pt.name.find("attn.c_attn.bias") != std::string::npos;
-    for (size_t i = 0; i < pt.numel; i++)
-      if (!keyBias || i < C || i >= 2 * C) out.push_back(p[pt.offset + i]);
-  }
-  return out;
-}
-
-// max |a - b| / max |b| (infinity norms): relative to the parameters' scale.
-double relDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  double d = 0, m = 0;
-  for (size_t i = 0; i < a.size(); i++) {
-    d = std::max(d, std::fabs(double(a[i]) - double(b[i])));
-    m = std::max(m, std::fabs(double(b[i])));
-  }
-  return d / m;
-}
+std::vector<float> comparable(Trainer& t) { return testing::comparable(t.model(), params(t)); }
 
 struct Case {
   const char* name;
@@ -109,7 +85,7 @@ void equivalence(weftComm_t comm, const Case& c, const std::vector<uint16_t>& da
       lossDiff = std::max(lossDiff, std::fabs(ea - eb) / std::fabs(eb));
     }
   }
-  const double d = relDiff(comparable(dist), comparable(single));
+  const double d = testing::relDiff(comparable(dist), comparable(single));
   if (rank == 0)
     std::printf("%-30s N=%d buckets=%zu: parameters max rel diff %.3g, loss max rel diff %.3g (tolerance %.0e)\n",
                 c.name, n, dist.dataParallel().buckets().size(), d, lossDiff, c.tolerance);
@@ -137,7 +113,7 @@ void zeroAgainstDdp(weftComm_t comm, int stage, DType dt, const std::vector<uint
     zero.trainStep();
   }
   const std::vector<float> a = params(zero), b = params(ddp);
-  const double d = relDiff(comparable(zero), comparable(ddp));
+  const double d = testing::relDiff(comparable(zero), comparable(ddp));
   const double tol = dt == DType::f32 ? 1e-6 : 1e-2;
   if (rank == 0)
     std::printf("zero%d vs ddp %-14s N=%d: parameters %s, max rel diff %.3g (tolerance %.0e)\n", stage,
@@ -277,7 +253,7 @@ void resumeAcrossConfigurations(weftComm_t comm, const std::vector<uint16_t>& da
     if (t.step() != 10) fail(std::string(what) + ": resumed at step " + std::to_string(t.step()));
     for (int s = 10; s < 20; s++) t.trainStep();
     if (rank != 0) return;
-    const double d = relDiff(comparable(t), reference);
+    const double d = testing::relDiff(comparable(t), reference);
     std::printf("resume N=4 ZeRO-3 -> %s: parameters after 20 steps differ from one process by %.3g (tolerance 1e-6)\n",
                 what, d);
     if (!(d <= 1e-6)) fail(std::string("resume -> ") + what + ": " + std::to_string(d));

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,32 @@ inline TrainOptions tinyOptions(DType dt) {
   o.seed = 42;
   o.evalBatches = 4;
   return o;
+}
+
+// The parameters to compare (p: every parameter, widened): all but the key
+// biases. A key bias adds the same q.b to every score of a query's row, which
+// softmax ignores, so its gradient is zero in exact arithmetic and rounding noise
+// in practice; Adam scales that noise to steps of size lr, so those elements
+// follow the summation order (in any implementation), not the model.
+inline std::vector<float> comparable(const Model& m, const std::vector<float>& p) {
+  std::vector<float> out;
+  const size_t C = size_t(m.config().channels);
+  for (const ParamTensor& pt : m.tensors()) {
+    const bool keyBias = pt.name.find("attn.c_attn.bias") != std::string::npos;
+    for (size_t i = 0; i < pt.numel; i++)
+      if (!keyBias || i < C || i >= 2 * C) out.push_back(p[pt.offset + i]);
+  }
+  return out;
+}
+
+// max |a - b| / max |b| (infinity norms): relative to the parameters' scale.
+inline double relDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0, m = 0;
+  for (size_t i = 0; i < a.size(); i++) {
+    d = std::max(d, std::fabs(double(a[i]) - double(b[i])));
+    m = std::max(m, std::fabs(double(b[i])));
+  }
+  return d / m;
 }
 
 }  // namespace weft::train::testing
