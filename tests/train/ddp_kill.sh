@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# A data-parallel weft-train run with one rank killed (SIGKILL) mid-run: both
-# survivors exit with weft's error naming the dead rank within the deadline,
-# weft-run exits non-zero and names it, nothing is left behind, and the last
-# checkpoint resumes in one process with the same global batch (3 micro-batches).
-# Needs the Debian fortunes corpus (exit 77 = skipped without it).
-# usage: ddp_kill.sh WEFT_RUN WEFT_TRAIN
+# A data-parallel (or, with --pp 3 --microbatches 3 as extra arguments,
+# pipeline-parallel) weft-train run on 3 ranks with rank 1 killed (SIGKILL)
+# mid-run: both survivors exit with weft's error naming the dead rank within the
+# deadline, weft-run exits non-zero and names it, nothing is left behind, and the
+# last checkpoint resumes in one process with the same global batch (3
+# micro-batches). Needs the Debian fortunes corpus (exit 77 = skipped without it).
+# usage: ddp_kill.sh WEFT_RUN WEFT_TRAIN [weft-train arguments of the 3-rank run]
 set -u
 run=$1 exe=$2
+shift 2
 [ -d "${WEFT_FORTUNE_DIR:-/usr/share/games/fortunes}" ] || { echo "SKIPPED: fortunes not installed"; exit 77; }
 tmp=$(mktemp -d)
 cleanup() { pkill -9 -f -- "--out $tmp/run" 2>/dev/null; rm -rf "$tmp"; }
@@ -14,7 +16,7 @@ trap cleanup EXIT
 before=$(ls /dev/shm | grep -c '^weft-' || true)
 args=(--preset tiny --batch 4 --seq 32 --steps 100000 --save-every 5 --eval-every 0 --sample 0 --data "$tmp/data")
 OMP_WAIT_POLICY=passive WEFT_TIMEOUT_MS=10000 timeout 150 "$run" -n 3 --timeout 120 -- \
-  "$exe" "${args[@]}" --out "$tmp/run" >"$tmp/log" 2>&1 &
+  "$exe" "${args[@]}" "$@" --out "$tmp/run" >"$tmp/log" 2>&1 &
 job=$!
 for _ in $(seq 1200); do [ -f "$tmp/run/checkpoint.bin" ] && break; sleep 0.1; done
 sleep 0.5  # a few steps past the first checkpoint
