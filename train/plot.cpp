@@ -12,8 +12,9 @@ namespace weft::train {
 
 namespace {
 
-enum Color : uint8_t { kWhite, kBlack, kGrid, kBlue, kOrange };
-const uint8_t kPalette[][3] = {{255, 255, 255}, {0, 0, 0}, {225, 225, 225}, {31, 119, 180}, {255, 127, 14}};
+enum Color : uint8_t { kWhite, kBlack, kGrid, kBlue, kOrange, kGreen, kRed };
+const uint8_t kPalette[][3] = {{255, 255, 255}, {0, 0, 0},     {225, 225, 225}, {31, 119, 180},
+                               {255, 127, 14},  {44, 160, 44}, {214, 39, 40}};
 
 // 5x7 glyphs, one row per byte, bit 4 = leftmost column.
 struct Glyph {
@@ -33,6 +34,10 @@ const Glyph kFont[] = {
     {'r', {0, 0, 22, 25, 16, 16, 16}},   {'a', {0, 0, 14, 1, 15, 17, 15}},
     {'i', {4, 0, 12, 4, 4, 4, 14}},      {'n', {0, 0, 22, 25, 17, 17, 17}},
     {'v', {0, 0, 17, 17, 17, 10, 4}},    {'k', {16, 16, 18, 20, 24, 20, 18}},
+    {'m', {0, 0, 26, 21, 21, 17, 17}},   {'g', {0, 0, 15, 17, 15, 1, 14}},
+    {'c', {0, 0, 14, 16, 16, 17, 14}},   {'F', {31, 16, 16, 30, 16, 16, 16}},
+    {'B', {30, 17, 17, 30, 17, 17, 30}}, {'I', {14, 4, 4, 4, 4, 4, 14}},
+    {'W', {17, 17, 17, 21, 21, 21, 10}},
 };
 
 struct Canvas {
@@ -101,6 +106,49 @@ std::string fmtNum(double v) {
   return b;
 }
 
+// PNG: 8-bit palette image; zlib stream of stored (uncompressed) deflate blocks.
+void writePng(const std::string& path, const Canvas& cv) {
+  const int W = cv.w, H = cv.h;
+  std::string raw;
+  raw.reserve(size_t(H) * (W + 1));
+  for (int y = 0; y < H; y++) {
+    raw.push_back(0);  // filter: none
+    raw.append(reinterpret_cast<const char*>(&cv.px[size_t(y) * W]), size_t(W));
+  }
+  std::string z = "\x78\x01";
+  for (size_t off = 0; off < raw.size() || off == 0; off += 65535) {
+    const size_t n = std::min<size_t>(65535, raw.size() - off);
+    z.push_back(off + n >= raw.size() ? 1 : 0);  // BFINAL, BTYPE=00
+    z.push_back(char(n & 0xff));
+    z.push_back(char(n >> 8));
+    z.push_back(char(~n & 0xff));
+    z.push_back(char((~n >> 8) & 0xff));
+    z.append(raw, off, n);
+    if (off + n >= raw.size()) break;
+  }
+  uint32_t a = 1, b = 0;
+  for (unsigned char c : raw) {
+    a = (a + c) % 65521;
+    b = (b + a) % 65521;
+  }
+  put32(z, (b << 16) | a);
+
+  std::string png = "\x89PNG\r\n\x1a\n";
+  std::string ihdr;
+  put32(ihdr, uint32_t(W));
+  put32(ihdr, uint32_t(H));
+  ihdr += std::string("\x08\x03\x00\x00\x00", 5);  // depth 8, palette, deflate, filter 0, no interlace
+  chunk(png, "IHDR", ihdr);
+  std::string plte;
+  for (const auto& c : kPalette) plte.append(reinterpret_cast<const char*>(c), 3);
+  chunk(png, "PLTE", plte);
+  chunk(png, "IDAT", z);
+  chunk(png, "IEND", "");
+  std::ofstream o(path, std::ios::binary | std::ios::trunc);
+  o.write(png.data(), std::streamsize(png.size()));
+  if (!o) throw std::runtime_error("cannot write " + path);
+}
+
 }  // namespace
 
 void writeLossPlot(const std::string& path, const Curve& train, const Curve& val, int W, int H) {
@@ -157,45 +205,45 @@ void writeLossPlot(const std::string& path, const Curve& train, const Curve& val
   cv.rect(lx, ly + 25, lx + 20, ly + 27, kOrange);
   cv.text(lx + 28, ly + 20, "val", kBlack);
 
-  // PNG: 8-bit palette image; zlib stream of stored (uncompressed) deflate blocks.
-  std::string raw;
-  raw.reserve(size_t(H) * (W + 1));
-  for (int y = 0; y < H; y++) {
-    raw.push_back(0);  // filter: none
-    raw.append(reinterpret_cast<const char*>(&cv.px[size_t(y) * W]), size_t(W));
-  }
-  std::string z = "\x78\x01";
-  for (size_t off = 0; off < raw.size() || off == 0; off += 65535) {
-    const size_t n = std::min<size_t>(65535, raw.size() - off);
-    z.push_back(off + n >= raw.size() ? 1 : 0);  // BFINAL, BTYPE=00
-    z.push_back(char(n & 0xff));
-    z.push_back(char(n >> 8));
-    z.push_back(char(~n & 0xff));
-    z.push_back(char((~n >> 8) & 0xff));
-    z.append(raw, off, n);
-    if (off + n >= raw.size()) break;
-  }
-  uint32_t a = 1, b = 0;
-  for (unsigned char c : raw) {
-    a = (a + c) % 65521;
-    b = (b + a) % 65521;
-  }
-  put32(z, (b << 16) | a);
+  writePng(path, cv);
+}
 
-  std::string png = "\x89PNG\r\n\x1a\n";
-  std::string ihdr;
-  put32(ihdr, uint32_t(W));
-  put32(ihdr, uint32_t(H));
-  ihdr += std::string("\x08\x03\x00\x00\x00", 5);  // depth 8, palette, deflate, filter 0, no interlace
-  chunk(png, "IHDR", ihdr);
-  std::string plte;
-  for (const auto& c : kPalette) plte.append(reinterpret_cast<const char*>(c), 3);
-  chunk(png, "PLTE", plte);
-  chunk(png, "IDAT", z);
-  chunk(png, "IEND", "");
-  std::ofstream o(path, std::ios::binary | std::ios::trunc);
-  o.write(png.data(), std::streamsize(png.size()));
-  if (!o) throw std::runtime_error("cannot write " + path);
+void writeSchedulePlot(const std::string& path, const std::vector<std::vector<ScheduleBox>>& stages, int W,
+                       int rowHeight) {
+  const int left = 110, right = 20, top = 20, bottom = 50, P = int(stages.size());
+  const int H = top + bottom + rowHeight * std::max(1, P), pw = W - left - right;
+  double t0 = INFINITY, t1 = -INFINITY;
+  for (const auto& row : stages)
+    for (const ScheduleBox& b : row) t0 = std::min(t0, b.begin), t1 = std::max(t1, b.end);
+  if (!(t1 > t0)) t0 = 0, t1 = 1;
+  Canvas cv(W, H);
+  auto X = [&](double t) { return left + int(std::lround((t - t0) / (t1 - t0) * pw)); };
+  for (int i = 0; i <= 5; i++) {  // time grid in milliseconds
+    const double t = t0 + (t1 - t0) * i / 5;
+    cv.line(X(t), top, X(t), top + rowHeight * P, kGrid, 1);
+    const std::string ms = fmtNum((t - t0) * 1e3);
+    cv.text(X(t) - int(ms.size()) * 6, top + rowHeight * P + 8, ms, kBlack);
+  }
+  cv.text(left + pw / 2 - 12, H - 18, "ms", kBlack);
+  for (int s = 0; s < P; s++) {
+    const int y0 = top + s * rowHeight + 3, y1 = top + (s + 1) * rowHeight - 3;
+    cv.text(8, (y0 + y1) / 2 - 7, "stage " + std::to_string(s), kBlack);
+    for (const ScheduleBox& b : stages[size_t(s)]) {
+      const uint8_t color = b.label[0] == 'F' ? kBlue : b.label[0] == 'W' ? kGreen : b.label[0] == 'I' ? kRed : kOrange;
+      const int x0 = X(b.begin), x1 = std::max(x0 + 1, X(b.end) - 1);
+      cv.rect(x0, y0, x1, y1, color);
+      // The label where it fits: scale 2, else 1, else none.
+      for (int scale : {2, 1}) {
+        const int tw = int(b.label.size()) * 6 * scale;
+        if (tw + 2 <= x1 - x0) {
+          cv.text((x0 + x1 - tw) / 2 + scale, (y0 + y1) / 2 - 7 * scale / 2, b.label, kWhite, scale);
+          break;
+        }
+      }
+    }
+  }
+  cv.line(left, top, left, top + rowHeight * P, kBlack, 1);
+  writePng(path, cv);
 }
 
 void readMetricsCsv(const std::string& path, Curve* train, Curve* val) {

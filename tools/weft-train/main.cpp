@@ -87,6 +87,8 @@ const char* kUsage =
     "                          deferred into the bubble)\n"
     "  --chunks V              model chunks per rank for --schedule interleaved (2)\n"
     "  --stages 0-1,2-5        blocks of each (virtual) stage instead of the balanced cut\n"
+    "  --plot-schedule FILE    PNG chart of the measured step (--trace-step): one row per stage, one box\n"
+    "                          per action (F3, B3, I3, W3), idle time white\n"
     "  --verbose               every rank logs its steps, prefixed with its rank\n"
     "  --trace FILE            Chrome/Perfetto trace (JSON) of one step, every rank: each block's\n"
     "                          forward and backward, each bucket's collective, waits, the optimizer\n"
@@ -200,7 +202,7 @@ int main(int argc, char** argv) {
   std::string reduceDtype, gradCompress, traceFile;
   int traceStep = 3, powerSgd = 0, powerSgdStart = 10;
   int ppStages = 1, microbatches = 0, chunks = 0;
-  std::string ppSchedule = "1f1b", ppSplit;
+  std::string ppSchedule = "1f1b", ppSplit, plotSchedule;
 
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
@@ -259,6 +261,7 @@ int main(int argc, char** argv) {
     else if (a == "--schedule") ppSchedule = val();
     else if (a == "--chunks") chunks = int(num());
     else if (a == "--stages") ppSplit = val();
+    else if (a == "--plot-schedule") plotSchedule = val();
     else die("unknown option " + a + " (see --help)");
   }
 
@@ -354,8 +357,8 @@ int main(int argc, char** argv) {
     }
     if (ppStages < 1) die("--pp must be >= 1");
     const bool pipelined = ppStages > 1;
-    if (!pipelined && (microbatches || chunks || !ppSplit.empty()))
-      die("--microbatches, --chunks and --stages are for --pp");
+    if (!pipelined && (microbatches || chunks || !ppSplit.empty() || !plotSchedule.empty()))
+      die("--microbatches, --chunks, --stages and --plot-schedule are for --pp");
     if (pipelined) {
       if (ppStages != world)
         die("--pp " + std::to_string(ppStages) + " needs " + std::to_string(ppStages) + " ranks, the job has " +
@@ -515,14 +518,28 @@ int main(int argc, char** argv) {
         if (comm && !lastStep) lastStep = true;
         else die("terminated (SIGTERM) after step " + std::to_string(tr.step()));
       }
-      const bool traceNow = !traceFile.empty() && tr.step() + 1 == std::min(traceStep, opt.steps);
+      const bool traceNow =
+          (!traceFile.empty() || !plotSchedule.empty()) && tr.step() + 1 == std::min(traceStep, opt.steps);
       if (traceNow && dp) dp->traceOn();
       const auto s0 = clock::now();
       StepStats s = tr.trainStep();
-      if (traceNow) {
+      if (traceNow && !traceFile.empty()) {
         if (dp) dp->traceOff();
-        writeChromeTrace(comm, dp ? dp->traceEvents() : pp->lastActions(), traceFile);
+        if (dp) writeChromeTrace(comm, dp->traceEvents(), traceFile);
+        else writeChromeTrace(comm, pp->lastActions(), traceFile, {"compute", "waiting on receives"});
         if (lead) std::printf("trace of step %d: %s (chrome://tracing or ui.perfetto.dev)\n", s.step, traceFile.c_str());
+      }
+      if (traceNow && !plotSchedule.empty()) {
+        std::vector<std::vector<ScheduleBox>> rows;
+        for (const auto& events : gatherTraceEvents(comm, pp->lastActions())) {
+          rows.emplace_back();
+          for (const TraceEvent& e : events)
+            if (e.track == 0) rows.back().push_back({e.name, e.begin, e.end});
+        }
+        if (lead) {
+          writeSchedulePlot(plotSchedule, rows);
+          std::printf("schedule of step %d as measured: %s\n", s.step, plotSchedule.c_str());
+        }
       }
       const double dt = std::chrono::duration<double>(clock::now() - s0).count();
       trainSeconds += dt;

@@ -13,8 +13,6 @@ namespace weft::train {
 
 namespace {
 
-const char* kTracks[] = {"compute", "gradient buckets", "parameter all-gathers"};
-
 std::string serialize(const std::vector<TraceEvent>& events) {
   std::string s;
   char line[64];
@@ -36,7 +34,7 @@ std::string jsonString(const std::string& s) {
 
 }  // namespace
 
-void writeChromeTrace(weftComm_t comm, const std::vector<TraceEvent>& events, const std::string& path) {
+std::vector<std::vector<TraceEvent>> gatherTraceEvents(weftComm_t comm, const std::vector<TraceEvent>& events) {
   int rank = 0, size = 1;
   if (comm) {
     weft::check(weftCommUserRank(comm, &rank), comm);
@@ -52,28 +50,39 @@ void writeChromeTrace(weftComm_t comm, const std::vector<TraceEvent>& events, co
   std::string all(longest * size_t(size), '\0');
   if (comm) weft::check(weftAllGather(mine.data(), all.data(), longest, weftUint8, comm, nullptr), comm);
   else all = mine;
-  if (rank != 0) return;
+  std::vector<std::vector<TraceEvent>> out;
+  if (rank != 0) return out;
+  out.resize(size_t(size));
+  for (int r = 0; r < size; r++) {
+    std::istringstream in(all.substr(size_t(r) * longest, lengths[size_t(r)]));
+    std::string line;
+    while (std::getline(in, line)) {
+      TraceEvent e;
+      std::istringstream f(line);
+      std::string cell;
+      std::getline(f, cell, '\t'); e.track = std::stoi(cell);
+      std::getline(f, cell, '\t'); e.begin = std::stod(cell);
+      std::getline(f, cell, '\t'); e.end = std::stod(cell);
+      std::getline(f, e.name);
+      out[size_t(r)].push_back(e);
+    }
+  }
+  return out;
+}
 
+void writeChromeTrace(weftComm_t comm, const std::vector<TraceEvent>& events, const std::string& path,
+                      const std::vector<std::string>& tracks) {
+  const std::vector<std::vector<TraceEvent>> all = gatherTraceEvents(comm, events);
+  if (all.empty()) return;  // not rank 0
+  const int size = int(all.size());
   struct Row {
     int rank, track;
     double begin, end;
     std::string name;
   };
   std::vector<Row> rows;
-  for (int r = 0; r < size; r++) {
-    std::istringstream in(all.substr(size_t(r) * longest, lengths[size_t(r)]));
-    std::string line;
-    while (std::getline(in, line)) {
-      Row row{r, 0, 0, 0, ""};
-      std::istringstream f(line);
-      std::string cell;
-      std::getline(f, cell, '\t'); row.track = std::stoi(cell);
-      std::getline(f, cell, '\t'); row.begin = std::stod(cell);
-      std::getline(f, cell, '\t'); row.end = std::stod(cell);
-      std::getline(f, row.name);
-      rows.push_back(row);
-    }
-  }
+  for (int r = 0; r < size; r++)
+    for (const TraceEvent& e : all[size_t(r)]) rows.push_back({r, e.track, e.begin, e.end, e.name});
   double t0 = 0;
   for (size_t i = 0; i < rows.size(); i++) t0 = i == 0 ? rows[i].begin : std::min(t0, rows[i].begin);
   std::ofstream out(path, std::ios::trunc);
@@ -85,10 +94,10 @@ void writeChromeTrace(weftComm_t comm, const std::vector<TraceEvent>& events, co
     sep();
     out << "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": " << r << ", \"args\": {\"name\": \"rank " << r
         << "\"}}";
-    for (int t = 0; t < 3; t++) {
+    for (size_t t = 0; t < tracks.size(); t++) {
       sep();
       out << "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": " << r << ", \"tid\": " << t
-          << ", \"args\": {\"name\": \"" << kTracks[t] << "\"}}";
+          << ", \"args\": {\"name\": " << jsonString(tracks[t]) << "}}";
     }
   }
   char num[64];

@@ -12,6 +12,12 @@ namespace weft::train {
 // Collective over comm (nullptr: one process): gathers every rank's events to rank
 // 0, which writes them to path, one process per rank and one thread per track, with
 // times in microseconds from the earliest event.
-void writeChromeTrace(weftComm_t comm, const std::vector<TraceEvent>& events, const std::string& path);
+// tracks: the name of each track (TraceEvent::track), the data-parallel ones by default.
+void writeChromeTrace(weftComm_t comm, const std::vector<TraceEvent>& events, const std::string& path,
+                      const std::vector<std::string>& tracks = {"compute", "gradient buckets",
+                                                                "parameter all-gathers"});
+
+// Collective over comm: every rank's events, on rank 0 (one list per rank); empty on the others.
+std::vector<std::vector<TraceEvent>> gatherTraceEvents(weftComm_t comm, const std::vector<TraceEvent>& events);
 
 }  // namespace weft::train
