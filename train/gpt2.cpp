@@ -287,7 +287,7 @@ class GPT2 final : public Model {
     std::vector<Deferred> deferred;   // per block, split backward only
     std::vector<T> dlogits, dEmb;     // split backward: the head's and the embeddings' output gradients
   };
-  static constexpr int kWholeSlot = -1;
+  static constexpr int kWholeSlot = kWholeModelSlot;
   ModelPart whole() const { return {0, cfg_.numLayers, true, true}; }
 
   // The input pass: d(part input) from d(part output), and the weights' gradients

@@ -87,6 +87,9 @@ class Model {
   virtual void backwardPart(const ModelPart& part, int slot, BackwardPiece piece, double scale,
                             const void* dOut, void* dIn) = 0;
   virtual void releaseSlot(int slot) = 0;
+  // The slot of forward() and backward() (evaluation and sampling keep their
+  // activations there until the next call).
+  static constexpr int kWholeModelSlot = -1;
 
   // Dropout (HF embd_pdrop, attn_pdrop and resid_pdrop, one probability for all three),
   // applied only in training mode. Masks are a pure function of (seed, site, index):

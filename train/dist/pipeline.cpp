@@ -200,6 +200,7 @@ Pipeline::StepResult Pipeline::step(const int* tokens, const int* targets,
   const std::vector<pp::Action>& mine = sched_.actions[size_t(rank_)];
   auto rankOf = [&](int vs) { return vs % P_; };
   model_.zeroGrad();
+  model_.releaseSlot(Model::kWholeModelSlot);  // an evaluation's activations: not this step's
   actions_.clear();
   Buffers buf;
   // Every receive of the step, in list order: each kind comes from one peer.
