@@ -61,18 +61,25 @@ StepStats Trainer::pipelineStep() {
   StepStats s;
   s.lr = schedule().at(step_);
   s.lossScale = scaler_.current();
-  const int M = pp_->schedule().microbatches;
+  const int M = pp_->schedule().microbatches, D = pp_->replicas(), d = pp_->replica();
   const size_t n = size_t(opt_.batch) * opt_.seq;
-  // The micro-batches of one rank with --grad-accum M, with the same dropout masks.
-  for (int i = 0; i < M; i++) sampler_.next(opt_.batch, opt_.seq, tokens_.data() + i * n, targets_.data() + i * n);
+  // The micro-batches of one rank with --grad-accum D x M, with the same dropout
+  // masks: replica d trains those with index j = d mod D, as data parallelism does.
+  for (int j = 0; j < D * M; j++) {
+    if (j % D != d) {
+      sampler_.skip(opt_.batch, opt_.seq);
+      continue;
+    }
+    sampler_.next(opt_.batch, opt_.seq, tokens_.data() + size_t(j / D) * n, targets_.data() + size_t(j / D) * n);
+  }
   const uint64_t stepSeed = opt_.seed ^ (uint64_t(step_) << 20);
   Pipeline::StepResult r = pp_->step(
-      tokens_.data(), targets_.data(), [&](int i) { return Rng(stepSeed ^ uint64_t(i)).next(); }, s.lr,
+      tokens_.data(), targets_.data(), [&](int i) { return Rng(stepSeed ^ uint64_t(i * D + d)).next(); }, s.lr,
       s.lossScale);
   s.computeSeconds = r.busySeconds;
   s.commSeconds = r.idleSeconds;
   s.optimizerSeconds = r.optimizerSeconds;
-  s.loss = r.lossSum / M;
+  s.loss = r.lossSum / (M * D);
   scaler_.update(r.optim.skipped);
   s.gradNorm = r.optim.gradNorm;
   s.skipped = r.optim.skipped;
@@ -258,7 +265,7 @@ void Trainer::save(const std::string& dir) const {
     params.assign(static_cast<const char*>(model_->paramData()),
                   static_cast<const char*>(model_->paramData()) + n * dtypeSize(opt_.dtype));
     pp_->fullState(&master, &m, &v);
-    rank = pp_->stage();
+    rank = pp_->replica() * pp_->stages() + pp_->stage();
   } else {
     dp_->fullParams(&params);
     dp_->fullState(&master, &m, &v);

@@ -36,8 +36,10 @@ struct TrainOptions {
   // so N ranks x K equals 1 rank x N*K. nullptr: one process.
   weftComm_t comm = nullptr;
   DataParallelOptions dp;
-  // Pipeline parallelism instead (pp.stages > 1, the ranks of comm): each step's
-  // pp.microbatches micro-batches flow through the stages; gradAccum must be 1.
+  // Pipeline parallelism instead (pp.stages > 1; comm has pp.stages x pp.replicas
+  // ranks): each replica's pp.microbatches micro-batches of a step flow through its
+  // stages (micro-batch j of the step's replicas x microbatches on replica j mod
+  // replicas); gradAccum must be 1.
   PipelineOptions pp;
 };
 

@@ -54,13 +54,14 @@ struct Case {
   DType dtype;
   double tolerance;  // on the relative difference of parameters and losses
   bool checkpointActivations = false;
+  int replicas = 1;  // --dp: the pipeline has world / replicas stages
 };
 
 void equivalence(weftComm_t comm, const Case& c, const std::vector<uint16_t>& data, int steps) {
   TrainOptions o = options(c.dtype), ref = options(c.dtype);
-  ref.gradAccum = c.microbatches;
+  ref.gradAccum = c.microbatches * c.replicas;
   o.comm = comm;
-  o.pp = {world, c.schedule, c.microbatches, c.chunks, ""};
+  o.pp = {world / c.replicas, c.replicas, c.schedule, c.microbatches, c.chunks, ""};
   Trainer pipe(o, &data, &data), single(ref, &data, &data);
   pipe.model().setActivationCheckpointing(c.checkpointActivations);
   double lossDiff = 0, bubble = 0, simulated = 0;
@@ -79,9 +80,9 @@ void equivalence(weftComm_t comm, const Case& c, const std::vector<uint16_t>& da
   }
   const double d = testing::relDiff(params(pipe), params(single));
   if (rank == 0)
-    std::printf("%-11s P=%d M=%-2d v=%d %s%s: parameters max rel diff %.3g, loss max rel diff %.3g (tolerance %.0e); "
-                "bubble measured %.3f, simulated %.3f, formula %.3f\n",
-                c.schedule, world, c.microbatches, c.chunks, dtypeName(c.dtype),
+    std::printf("%-11s P=%d D=%d M=%-2d v=%d %s%s: parameters max rel diff %.3g, loss max rel diff %.3g (tolerance "
+                "%.0e); bubble measured %.3f, simulated %.3f, formula %.3f\n",
+                c.schedule, world / c.replicas, c.replicas, c.microbatches, c.chunks, dtypeName(c.dtype),
                 c.checkpointActivations ? " checkpoint-acts" : "", d, lossDiff, c.tolerance, bubble, simulated,
                 pipe.pipeline()->formulaBubble());
   if (!(d <= c.tolerance) || !(lossDiff <= c.tolerance))
@@ -93,7 +94,7 @@ void equivalence(weftComm_t comm, const Case& c, const std::vector<uint16_t>& da
 size_t peakActivations(weftComm_t comm, const char* schedule, int M, const std::vector<uint16_t>& data) {
   TrainOptions o = options(DType::f32);
   o.comm = comm;
-  o.pp = {world, schedule, M, 1, ""};
+  o.pp = {world, 1, schedule, M, 1, ""};
   Trainer t(o, &data, &data);
   size_t peak = 0;
   for (int s = 0; s < 2; s++) peak = std::max(peak, t.trainStep().peakActivationBytes);
@@ -122,7 +123,7 @@ void checkpoints(weftComm_t comm, const std::vector<uint16_t>& data) {
   TrainOptions o = options(DType::f32), ref = options(DType::f32);
   ref.gradAccum = M;
   o.comm = comm;
-  o.pp = {world, "1f1b", M, 1, ""};
+  o.pp = {world, 1, "1f1b", M, 1, ""};
   Trainer straight(ref, &data, &data);
   for (int s = 0; s < 3 * half; s++) straight.trainStep();
   // pipeline -> one process -> pipeline
@@ -173,6 +174,11 @@ int main() {
     equivalence(comm, {"gpipe", 4, 1, DType::f32, 1e-6, true}, data, steps);
     equivalence(comm, {"1f1b", 4, 1, DType::f32, 1e-6, true}, data, steps);
     equivalence(comm, {"zb", 4, 1, DType::f32, 1e-6, true}, data, steps);
+    if (world == 4) {  // two pipelines of 2 stages, each stage's gradients all-reduced over both
+      equivalence(comm, {"1f1b", 4, 1, DType::f32, 1e-6, false, 2}, data, steps);
+      equivalence(comm, {"zb", 4, 1, DType::f32, 1e-6, false, 2}, data, steps);
+      equivalence(comm, {"interleaved", 4, 2, DType::f32, 1e-6, false, 2}, data, steps);
+    }
     memory(comm, data);
     checkpoints(comm, data);
   } catch (const std::exception& e) {

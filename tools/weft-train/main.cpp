@@ -87,6 +87,9 @@ const char* kUsage =
     "                          deferred into the bubble)\n"
     "  --chunks V              model chunks per rank for --schedule interleaved (2)\n"
     "  --stages 0-1,2-5        blocks of each (virtual) stage instead of the balanced cut\n"
+    "  --dp D                  D data-parallel copies of the pipeline (ranks = P x D; rank r is stage\n"
+    "                          r mod P of copy r / P): each stage's gradients all-reduced over its copies,\n"
+    "                          copy d trains micro-batches j = d mod D of the D x M in a step\n"
     "  --plot-schedule FILE    PNG chart of the measured step (--trace-step): one row per stage, one box\n"
     "                          per action (F3, B3, I3, W3), idle time white\n"
     "  --verbose               every rank logs its steps, prefixed with its rank\n"
@@ -201,7 +204,7 @@ int main(int argc, char** argv) {
   double bucketMb = 25;
   std::string reduceDtype, gradCompress, traceFile;
   int traceStep = 3, powerSgd = 0, powerSgdStart = 10;
-  int ppStages = 1, microbatches = 0, chunks = 0;
+  int ppStages = 1, microbatches = 0, chunks = 0, ppReplicas = 1;
   std::string ppSchedule = "1f1b", ppSplit, plotSchedule;
 
   for (int i = 1; i < argc; i++) {
@@ -261,6 +264,7 @@ int main(int argc, char** argv) {
     else if (a == "--schedule") ppSchedule = val();
     else if (a == "--chunks") chunks = int(num());
     else if (a == "--stages") ppSplit = val();
+    else if (a == "--dp") ppReplicas = int(num());
     else if (a == "--plot-schedule") plotSchedule = val();
     else die("unknown option " + a + " (see --help)");
   }
@@ -357,17 +361,18 @@ int main(int argc, char** argv) {
     }
     if (ppStages < 1) die("--pp must be >= 1");
     const bool pipelined = ppStages > 1;
-    if (!pipelined && (microbatches || chunks || !ppSplit.empty() || !plotSchedule.empty()))
-      die("--microbatches, --chunks, --stages and --plot-schedule are for --pp");
+    if (!pipelined && (microbatches || chunks || !ppSplit.empty() || !plotSchedule.empty() || ppReplicas != 1))
+      die("--microbatches, --chunks, --stages, --dp and --plot-schedule are for --pp");
     if (pipelined) {
-      if (ppStages != world)
-        die("--pp " + std::to_string(ppStages) + " needs " + std::to_string(ppStages) + " ranks, the job has " +
-            std::to_string(world) + " (pipeline and data parallelism together are not built yet)");
+      if (ppReplicas < 1 || ppStages * ppReplicas != world)
+        die("--pp " + std::to_string(ppStages) + " --dp " + std::to_string(ppReplicas) + " needs " +
+            std::to_string(ppStages * ppReplicas) + " ranks, the job has " + std::to_string(world));
       if (zero != 0 || powerSgd || !reduceDtype.empty() || !gradCompress.empty())
         die("--zero, --powersgd, --reduce-dtype and --grad-compress are data-parallel options, not for --pp");
       if (accum != 1) die("--pp: --microbatches sets the micro-batches per step, not --grad-accum");
       if (microbatches < 0) die("--microbatches must be >= 1");
       opt.pp.stages = ppStages;
+      opt.pp.replicas = ppReplicas;
       opt.pp.schedule = ppSchedule;
       opt.pp.microbatches = microbatches > 0 ? microbatches : ppStages;
       opt.pp.chunks = chunks > 0 ? chunks : ppSchedule == "interleaved" ? 2 : 1;
@@ -388,8 +393,8 @@ int main(int argc, char** argv) {
                     preset.c_str(), dtypeStr.c_str(), opt.steps, opt.batch, opt.seq, opt.gradAccum, opt.lr, opt.minLr,
                     opt.warmup, wd, clip, (unsigned long long)seed, lossScale, dropout, int(ckptActs), zero, bucketMb,
                     reduceDtype.c_str(), gradCompress.c_str(), powerSgd, powerSgdStart, int(powerSgdFeedback),
-                    int(resume.empty()), ppStages, opt.pp.microbatches, ppSchedule.c_str(), opt.pp.chunks,
-                    ppSplit.c_str());
+                    int(resume.empty()), ppStages * 100 + ppReplicas, opt.pp.microbatches, ppSchedule.c_str(),
+                    opt.pp.chunks, ppSplit.c_str());
       uint64_t h = 1469598103934665603ull;  // FNV-1a
       for (const char* c = desc; *c; c++) h = (h ^ uint8_t(*c)) * 1099511628211ull;
       std::vector<uint64_t> all(size_t(world), 0);
@@ -439,7 +444,8 @@ int main(int argc, char** argv) {
     }
 
     Pipeline* pp = tr.pipeline();
-    const long tokPerStep = long(opt.batch) * opt.seq * (pp ? pp->schedule().microbatches : opt.gradAccum * world);
+    const long tokPerStep =
+        long(opt.batch) * opt.seq * (pp ? pp->schedule().microbatches * pp->replicas() : opt.gradAccum * world);
     DataParallel* dp = pp ? nullptr : &tr.dataParallel();
     const char* zeroName[] = {"DDP", "ZeRO-1 (optimizer state sharded)", "ZeRO-2 (optimizer state and gradients sharded)",
                               "ZeRO-3 (optimizer state, gradients and parameters sharded; buckets are blocks)"};
@@ -448,10 +454,10 @@ int main(int argc, char** argv) {
                   preset.c_str(), dtypeName(opt.dtype), tr.model().numParams(), opt.model.numLayers,
                   opt.model.numHeads, opt.model.channels, opt.model.maxSeq);
       if (pp)
-        std::printf("  batch %d x seq %d x micro-batches %d = %ld tokens/step, %d steps, lr %g -> %g (warmup %d), "
-                    "data %zu train / %zu val tokens, out %s\n",
-                    opt.batch, opt.seq, pp->schedule().microbatches, tokPerStep, opt.steps, opt.lr, opt.minLr,
-                    opt.warmup, trainData.tokens.size(), valData.tokens.size(), out.c_str());
+        std::printf("  batch %d x seq %d x micro-batches %d x pipeline copies %d = %ld tokens/step, %d steps, "
+                    "lr %g -> %g (warmup %d), data %zu train / %zu val tokens, out %s\n",
+                    opt.batch, opt.seq, pp->schedule().microbatches, pp->replicas(), tokPerStep, opt.steps, opt.lr,
+                    opt.minLr, opt.warmup, trainData.tokens.size(), valData.tokens.size(), out.c_str());
       else
         std::printf("  batch %d x seq %d x accum %d x ranks %d = %ld tokens/step, %d steps, lr %g -> %g (warmup %d), "
                     "data %zu train / %zu val tokens, out %s\n",
@@ -462,9 +468,9 @@ int main(int argc, char** argv) {
         for (size_t v = 0; v < pp->split().size(); v++)
           cut += (v ? ", " : "") + std::to_string(v) + ": " + std::to_string(pp->split()[v].first) + "-" +
                  std::to_string(pp->split()[v].second - 1);
-        std::printf("  pipeline: %d stages x %d chunks, schedule %s, %d micro-batches; blocks per virtual stage %s; "
-                    "bubble by formula %.3f\n",
-                    world, pp->schedule().chunks, pp->schedule().name.c_str(), pp->schedule().microbatches,
+        std::printf("  pipeline: %d stages x %d chunks (x %d data-parallel copies), schedule %s, %d micro-batches; "
+                    "blocks per virtual stage %s; bubble by formula %.3f\n",
+                    pp->stages(), pp->schedule().chunks, pp->replicas(), pp->schedule().name.c_str(), pp->schedule().microbatches,
                     cut.c_str(), pp->formulaBubble());
       } else if (world > 1)
         std::printf("  data-parallel: %d ranks x %d threads, %s, %zu gradient buckets (cap %g MiB, first 1 MiB), "

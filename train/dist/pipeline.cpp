@@ -148,9 +148,26 @@ std::vector<Segment> ownedSegments(const Model& model, const std::vector<ModelPa
 Pipeline::Pipeline(weftComm_t world, Model& model, const AdamWConfig& adam, const PipelineOptions& opt, int batch,
                    int seq)
     : world_(world),
+      D_(opt.replicas),
+      replica_(commRank(world) / std::max(1, opt.stages)),
+      pipe_([&] {
+        if (opt.stages < 1 || opt.replicas < 1 || opt.stages * opt.replicas != commSize(world))
+          throw std::invalid_argument("--pp " + std::to_string(opt.stages) + " x --dp " +
+                                      std::to_string(opt.replicas) + " needs as many ranks, the job has " +
+                                      std::to_string(commSize(world)));
+        weftComm_t c = nullptr;
+        weft::check(weftCommSplit(world, replica_, commRank(world), &c, nullptr), world);
+        return c;
+      }()),
+      dp_([&] {
+        weftComm_t c = nullptr;
+        if (opt.replicas > 1)
+          weft::check(weftCommSplit(world, commRank(world) % opt.stages, replica_, &c, nullptr), world);
+        return c;
+      }()),
       model_(model),
-      rank_(commRank(world)),
-      P_(commSize(world)),
+      rank_(commRank(pipe_)),
+      P_(commSize(pipe_)),
       batch_(batch),
       seq_(seq),
       sched_(buildSchedule(opt)),
@@ -166,9 +183,6 @@ Pipeline::Pipeline(weftComm_t world, Model& model, const AdamWConfig& adam, cons
         return parts;
       }()),
       adam_(model, adam, ownedSegments(model, parts_)) {
-  if (opt.stages != P_)
-    throw std::invalid_argument("--pp " + std::to_string(opt.stages) + " needs as many ranks, the job has " +
-                                std::to_string(P_));
   const std::string err = pp::run(sched_).error;
   if (!err.empty()) throw std::logic_error("pipeline schedule " + sched_.name + " is invalid: " + err);
   int wf = 0, we = 0;
@@ -176,17 +190,17 @@ Pipeline::Pipeline(weftComm_t world, Model& model, const AdamWConfig& adam, cons
   wteCount_ = model.tensors()[size_t(wf)].numel;  // transformer.wte.weight comes first
   // Activations and their gradients on communicators of their own: receives from
   // one peer match its sends in order, per communicator.
-  weft::check(weftCommSplit(world, 0, rank_, &acts_, nullptr), world);
-  weft::check(weftCommSplit(world, 0, rank_, &grads_, nullptr), world);
+  weft::check(weftCommSplit(pipe_, 0, rank_, &acts_, nullptr), pipe_);
+  weft::check(weftCommSplit(pipe_, 0, rank_, &grads_, nullptr), pipe_);
   const bool first = rank_ == 0, last = rank_ == P_ - 1;
   if (P_ > 1) {
-    weft::check(weftCommSplit(world, first || last ? 0 : WEFT_SPLIT_NOCOLOR, rank_, &tied_, nullptr), world);
+    weft::check(weftCommSplit(pipe_, first || last ? 0 : WEFT_SPLIT_NOCOLOR, rank_, &tied_, nullptr), pipe_);
     countsWte_ = !last;  // the norm counts the tied embedding once, on the first stage
   }
 }
 
 Pipeline::~Pipeline() {
-  for (weftComm_t c : {tied_, grads_, acts_})
+  for (weftComm_t c : {tied_, grads_, acts_, dp_, pipe_})
     if (c) weftCommDestroy(c);
 }
 
@@ -227,7 +241,7 @@ Pipeline::StepResult Pipeline::step(const int* tokens, const int* targets,
     r.idleSeconds += t1 - t0;
     if (t1 - t0 > 1e-5) actions_.push_back({"wait", 1, t0, t1});
   };
-  const double scale = gradScale / M;
+  const double scale = gradScale / (double(M) * D_);
   double lossSum = 0;
   std::vector<double> opSeconds(4, 0.0), opCounts(4, 0.0);  // F, B, I, W
   auto busy = [&](const char* tag, const pp::Action& a, int kind, double t0) {
@@ -296,7 +310,7 @@ Pipeline::StepResult Pipeline::step(const int* tokens, const int* targets,
         break;  // posted at the start
     }
   }
-  for (weftRequest_t& s : buf.sends) weft::check(weftWait(&s), world_);
+  for (weftRequest_t& s : buf.sends) weft::check(weftWait(&s), pipe_);
   const double end = now();
 
   // The tied embedding: the first and the last stage sum their gradients.
@@ -304,6 +318,12 @@ Pipeline::StepResult Pipeline::step(const int* tokens, const int* targets,
     char* g = static_cast<char*>(model_.tensorGrads(0));
     weft::check(weftAllReduce(g, g, wteCount_, wt, weftSum, tied_, nullptr), tied_);
   }
+  // Data parallelism across the replicas: each stage's gradients summed over its copies.
+  if (dp_)
+    for (const Segment& seg : adam_.owned()) {
+      char* g = static_cast<char*>(model_.gradData()) + seg.offset * es;
+      weft::check(weftAllReduce(g, g, seg.count, wt, weftSum, dp_, nullptr), dp_);
+    }
 
   // Unscale, norm (each element once over all stages), Inf/NaN, the loss, timings.
   const double o0 = now();
@@ -320,7 +340,8 @@ Pipeline::StepResult Pipeline::step(const int* tokens, const int* targets,
     grad32_[i] *= inv;
     if (i >= skip) sumsq += double(grad32_[i]) * grad32_[i];
   }
-  double stats[4] = {lossSum, sumsq, std::isfinite(sumsq) ? 0.0 : 1.0, r.busySeconds};
+  // Over every rank: the replicas' norms are equal, each counted D times.
+  double stats[4] = {lossSum, sumsq / D_, std::isfinite(sumsq) ? 0.0 : 1.0, r.busySeconds};
   weft::check(weftAllReduce(stats, stats, 4, weftFloat64, weftSum, world_, nullptr), world_);
   // Costs per action kind (mean over ranks) for the simulation; span of the step.
   double costs[8];
@@ -330,7 +351,7 @@ Pipeline::StepResult Pipeline::step(const int* tokens, const int* targets,
   weft::check(weftAllReduce(span, span, 2, weftFloat64, weftMax, world_, nullptr), world_);
   r.lossSum = stats[0];
   r.pipelineSeconds = span[1] + span[0];
-  r.bubble = r.pipelineSeconds > 0 ? 1 - stats[3] / (P_ * r.pipelineSeconds) : 0;
+  r.bubble = r.pipelineSeconds > 0 ? 1 - stats[3] / (P_ * D_ * r.pipelineSeconds) : 0;
   {
     // Costs of one action on a whole stage: a chunk's measured time x chunks.
     pp::Costs c;
@@ -367,7 +388,7 @@ void Pipeline::shareUnits(void* full, size_t es, weftDataType_t type) const {
     const auto& t = model_.tensors();
     const size_t off = t[size_t(first)].offset, n = t[size_t(end - 1)].offset + t[size_t(end - 1)].numel - off;
     char* p = static_cast<char*>(full) + off * es;
-    weft::check(weftBroadcast(p, p, n, type, ownerOfUnit(u), world_, nullptr), world_);
+    weft::check(weftBroadcast(p, p, n, type, ownerOfUnit(u), pipe_, nullptr), pipe_);
   }
 }
 

@@ -27,7 +27,8 @@
 namespace weft::train {
 
 struct PipelineOptions {
-  int stages = 1;                 // P: the world size of the communicator
+  int stages = 1;                 // P
+  int replicas = 1;               // D data-parallel copies of the pipeline: P x D ranks
   std::string schedule = "1f1b";  // gpipe | 1f1b | interleaved | zb
   int microbatches = 0;           // M per step; 0: P
   int chunks = 1;                 // v model chunks per rank (interleaved only)
@@ -45,7 +46,9 @@ pp::Schedule buildSchedule(const PipelineOptions& opt);
 
 class Pipeline {
  public:
-  // world: every rank is one stage (the caller's communicator; two are split from it).
+  // world: P x D ranks, the caller's communicator. Rank r is stage r mod P of
+  // replica r / P; the pipelines and the data-parallel groups (one stage of every
+  // replica) are communicators split from it.
   Pipeline(weftComm_t world, Model& model, const AdamWConfig& adam, const PipelineOptions& opt, int batch,
            int seq);
   ~Pipeline();
@@ -54,6 +57,8 @@ class Pipeline {
 
   int stage() const { return rank_; }
   int stages() const { return P_; }
+  int replica() const { return replica_; }
+  int replicas() const { return D_; }
   const pp::Schedule& schedule() const { return sched_; }
   // Blocks of every virtual stage.
   const std::vector<std::pair<int, int>>& split() const { return split_; }
@@ -70,8 +75,10 @@ class Pipeline {
     double optimizerSeconds = 0;
     size_t peakActivationBytes = 0;  // this rank: the model's activations in flight, at their peak
   };
-  // One step on M micro-batches: micro-batch i reads tokens and targets at
-  // i * batch * seq; its dropout masks come from dropoutSeed(i). Collective.
+  // One step on this replica's M micro-batches: micro-batch i reads tokens and
+  // targets at i * batch * seq; its dropout masks come from dropoutSeed(i). Each
+  // stage's gradients are summed over the replicas; lossSum covers all of them.
+  // Collective.
   StepResult step(const int* tokens, const int* targets, const std::function<uint64_t(int)>& dropoutSeed,
                   double lr, double gradScale);
 
@@ -101,7 +108,10 @@ class Pipeline {
   // Broadcast each unit's elements of a full array (n per element of `es` bytes) from its owner.
   void shareUnits(void* full, size_t es, weftDataType_t type) const;
 
-  weftComm_t world_, acts_ = nullptr, grads_ = nullptr, tied_ = nullptr;
+  weftComm_t world_;
+  int D_, replica_;
+  weftComm_t pipe_, dp_;  // this replica's stages; this stage in every replica (null with D = 1)
+  weftComm_t acts_ = nullptr, grads_ = nullptr, tied_ = nullptr;
   Model& model_;
   int rank_ = 0, P_ = 1, batch_, seq_;
   pp::Schedule sched_;
