@@ -49,6 +49,15 @@ AdamW::AdamW(const Model& model, const AdamWConfig& cfg, std::vector<Segment> ow
   for (size_t i = 0; i < n; i++) decay_[i] = owned01[i] != 0.0f;
 }
 
+void AdamW::loadFull(const Model& model, const std::vector<float>& full, const std::vector<float>& m1,
+                     const std::vector<float>& m2) {
+  if (full.size() != model.numParams() || m1.size() != full.size() || m2.size() != full.size())
+    throw std::invalid_argument("optimizer state size differs from the model's");
+  gatherOwned(full.data(), master.data());
+  gatherOwned(m1.data(), m.data());
+  gatherOwned(m2.data(), v.data());
+}
+
 void AdamW::gatherOwned(const float* full, float* owned) const {
   for (const Segment& s : owned_) {
     std::copy(full + s.offset, full + s.offset + s.count, owned);

@@ -74,6 +74,10 @@ class AdamW {
   double clipFactor(double gradNorm) const;
   // Rounds the owned master weights into the model's parameter buffer.
   void writeParams(Model& model) const;
+  // Takes the owned elements of a full fp32 state (master weights and moments of
+  // every parameter, as in a checkpoint); throws if its size is not the model's.
+  void loadFull(const Model& model, const std::vector<float>& master, const std::vector<float>& m,
+                const std::vector<float>& v);
   // Copies the owned elements of a full fp32 array into a compact one and back.
   void gatherOwned(const float* full, float* owned) const;
   void scatterOwned(const float* owned, float* full) const;

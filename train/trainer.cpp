@@ -80,14 +80,10 @@ StepStats Trainer::pipelineStep() {
   s.commSeconds = r.idleSeconds;
   s.optimizerSeconds = r.optimizerSeconds;
   s.loss = r.lossSum / (M * D);
-  scaler_.update(r.optim.skipped);
-  s.gradNorm = r.optim.gradNorm;
-  s.skipped = r.optim.skipped;
   s.bubble = r.bubble;
   s.simulatedBubble = pp_->simulatedBubble();
   s.peakActivationBytes = r.peakActivationBytes;
-  s.step = ++step_;
-  return s;
+  return finishStep(s, r.optim);
 }
 
 LrSchedule Trainer::schedule() const {
@@ -132,9 +128,13 @@ StepStats Trainer::trainStep() {
   s.commSeconds = r.waitSeconds;
   s.optimizerSeconds = r.optimizerSeconds;
   s.loss = r.lossSum / (N * K);
-  scaler_.update(r.optim.skipped);
-  s.gradNorm = r.optim.gradNorm;
-  s.skipped = r.optim.skipped;
+  return finishStep(s, r.optim);
+}
+
+StepStats Trainer::finishStep(StepStats s, const OptimStepResult& o) {
+  scaler_.update(o.skipped);
+  s.gradNorm = o.gradNorm;
+  s.skipped = o.skipped;
   s.step = ++step_;
   return s;
 }

@@ -99,6 +99,8 @@ class Trainer {
 
  private:
   StepStats pipelineStep();
+  // The optimizer's outcome into s; the loss scaler and the step counter move on.
+  StepStats finishStep(StepStats s, const OptimStepResult& o);
   TrainOptions opt_;
   const std::vector<uint16_t>* val_;
   std::unique_ptr<Model> model_;

@@ -269,13 +269,8 @@ void resumeAcrossConfigurations(weftComm_t comm, const std::vector<uint16_t>& da
 
 int main() {
   setvbuf(stdout, nullptr, _IOLBF, 0);
-  weftComm_t comm = nullptr;
-  if (weftCommInitFromEnv(&comm, nullptr) != weftSuccess) {
-    std::fprintf(stderr, "init: %s\n", weftGetLastError(nullptr));
-    return 1;
-  }
-  weftCommUserRank(comm, &rank);
-  weftCommCount(comm, &world);
+  weftComm_t comm = testing::joinJob(&rank, &world);
+  if (!comm) return 1;
   const std::vector<uint16_t> data = testing::syntheticCorpus();
   try {
     const int steps = 20;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,19 @@ inline std::vector<uint16_t> syntheticCorpus(size_t bytes = 20000) {
   std::string s;
   for (size_t i = 0; s.size() < bytes; i++) s += lines[(i * 7 + i / 5) % 5];
   return ByteTokenizer::encode(s);
+}
+
+// This process's rank of a job started by a launcher (weft-run); nullptr after
+// printing why when it cannot join.
+inline weftComm_t joinJob(int* rank, int* world) {
+  weftComm_t comm = nullptr;
+  if (weftCommInitFromEnv(&comm, nullptr) != weftSuccess) {
+    std::fprintf(stderr, "init: %s\n", weftGetLastError(nullptr));
+    return nullptr;
+  }
+  weftCommUserRank(comm, rank);
+  weftCommCount(comm, world);
+  return comm;
 }
 
 inline TrainOptions tinyOptions(DType dt) {

@@ -403,11 +403,7 @@ void Pipeline::fullState(std::vector<float>* master, std::vector<float>* m, std:
 
 void Pipeline::loadState(const std::vector<float>& master, const std::vector<float>& m,
                          const std::vector<float>& v) {
-  if (master.size() != model_.numParams() || m.size() != master.size() || v.size() != master.size())
-    throw std::invalid_argument("optimizer state size differs from the model's");
-  adam_.gatherOwned(master.data(), adam_.master.data());
-  adam_.gatherOwned(m.data(), adam_.m.data());
-  adam_.gatherOwned(v.data(), adam_.v.data());
+  adam_.loadFull(model_, master, m, v);
 }
 
 void Pipeline::materialize() { shareUnits(model_.paramData(), dtypeSize(model_.dtype()), weftType(model_.dtype())); }
