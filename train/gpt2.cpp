@@ -246,21 +246,19 @@ class GPT2 final : public Model {
   size_t activationBytes() const override {
     size_t n = dresid_.size() + dbuf_.size() + dtmp_.size() + dqkv_.size() + dfch_.size() + dfchGelu_.size() +
                dlogits_.size();
-    size_t na = 0;
-    auto layer = [&](const Layer& a) {
-      n += a.ln1.size() + a.qkv.size() + a.atty.size() + a.att.size() + a.attproj.size() + a.res1.size() +
-           a.ln2.size() + a.fch.size() + a.fchGelu.size() + a.fcproj.size() + a.res2.size();
-      na += a.ln1Mean.size() * 4;
-    };
-    layer(ckpt_);
+    return n * sizeof(T) + layerBytes(ckpt_) + savedActivationBytes();
+  }
+
+  size_t savedActivationBytes() const override {
+    size_t n = 0, na = 0, layers = 0;
     for (const auto& [id, s] : slots_) {
       n += s.input.size() + s.lnf.size() + s.logits.size() + s.dlogits.size() + s.dEmb.size();
       na += s.lnfMean.size() * 2 + s.losses.size();
       for (const auto& o : s.outs) n += o.size();
-      for (const Layer& a : s.layers) layer(a);
+      for (const Layer& a : s.layers) layers += layerBytes(a);
       for (const Deferred& d : s.deferred) n += d.dMlpOut.size() + d.dfch.size() + d.dAttnOut.size() + d.dqkv.size();
     }
-    return n * sizeof(T) + na * sizeof(A);
+    return n * sizeof(T) + na * sizeof(A) + layers;
   }
 
  private:
@@ -288,6 +286,11 @@ class GPT2 final : public Model {
     std::vector<T> dlogits, dEmb;     // split backward: the head's and the embeddings' output gradients
   };
   static constexpr int kWholeSlot = kWholeModelSlot;
+  static size_t layerBytes(const Layer& a) {
+    return (a.ln1.size() + a.qkv.size() + a.atty.size() + a.att.size() + a.attproj.size() + a.res1.size() +
+            a.ln2.size() + a.fch.size() + a.fchGelu.size() + a.fcproj.size() + a.res2.size()) * sizeof(T) +
+           a.ln1Mean.size() * 4 * sizeof(A);
+  }
   ModelPart whole() const { return {0, cfg_.numLayers, true, true}; }
 
   // The input pass: d(part input) from d(part output), and the weights' gradients

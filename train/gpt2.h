@@ -146,6 +146,9 @@ class Model {
   virtual bool activationCheckpointing() const = 0;
   // Bytes held by activations of every slot in flight and the backward's work buffers.
   virtual size_t activationBytes() const = 0;
+  // Only what the slots in flight hold for their backward (without the work
+  // buffers every backward shares and checkpointing's recompute buffer).
+  virtual size_t savedActivationBytes() const = 0;
 
  protected:
   Model(const GPT2Config& cfg, DType dt);

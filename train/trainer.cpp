@@ -83,6 +83,7 @@ StepStats Trainer::pipelineStep() {
   s.bubble = r.bubble;
   s.simulatedBubble = pp_->simulatedBubble();
   s.peakActivationBytes = r.peakActivationBytes;
+  s.workBufferBytes = r.workBufferBytes;
   return finishStep(s, r.optim);
 }
 
@@ -151,21 +152,24 @@ struct EvalMode {
 // collective unless already materialized by the caller; a pipeline's stages share
 // theirs, collective).
 struct Materialized {
-  DataParallel* dp;
+  DataParallel* dp = nullptr;
+  Pipeline* pp = nullptr;
   bool was;
-  Materialized(DataParallel* d, Pipeline* pp) : dp(d), was(!d || d->materialized()) {
-    if (dp) dp->materialize();
-    else if (pp) pp->materialize();
-  }
+  explicit Materialized(DataParallel& d) : dp(&d), was(d.materialized()) { d.materialize(); }
+  explicit Materialized(Pipeline& p) : pp(&p), was(p.materialized()) { p.materialize(); }
   ~Materialized() {
-    if (!was && dp) dp->release();
+    if (was) return;
+    if (dp) dp->release();
+    if (pp) pp->release();
   }
 };
 }  // namespace
 
 double Trainer::evalLoss() {
   EvalMode eval(*model_);
-  Materialized whole(dp_.get(), pp_.get());
+  std::optional<Materialized> whole;
+  if (dp_) whole.emplace(*dp_);
+  else whole.emplace(*pp_);
   BatchSampler vs(val_, opt_.seed ^ 0x5EED5EED5EEDull);
   double sum = 0;
   for (int i = 0; i < opt_.evalBatches; i++) {
@@ -179,8 +183,10 @@ std::string Trainer::generate(const std::string& prompt, int numTokens, double t
                               uint64_t seed) {
   EvalMode eval(*model_);
   // A pipeline's stages shared their parameters before (materialize()): only rank 0 samples.
+  if (pp_ && !pp_->materialized())
+    throw std::logic_error("generate under pipeline parallelism: call materialize() on every rank first");
   std::optional<Materialized> whole;
-  if (dp_) whole.emplace(dp_.get(), nullptr);
+  if (dp_) whole.emplace(*dp_);
   Rng rng(seed);
   std::vector<int> ctx;
   for (uint16_t t : ByteTokenizer::encode(prompt)) ctx.push_back(t);
@@ -261,7 +267,7 @@ void Trainer::save(const std::string& dir) const {
   std::vector<float> master, m, v;
   int rank = 0;
   if (pp_) {
-    pp_->materialize();
+    Materialized whole(*pp_);
     params.assign(static_cast<const char*>(model_->paramData()),
                   static_cast<const char*>(model_->paramData()) + n * dtypeSize(opt_.dtype));
     pp_->fullState(&master, &m, &v);

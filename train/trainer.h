@@ -54,9 +54,10 @@ struct StepStats {
   // communication that backward did not hide, the optimizer.
   double computeSeconds = 0, commSeconds = 0, optimizerSeconds = 0;
   // Pipeline parallelism: the step's measured bubble (all stages), the schedule's
-  // simulated one with the measured action costs, this rank's peak activations.
+  // simulated one with the measured action costs, this rank's peak of saved
+  // activations and its backward's work buffers.
   double bubble = 0, simulatedBubble = 0;
-  size_t peakActivationBytes = 0;
+  size_t peakActivationBytes = 0, workBufferBytes = 0;
 };
 
 class Trainer {

@@ -505,7 +505,7 @@ int main(int argc, char** argv) {
     // So does a pipeline: the stages share their parameters for it.
     const bool evaluates = lead || zero == 3 || pp;
     double bubbleSum = 0, simulatedSum = 0;
-    size_t peakActivations = 0;
+    size_t peakActivations = 0, workBuffers = 0;
     if (startStep == 0 && evaluates) lastVal = tr.evalLoss();
     if (startStep == 0 && lead) {
       std::printf("activations: %.1f MiB (%s)\n", double(tr.model().activationBytes()) / (1 << 20),
@@ -562,6 +562,7 @@ int main(int argc, char** argv) {
         timedSum += dt;
       }
       peakActivations = std::max(peakActivations, s.peakActivationBytes);
+      workBuffers = std::max(workBuffers, s.workBufferBytes);
       if (std::isnan(firstLoss)) firstLoss = s.loss;
       lastLoss = s.loss;
       const double eta = (opt.steps - s.step) * tokPerStep / emaRate;
@@ -626,8 +627,9 @@ int main(int argc, char** argv) {
     tr.save(out);
     tr.materialize();  // ZeRO-3, pipeline: the whole model on every rank for sampling and export
     if (pp && (lead || verbose))
-      say("pipeline stage %d: peak activations %.1f MiB (micro-batches in flight on this stage)\n", pp->stage(),
-          mib(peakActivations));
+      say("pipeline stage %d: peak activations %.1f MiB (saved by the micro-batches in flight on this stage), "
+          "backward work buffers %.1f MiB\n",
+          pp->stage(), mib(peakActivations), mib(workBuffers));
     if (lead) {
       csv.flush();
       const double total = std::chrono::duration<double>(clock::now() - t0).count();

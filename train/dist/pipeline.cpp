@@ -188,6 +188,24 @@ Pipeline::Pipeline(weftComm_t world, Model& model, const AdamWConfig& adam, cons
   int wf = 0, we = 0;
   model.unitTensors(0, &wf, &we);
   wteCount_ = model.tensors()[size_t(wf)].numel;  // transformer.wte.weight comes first
+  // The stage's parameters and gradients move into compact buffers; the whole
+  // model's flat ones are freed.
+  const size_t es = dtypeSize(model.dtype());
+  compactAt_.assign(model.tensors().size(), SIZE_MAX);
+  size_t at = 0;
+  for (const Segment& seg : adam_.owned()) {
+    for (size_t t = 0; t < model.tensors().size(); t++) {
+      const ParamTensor& pt = model.tensors()[t];
+      if (pt.offset >= seg.offset && pt.offset < seg.offset + seg.count) compactAt_[t] = at + pt.offset - seg.offset;
+    }
+    at += seg.count;
+  }
+  stageParams_.resize(adam_.numOwned() * es);
+  stageGrads_.assign(adam_.numOwned() * es, 0);
+  convertFromFloat(model.dtype(), adam_.master.data(), stageParams_.data(), adam_.numOwned());
+  model.setFlatParams(false);
+  model.setFlatGrads(false);
+  pointTensors();
   // Activations and their gradients on communicators of their own: receives from
   // one peer match its sends in order, per communicator.
   weft::check(weftCommSplit(pipe_, 0, rank_, &acts_, nullptr), pipe_);
@@ -213,7 +231,8 @@ Pipeline::StepResult Pipeline::step(const int* tokens, const int* targets,
   const weftDataType_t wt = weftType(model_.dtype());
   const std::vector<pp::Action>& mine = sched_.actions[size_t(rank_)];
   auto rankOf = [&](int vs) { return vs % P_; };
-  model_.zeroGrad();
+  if (materialized_) release();
+  std::fill(stageGrads_.begin(), stageGrads_.end(), 0);  // the stage's gradients (the model's flat buffer is gone)
   model_.releaseSlot(Model::kWholeModelSlot);  // an evaluation's activations: not this step's
   actions_.clear();
   Buffers buf;
@@ -252,7 +271,7 @@ Pipeline::StepResult Pipeline::step(const int* tokens, const int* targets,
     std::string name = tag + std::to_string(a.mb);
     if (sched_.chunks > 1) name += ".c" + std::to_string(a.chunk);
     actions_.push_back({name, 0, t0, t1});
-    r.peakActivationBytes = std::max(r.peakActivationBytes, model_.activationBytes());
+    r.peakActivationBytes = std::max(r.peakActivationBytes, model_.savedActivationBytes());
   };
   const double start = now();
   for (const pp::Action& a : mine) {
@@ -312,6 +331,7 @@ Pipeline::StepResult Pipeline::step(const int* tokens, const int* targets,
   }
   for (weftRequest_t& s : buf.sends) weft::check(weftWait(&s), pipe_);
   const double end = now();
+  r.workBufferBytes = model_.activationBytes() - model_.savedActivationBytes();
 
   // The tied embedding: the first and the last stage sum their gradients.
   if (tied_) {
@@ -319,18 +339,12 @@ Pipeline::StepResult Pipeline::step(const int* tokens, const int* targets,
     weft::check(weftAllReduce(g, g, wteCount_, wt, weftSum, tied_, nullptr), tied_);
   }
   // Data parallelism across the replicas: each stage's gradients summed over its copies.
-  if (dp_)
-    for (const Segment& seg : adam_.owned()) {
-      char* g = static_cast<char*>(model_.gradData()) + seg.offset * es;
-      weft::check(weftAllReduce(g, g, seg.count, wt, weftSum, dp_, nullptr), dp_);
-    }
+  if (dp_) weft::check(weftAllReduce(stageGrads_.data(), stageGrads_.data(), adam_.numOwned(), wt, weftSum, dp_, nullptr), dp_);
 
   // Unscale, norm (each element once over all stages), Inf/NaN, the loss, timings.
   const double o0 = now();
-  std::vector<float> full(model_.numParams());
-  model_.getGrads(full.data());
   grad32_.resize(adam_.numOwned());
-  adam_.gatherOwned(full.data(), grad32_.data());
+  convertToFloat(model_.dtype(), stageGrads_.data(), grad32_.data(), adam_.numOwned());
   const float inv = float(1.0 / gradScale);
   double sumsq = 0;
   // The owned elements start with the tied embedding on a stage that holds it.
@@ -366,7 +380,7 @@ Pipeline::StepResult Pipeline::step(const int* tokens, const int* targets,
   r.optim.skipped = stats[2] != 0 || !std::isfinite(stats[1]);
   if (!r.optim.skipped) {
     adam_.update(grad32_.data(), lr, adam_.clipFactor(r.optim.gradNorm));
-    adam_.writeParams(model_);
+    convertFromFloat(model_.dtype(), adam_.master.data(), stageParams_.data(), adam_.numOwned());
   }
   r.optimizerSeconds = now() - o0;
   return r;
@@ -406,17 +420,50 @@ void Pipeline::loadState(const std::vector<float>& master, const std::vector<flo
   adam_.loadFull(model_, master, m, v);
 }
 
-void Pipeline::materialize() { shareUnits(model_.paramData(), dtypeSize(model_.dtype()), weftType(model_.dtype())); }
+void Pipeline::pointTensors() {
+  const size_t es = dtypeSize(model_.dtype());
+  for (size_t t = 0; t < compactAt_.size(); t++) {
+    const bool mine = compactAt_[t] != SIZE_MAX;
+    model_.setTensorParams(int(t), mine ? stageParams_.data() + compactAt_[t] * es : nullptr);
+    model_.setTensorGrads(int(t), mine ? stageGrads_.data() + compactAt_[t] * es : nullptr);
+  }
+}
+
+void Pipeline::materialize() {
+  if (!materialized_) {
+    model_.setFlatParams(true);  // every tensor's parameters now point into the flat buffer
+    const size_t es = dtypeSize(model_.dtype());
+    const char* src = stageParams_.data();
+    for (const Segment& seg : adam_.owned()) {
+      std::memcpy(static_cast<char*>(model_.paramData()) + seg.offset * es, src, seg.count * es);
+      src += seg.count * es;
+    }
+    materialized_ = true;
+  }
+  shareUnits(model_.paramData(), dtypeSize(model_.dtype()), weftType(model_.dtype()));
+}
+
+void Pipeline::release() {
+  model_.setFlatParams(false);
+  pointTensors();
+  materialized_ = false;
+}
 
 void Pipeline::setParams(const void* raw) {
-  std::memcpy(model_.paramData(), raw, model_.numParams() * dtypeSize(model_.dtype()));
+  const size_t es = dtypeSize(model_.dtype());
+  char* dst = stageParams_.data();
+  for (const Segment& seg : adam_.owned()) {
+    std::memcpy(dst, static_cast<const char*>(raw) + seg.offset * es, seg.count * es);
+    dst += seg.count * es;
+  }
+  if (materialized_) std::memcpy(model_.paramData(), raw, model_.numParams() * es);
 }
 
 MemoryReport Pipeline::memory() const {
   MemoryReport r;
   const size_t es = dtypeSize(model_.dtype());
-  r.params = model_.numParams() * es;
-  r.grads = model_.numParams() * es;
+  r.params = stageParams_.size() + (materialized_ ? model_.numParams() * es : 0);
+  r.grads = stageGrads_.size();
   r.optimizer = adam_.numOwned() * 3 * sizeof(float);
   r.fp32Grads = adam_.numOwned() * sizeof(float);
   return r;

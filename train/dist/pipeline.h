@@ -10,7 +10,10 @@
 //
 // The head's copy of the token embedding is tied to the first stage's: their
 // gradients are summed every step, as Megatron does, and both copies take the same
-// update. Each rank keeps the optimizer state of the parameters it trains only.
+// update. Each rank holds the parameters, gradients and optimizer state of its
+// stage's tensors only (the model's flat buffers are released; its tensors point
+// into the stage's compact buffers); materialize() brings the whole model back
+// for evaluation, sampling and checkpoints.
 #pragma once
 
 #include <functional>
@@ -73,7 +76,8 @@ class Pipeline {
     double pipelineSeconds = 0;    // first action on any rank to the last action on any rank
     double bubble = 0;             // 1 - busy of all ranks / (P x pipelineSeconds)
     double optimizerSeconds = 0;
-    size_t peakActivationBytes = 0;  // this rank: the model's activations in flight, at their peak
+    size_t peakActivationBytes = 0;  // this rank: activations saved by the micro-batches in flight, at their peak
+    size_t workBufferBytes = 0;      // this rank: the backward's work buffers, shared by every micro-batch
   };
   // One step on this replica's M micro-batches: micro-batch i reads tokens and
   // targets at i * batch * seq; its dropout masks come from dropoutSeed(i). Each
@@ -90,9 +94,12 @@ class Pipeline {
   // Full fp32 optimizer state, the same on every rank (collective: each part from its owner).
   void fullState(std::vector<float>* master, std::vector<float>* m, std::vector<float>* v) const;
   void loadState(const std::vector<float>& master, const std::vector<float>& m, const std::vector<float>& v);
-  // Every rank's model gets every stage's current parameters (collective): for
-  // evaluation, sampling, export and checkpoints.
+  // Every rank's model gets every stage's current parameters in its flat buffer
+  // (collective): for evaluation, sampling, export and checkpoints. release()
+  // frees it again (before the next step, which does it itself otherwise).
   void materialize();
+  void release();
+  bool materialized() const { return materialized_; }
   // Sets every parameter (raw, the model's storage type), the same on every rank.
   void setParams(const void* raw);
   MemoryReport memory() const;
@@ -105,6 +112,8 @@ class Pipeline {
  private:
   struct Buffers;
   int ownerOfUnit(int unit) const;
+  // Points the stage's tensors into its compact buffers and the others nowhere.
+  void pointTensors();
   // Broadcast each unit's elements of a full array (n per element of `es` bytes) from its owner.
   void shareUnits(void* full, size_t es, weftDataType_t type) const;
 
@@ -120,6 +129,9 @@ class Pipeline {
   AdamW adam_;
   size_t wteCount_ = 0;                     // elements of the tied embedding
   bool countsWte_ = true;                   // this rank's norm includes the tied embedding
+  std::vector<char> stageParams_, stageGrads_;  // the stage's tensors, compact, in the owned segments' order
+  std::vector<size_t> compactAt_;     // per tensor: element offset in params_/grads_, or SIZE_MAX
+  bool materialized_ = false;
   std::vector<float> grad32_;
   std::vector<char> wteSum_;
   double simulated_ = 0;
