@@ -8,7 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "train/json.h"
+#include "base/json.h"
 
 namespace weft::train {
 

@@ -18,6 +18,7 @@
 #include "weft_config.h"
 #include "base/log.h"
 #include "base/params.h"
+#include "topo/topology.h"
 #include "transports/transport.h"
 
 namespace weft {
@@ -96,6 +97,7 @@ Status Communicator::init(const boot::UniqueId& id, const weftConfig_t* config) 
     params::log_all();
   }
   // A split communicator comes with its group on the family's bootstrap connection.
+  const bool first_of_family = boot_ == nullptr;
   Status st = boot_ != nullptr ? Status::Ok()
                                : boot::Bootstrap::connect(id, rank_, nranks_, Deadline::after_ms(timeout_ms_), &boot_);
   if (!st.ok()) return st.prefix("rank " + std::to_string(rank_) + ": bootstrap: ");
@@ -118,6 +120,7 @@ Status Communicator::init(const boot::UniqueId& id, const weftConfig_t* config) 
     return st.prefix("rank " + std::to_string(rank_) + ": init: ");
   }
   st = load_tuning_state();
+  if (st.ok() && first_of_family) st = dump_topology();
   if (!st.ok()) {
     boot_->abort(st.message());
     return st.prefix("rank " + std::to_string(rank_) + ": init: ");
@@ -416,6 +419,33 @@ Status Communicator::split(int color, int key, boot::UniqueId* id, int* nranks, 
   *nranks = static_cast<int>(members.size());
   *rank = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
   *lineage = lineage_;
+  return Status::Ok();
+}
+
+Status Communicator::dump_topology() {
+  const std::string& path = params::TOPO_DUMP_FILE();
+  if (path.empty()) return Status::Ok();
+  std::string mine = topo::to_json(topo::discover_local());
+  Deadline deadline = Deadline::after_ms(timeout_ms_);
+  uint64_t len = mine.size();
+  std::vector<uint64_t> lens(static_cast<size_t>(nranks_));
+  WEFT_TRY(boot_->allgather(&len, sizeof(len), lens.data(), deadline));
+  const uint64_t longest = *std::max_element(lens.begin(), lens.end());
+  mine.resize(longest, ' ');
+  std::vector<char> all(longest * static_cast<size_t>(nranks_));
+  WEFT_TRY(boot_->allgather(mine.data(), longest, all.data(), deadline));
+  if (rank_ != 0) return Status::Ok();
+  std::vector<topo::System> parts;
+  try {
+    for (size_t r = 0; r < lens.size(); ++r) parts.push_back(topo::from_json(std::string(&all[r * longest], lens[r])));
+    const std::string text = topo::to_json(topo::join(parts));
+    std::ofstream out(path, std::ios::trunc);
+    out << text;
+    if (!out) return Error(weftSystemError, "WEFT_TOPO_DUMP_FILE=%s: cannot write it", path.c_str());
+  } catch (const std::exception& e) {
+    return Error(weftInternalError, "WEFT_TOPO_DUMP_FILE: %s", e.what());
+  }
+  WEFT_INFO(INIT, "topology of %d ranks written to %s", nranks_, path.c_str());
   return Status::Ok();
 }
 

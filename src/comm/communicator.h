@@ -145,6 +145,9 @@ class Communicator final : public exec::Health {
   // WEFT_TUNE_STATE_FILE: rank 0's copy, loaded by every rank at init; rewritten
   // by rank 0 when a class settles.
   Status load_tuning_state();
+  // WEFT_TOPO_DUMP_FILE: every rank's topology joined, written by rank 0 (first
+  // communicator of a family only; collective over the bootstrap).
+  Status dump_topology();
   void save_tuning_state();
 
   int rank_ = -1;

@@ -116,9 +116,34 @@ lt_bounded() {
   wait $!
 }
 
-# A free TCP port on 127.0.0.1 (the kernel's pick; free when this returns).
+# A free TCP port on 127.0.0.1 below the kernel's ephemeral range, so that no
+# outgoing connection can take it before the launcher binds it; with an argument
+# N, the first of N consecutive free ports (torchrun with MASTER_PORT only: weft's
+# root takes MASTER_PORT + 1).
 lt_free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  python3 - "${1:-1}" <<'PY'
+import random, socket, sys
+n = int(sys.argv[1])
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+top = low - n if low > 11000 else 65535 - n
+base = 10000 if low > 11000 else 61000
+for _ in range(1000):
+    p = random.randint(base, top)
+    socks = []
+    try:
+        for q in range(p, p + n):
+            s = socket.socket()
+            socks.append(s)
+            s.bind(("127.0.0.1", q))
+    except OSError:
+        continue
+    finally:
+        for s in socks:
+            s.close()
+    print(p)
+    sys.exit(0)
+sys.exit(1)
+PY
 }
 
 # Checks weft-perf's output in $1 (stdout of all ranks) for a run of $2 ranks

@@ -20,7 +20,7 @@ TR=${WEFT_TORCHRUN:-$(command -v torchrun)}
 [ -n "$TR" ] || TR=$HOME/.cache/weft/torch-venv/bin/torchrun
 [ -x "$TR" ] || { echo "SKIP: no torchrun (set WEFT_TORCHRUN, or install torch)"; exit 77; }
 
-MPORT=$(lt_free_port) || { echo "FAIL: no free port"; exit 1; }
+MPORT=$(lt_free_port 2) || { echo "FAIL: no free port"; exit 1; }
 case $MODE in
   comm-id)
     WPORT=$(lt_free_port)

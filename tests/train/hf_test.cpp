@@ -6,7 +6,7 @@
 
 #include "test_util.h"
 #include "train/hf.h"
-#include "train/json.h"
+#include "base/json.h"
 
 namespace fs = std::filesystem;
 

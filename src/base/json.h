@@ -1,5 +1,6 @@
 // A minimal JSON reader (objects, arrays, strings, numbers, true/false/null), enough
-// for HF config.json and safetensors headers. Throws std::runtime_error on bad input.
+// for topology files, HF config.json and safetensors headers (the trainer reaches it
+// through libweft.so). Throws std::runtime_error on bad input.
 #pragma once
 
 #include <string>
@@ -7,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-namespace weft::train::json {
+namespace weft::json {
 
 struct Value {
   enum Kind { Null, Bool, Number, String, Array, Object } kind = Null;
@@ -23,4 +24,4 @@ struct Value {
 Value parse(std::string_view text);
 std::string quote(std::string_view s);  // JSON string literal
 
-}  // namespace weft::train::json
+}  // namespace weft::json

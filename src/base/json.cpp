@@ -1,11 +1,11 @@
-#include "train/json.h"
+#include "base/json.h"
 
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 
-namespace weft::train::json {
+namespace weft::json {
 
 const Value* Value::find(std::string_view key) const {
   for (const auto& kv : obj)
@@ -149,4 +149,4 @@ std::string quote(std::string_view s) {
   return o + "\"";
 }
 
-}  // namespace weft::train::json
+}  // namespace weft::json

@@ -1,0 +1,187 @@
+// Discovery of this process's host and binding: hwloc where weft is built with it,
+// sysfs and sched_getaffinity otherwise; NICs from sysfs either way.
+#include <dirent.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "bootstrap/bootstrap.h"
+#include "topo/topology.h"
+#include "weft_config.h"
+
+#if WEFT_HAVE_HWLOC
+#include <hwloc.h>
+#endif
+
+namespace weft::topo {
+
+namespace {
+
+std::string read_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string s;
+  std::getline(in, s);
+  return s;
+}
+
+int read_int(const std::string& path, int fallback) {
+  const std::string s = read_line(path);
+  try {
+    return s.empty() ? fallback : std::stoi(s);
+  } catch (...) {
+    return fallback;
+  }
+}
+
+std::vector<std::string> list_dir(const std::string& path) {
+  std::vector<std::string> names;
+  if (DIR* d = opendir(path.c_str())) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') names.push_back(e->d_name);
+    closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Network interfaces but loopback: speed from sysfs (absent or -1 for virtual
+// ones), NUMA node of the PCI device behind it.
+std::vector<Nic> discover_nics() {
+  std::vector<Nic> nics;
+  for (const std::string& name : list_dir("/sys/class/net")) {
+    if (name == "lo") continue;
+    const std::string dir = "/sys/class/net/" + name;
+    Nic n;
+    n.name = name;
+    n.speed_mbps = std::max(-1, read_int(dir + "/speed", -1));
+    n.numa = read_int(dir + "/device/numa_node", -1);
+    nics.push_back(n);
+  }
+  return nics;
+}
+
+std::vector<int> bound_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
+// The NUMA nodes (os indexes) whose CPUs the binding touches.
+std::vector<int> numa_of(const std::vector<NumaNode>& nodes, const std::vector<int>& cpus) {
+  std::vector<int> out;
+  for (const NumaNode& n : nodes) {
+    const std::vector<int> mine = parse_cpu_list(n.cpus);
+    for (int c : cpus)
+      if (std::binary_search(mine.begin(), mine.end(), c)) {
+        out.push_back(n.os_index);
+        break;
+      }
+  }
+  return out;
+}
+
+#if WEFT_HAVE_HWLOC
+
+std::string bitmap_list(hwloc_const_bitmap_t set) {
+  char* s = nullptr;
+  hwloc_bitmap_list_asprintf(&s, set);
+  std::string out = s ? s : "";
+  std::free(s);
+  return out;
+}
+
+void describe_host(Host* h) {
+  hwloc_topology_t t;
+  if (hwloc_topology_init(&t) != 0) return;
+  if (hwloc_topology_load(t) != 0) {
+    hwloc_topology_destroy(t);
+    return;
+  }
+  h->packages = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PACKAGE);
+  h->cores = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE);
+  h->pus = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PU);
+  for (int i = 0, n = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_NUMANODE); i < n; i++) {
+    hwloc_obj_t o = hwloc_get_obj_by_type(t, HWLOC_OBJ_NUMANODE, unsigned(i));
+    h->numa.push_back({int(o->os_index), bitmap_list(o->cpuset), o->attr->numanode.local_memory});
+  }
+  const hwloc_obj_type_t levels[] = {HWLOC_OBJ_L1CACHE, HWLOC_OBJ_L2CACHE, HWLOC_OBJ_L3CACHE};
+  for (int level = 1; level <= 3; level++) {
+    std::map<uint64_t, int> sizes;  // size -> instances
+    for (int i = 0, n = hwloc_get_nbobjs_by_type(t, levels[level - 1]); i < n; i++) {
+      hwloc_obj_t o = hwloc_get_obj_by_type(t, levels[level - 1], unsigned(i));
+      if (o->attr->cache.type == HWLOC_OBJ_CACHE_INSTRUCTION) continue;
+      sizes[o->attr->cache.size]++;
+    }
+    for (auto [bytes, count] : sizes) h->caches.push_back({level, bytes, count});
+  }
+  hwloc_topology_destroy(t);
+}
+
+#else
+
+// sysfs: NUMA nodes and their CPUs and memory, CPU0's data/unified caches; cores
+// and packages from the CPUs' topology files.
+void describe_host(Host* h) {
+  for (const std::string& name : list_dir("/sys/devices/system/node")) {
+    if (name.rfind("node", 0) != 0) continue;
+    NumaNode n;
+    n.os_index = std::atoi(name.c_str() + 4);
+    n.cpus = read_line("/sys/devices/system/node/" + name + "/cpulist");
+    std::ifstream mem("/sys/devices/system/node/" + name + "/meminfo");
+    std::string word;
+    while (mem >> word)
+      if (word == "MemTotal:") {
+        mem >> n.memory_bytes;
+        n.memory_bytes *= 1024;
+        break;
+      }
+    h->numa.push_back(n);
+  }
+  std::map<std::pair<int, int>, int> cores;  // (package, core)
+  std::map<int, int> packages;
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  for (long c = 0; c < online; c++) {
+    const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(c) + "/topology/";
+    const int p = read_int(dir + "physical_package_id", 0);
+    packages[p] = 1;
+    cores[{p, read_int(dir + "core_id", int(c))}] = 1;
+  }
+  h->pus = int(online);
+  h->cores = int(cores.size());
+  h->packages = int(packages.size());
+}
+
+#endif
+
+}  // namespace
+
+System discover_local() {
+  System s;
+  Host h;
+  h.identity = boot::host_identity();
+  char name[256] = {};
+  gethostname(name, sizeof(name) - 1);
+  h.name = name;
+  describe_host(&h);
+  if (h.numa.empty()) h.numa.push_back({0, format_cpu_list(bound_cpus()), 0});
+  h.nics = discover_nics();
+  Rank r;
+  r.pid = int(getpid());
+  const std::vector<int> cpus = bound_cpus();
+  r.cpus = format_cpu_list(cpus);
+  r.numa = numa_of(h.numa, cpus);
+  s.hosts.push_back(h);
+  s.ranks.push_back(r);
+  return s;
+}
+
+}  // namespace weft::topo

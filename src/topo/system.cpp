@@ -1,0 +1,190 @@
+// The joined system: link classes, NIC choice, JSON, CPU lists.
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+#include <stdexcept>
+
+#include "base/json.h"
+#include "topo/topology.h"
+
+namespace weft::topo {
+
+const char* link_class_name(LinkClass c) {
+  switch (c) {
+    case LinkClass::Self: return "X";
+    case LinkClass::ShmNuma: return "NUMA";
+    case LinkClass::ShmCrossNuma: return "SYS";
+    case LinkClass::Network: return "NET";
+  }
+  return "?";
+}
+
+LinkClass System::link(int a, int b) const {
+  if (a == b) return LinkClass::Self;
+  const Rank &ra = ranks.at(size_t(a)), &rb = ranks.at(size_t(b));
+  if (ra.host != rb.host) return LinkClass::Network;
+  // Within one NUMA node only when both are confined to the same single node.
+  if (ra.numa.size() == 1 && ra.numa == rb.numa) return LinkClass::ShmNuma;
+  return hosts.at(size_t(ra.host)).numa.size() <= 1 ? LinkClass::ShmNuma : LinkClass::ShmCrossNuma;
+}
+
+const Nic* System::nic_of(int rank) const {
+  const Rank& r = ranks.at(size_t(rank));
+  const Host& h = hosts.at(size_t(r.host));
+  const Nic* best = nullptr;
+  auto better = [](const Nic* a, const Nic& b) { return !a || b.speed_mbps > a->speed_mbps; };
+  for (const Nic& n : h.nics)
+    if (std::find(r.numa.begin(), r.numa.end(), n.numa) != r.numa.end() && better(best, n)) best = &n;
+  if (best) return best;
+  for (const Nic& n : h.nics)
+    if (better(best, n)) best = &n;
+  return best;
+}
+
+System join(const std::vector<System>& parts) {
+  System out;
+  for (const System& p : parts) {
+    if (p.ranks.size() != 1 || p.hosts.size() != 1)
+      throw std::invalid_argument("topology: each rank contributes one host and one rank");
+    Rank r = p.ranks[0];
+    const Host& h = p.hosts[0];
+    auto it = std::find_if(out.hosts.begin(), out.hosts.end(), [&](const Host& o) { return o.identity == h.identity; });
+    r.host = int(it - out.hosts.begin());
+    if (it == out.hosts.end()) out.hosts.push_back(h);
+    out.ranks.push_back(r);
+  }
+  return out;
+}
+
+std::vector<int> parse_cpu_list(const std::string& list) {
+  std::vector<int> cpus;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    int a = -1, b = -1;
+    char extra = 0;
+    const int n = std::sscanf(item.c_str(), "%d-%d%c", &a, &b, &extra);
+    if (n == 1) b = a;
+    if ((n != 1 && n != 2) || a < 0 || b < a) throw std::runtime_error("bad CPU list '" + list + "'");
+    for (int c = a; c <= b; c++) cpus.push_back(c);
+  }
+  std::sort(cpus.begin(), cpus.end());
+  cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+  return cpus;
+}
+
+std::string format_cpu_list(const std::vector<int>& cpus) {
+  std::string out;
+  for (size_t i = 0; i < cpus.size();) {
+    size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) j++;
+    if (!out.empty()) out += ',';
+    out += std::to_string(cpus[i]);
+    if (j > i) {
+      out += '-';
+      out += std::to_string(cpus[j]);
+    }
+    i = j + 1;
+  }
+  return out;
+}
+
+// ---- JSON -------------------------------------------------------------------
+
+std::string to_json(const System& s) {
+  std::ostringstream o;
+  auto q = [](const std::string& t) { return json::quote(t); };
+  o << "{\n  \"hosts\": [";
+  for (size_t h = 0; h < s.hosts.size(); h++) {
+    const Host& x = s.hosts[h];
+    o << (h ? "," : "") << "\n    {\"identity\": " << q(x.identity) << ", \"name\": " << q(x.name)
+      << ", \"packages\": " << x.packages << ", \"cores\": " << x.cores << ", \"pus\": " << x.pus << ",\n     \"numa\": [";
+    for (size_t i = 0; i < x.numa.size(); i++)
+      o << (i ? ", " : "") << "{\"os_index\": " << x.numa[i].os_index << ", \"cpus\": " << q(x.numa[i].cpus)
+        << ", \"memory_bytes\": " << x.numa[i].memory_bytes << "}";
+    o << "],\n     \"caches\": [";
+    for (size_t i = 0; i < x.caches.size(); i++)
+      o << (i ? ", " : "") << "{\"level\": " << x.caches[i].level << ", \"bytes\": " << x.caches[i].bytes
+        << ", \"count\": " << x.caches[i].count << "}";
+    o << "],\n     \"nics\": [";
+    for (size_t i = 0; i < x.nics.size(); i++)
+      o << (i ? ", " : "") << "{\"name\": " << q(x.nics[i].name) << ", \"speed_mbps\": " << x.nics[i].speed_mbps
+        << ", \"numa\": " << x.nics[i].numa << "}";
+    o << "]}";
+  }
+  o << "\n  ],\n  \"ranks\": [";
+  for (size_t r = 0; r < s.ranks.size(); r++) {
+    const Rank& x = s.ranks[r];
+    o << (r ? "," : "") << "\n    {\"host\": " << x.host << ", \"pid\": " << x.pid << ", \"cpus\": " << q(x.cpus)
+      << ", \"numa\": [";
+    for (size_t i = 0; i < x.numa.size(); i++) o << (i ? ", " : "") << x.numa[i];
+    o << "]}";
+  }
+  o << "\n  ]\n}\n";
+  return o.str();
+}
+
+namespace {
+
+const json::Value& field(const json::Value& v, const char* key, json::Value::Kind kind, const std::string& where) {
+  const json::Value* f = v.kind == json::Value::Object ? v.find(key) : nullptr;
+  if (!f || f->kind != kind) throw std::runtime_error("topology file: " + where + " needs \"" + key + "\"");
+  return *f;
+}
+
+int64_t integer(const json::Value& v, const char* key, const std::string& where) {
+  return int64_t(field(v, key, json::Value::Number, where).num);
+}
+
+std::string text(const json::Value& v, const char* key, const std::string& where) {
+  return field(v, key, json::Value::String, where).str;
+}
+
+}  // namespace
+
+System from_json(const std::string& input) {
+  const json::Value root = json::parse(input);
+  System s;
+  const auto& hosts = field(root, "hosts", json::Value::Array, "the top level").arr;
+  for (size_t h = 0; h < hosts.size(); h++) {
+    const std::string where = "host " + std::to_string(h);
+    const json::Value& v = hosts[h];
+    Host x;
+    x.identity = text(v, "identity", where);
+    x.name = text(v, "name", where);
+    x.packages = int(integer(v, "packages", where));
+    x.cores = int(integer(v, "cores", where));
+    x.pus = int(integer(v, "pus", where));
+    for (const json::Value& n : field(v, "numa", json::Value::Array, where).arr)
+      x.numa.push_back({int(integer(n, "os_index", where)), text(n, "cpus", where),
+                        uint64_t(integer(n, "memory_bytes", where))});
+    for (const json::Value& c : field(v, "caches", json::Value::Array, where).arr)
+      x.caches.push_back({int(integer(c, "level", where)), uint64_t(integer(c, "bytes", where)),
+                          int(integer(c, "count", where))});
+    for (const json::Value& n : field(v, "nics", json::Value::Array, where).arr)
+      x.nics.push_back({text(n, "name", where), int(integer(n, "speed_mbps", where)), int(integer(n, "numa", where))});
+    s.hosts.push_back(x);
+  }
+  const auto& ranks = field(root, "ranks", json::Value::Array, "the top level").arr;
+  for (size_t r = 0; r < ranks.size(); r++) {
+    const std::string where = "rank " + std::to_string(r);
+    const json::Value& v = ranks[r];
+    Rank x;
+    x.host = int(integer(v, "host", where));
+    if (x.host < 0 || size_t(x.host) >= s.hosts.size())
+      throw std::runtime_error("topology file: " + where + " names host " + std::to_string(x.host) + " of " +
+                               std::to_string(s.hosts.size()));
+    x.pid = int(integer(v, "pid", where));
+    x.cpus = text(v, "cpus", where);
+    parse_cpu_list(x.cpus);  // checks it
+    for (const json::Value& n : field(v, "numa", json::Value::Array, where).arr) {
+      if (n.kind != json::Value::Number) throw std::runtime_error("topology file: " + where + ": numa holds numbers");
+      x.numa.push_back(int(n.num));
+    }
+    s.ranks.push_back(x);
+  }
+  return s;
+}
+
+}  // namespace weft::topo

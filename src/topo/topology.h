@@ -1,0 +1,83 @@
+// The machine as weft sees it: every rank's host (packages, NUMA nodes, cores,
+// caches, NICs) and the rank's CPU binding, joined over a communicator into one
+// system, and the class of the link between any two ranks. Discovered with hwloc
+// where weft is built with it (sysfs otherwise); written and read as JSON
+// (WEFT_TOPO_DUMP_FILE, WEFT_TOPO_FILE) so that a machine can be planned for
+// elsewhere. GPUs and RDMA ports are not discovered yet.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace weft::topo {
+
+// How two ranks reach each other, from the closest to the farthest.
+enum class LinkClass {
+  Self,          // the same rank
+  ShmNuma,       // shared memory within one NUMA node
+  ShmCrossNuma,  // shared memory across NUMA nodes (or a rank not bound to one)
+  Network,       // different hosts
+};
+// Short names as in nvidia-smi topo -m: X, NUMA, SYS, NET.
+const char* link_class_name(LinkClass c);
+
+struct NumaNode {
+  int os_index = 0;
+  std::string cpus;           // list form, "0-7,16-23"
+  uint64_t memory_bytes = 0;
+};
+
+struct Cache {
+  int level = 0;              // 1 (data), 2, 3
+  uint64_t bytes = 0;         // one instance
+  int count = 0;              // instances of this level and size on the host
+};
+
+struct Nic {
+  std::string name;
+  int speed_mbps = -1;        // -1: unknown (virtual interfaces)
+  int numa = -1;              // the NUMA node of its PCI device; -1 unknown
+};
+
+struct Host {
+  std::string identity;       // host_identity(): equal strings, same kernel and network namespace
+  std::string name;           // hostname
+  int packages = 0, cores = 0, pus = 0;
+  std::vector<NumaNode> numa;
+  std::vector<Cache> caches;
+  std::vector<Nic> nics;
+};
+
+struct Rank {
+  int host = 0;               // index into System::hosts
+  int pid = 0;
+  std::string cpus;           // the CPUs it may run on, list form
+  std::vector<int> numa;      // os indexes of the NUMA nodes those CPUs belong to
+};
+
+struct System {
+  std::vector<Host> hosts;
+  std::vector<Rank> ranks;
+
+  LinkClass link(int a, int b) const;
+  // The NIC a rank would use: the fastest on its NUMA node, else the host's fastest; null without one.
+  const Nic* nic_of(int rank) const;
+};
+
+// This process: a system of one host and one rank.
+System discover_local();
+
+// Every rank's system (each of one rank, in rank order) as one: hosts with equal
+// identities are merged.
+System join(const std::vector<System>& ranks);
+
+// JSON text and back; from_json throws std::runtime_error naming what is wrong.
+std::string to_json(const System& s);
+System from_json(const std::string& text);
+
+// "0-3,8,10-11" <-> CPU indexes, for tests and the fallback without hwloc.
+std::vector<int> parse_cpu_list(const std::string& list);
+std::string format_cpu_list(const std::vector<int>& cpus);
+
+}  // namespace weft::topo

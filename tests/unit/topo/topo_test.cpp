@@ -1,0 +1,166 @@
+// src/topo: what discovery finds against the kernel's own view in sysfs, topology
+// files round trip and bad ones are refused, link classes and NIC choice of
+// hand-built systems.
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+#include "topo/topology.h"
+#include "weft_config.h"
+
+namespace weft::topo {
+namespace {
+
+std::string line(const std::string& path) {
+  std::ifstream in(path);
+  std::string s;
+  std::getline(in, s);
+  return s;
+}
+
+TEST(TopoDiscovery, BindingAndNumaAsTheKernelSees) {
+  const System s = discover_local();
+  ASSERT_EQ(s.hosts.size(), 1u);
+  ASSERT_EQ(s.ranks.size(), 1u);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  std::vector<int> mine;
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    if (CPU_ISSET(c, &set)) mine.push_back(c);
+  EXPECT_EQ(parse_cpu_list(s.ranks[0].cpus), mine);
+  EXPECT_EQ(s.ranks[0].pid, int(getpid()));
+  // NUMA nodes: sysfs lists them (a kernel without NUMA has none: one node then).
+  int nodes = 0;
+  for (int i = 0; i < 1024; i++)
+    if (!line("/sys/devices/system/node/node" + std::to_string(i) + "/cpulist").empty()) {
+      nodes++;
+      auto it = std::find_if(s.hosts[0].numa.begin(), s.hosts[0].numa.end(),
+                             [&](const NumaNode& n) { return n.os_index == i; });
+      ASSERT_NE(it, s.hosts[0].numa.end()) << "NUMA node " << i;
+      EXPECT_EQ(parse_cpu_list(it->cpus), parse_cpu_list(line("/sys/devices/system/node/node" + std::to_string(i) +
+                                                              "/cpulist")));
+    }
+  EXPECT_EQ(int(s.hosts[0].numa.size()), std::max(nodes, 1));
+  EXPECT_GE(s.hosts[0].pus, int(mine.size()));
+  EXPECT_GE(s.hosts[0].cores, 1);
+  EXPECT_GE(s.hosts[0].packages, 1);
+  EXPECT_FALSE(s.hosts[0].identity.empty());
+}
+
+TEST(TopoDiscovery, CachesOfCpu0AsSysfsReportsThem) {
+#if !WEFT_HAVE_HWLOC
+  GTEST_SKIP() << "built without hwloc: caches are not discovered";
+#endif
+  const System s = discover_local();
+  int checked = 0;
+  for (int i = 0; i < 8; i++) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    const std::string type = line(dir + "type"), size = line(dir + "size");
+    if (type.empty() || type == "Instruction" || size.empty()) continue;
+    const int level = std::stoi(line(dir + "level"));
+    const uint64_t bytes = std::stoull(size) * (size.back() == 'K' ? 1024 : size.back() == 'M' ? 1 << 20 : 1);
+    bool found = false;
+    for (const Cache& c : s.hosts[0].caches) found |= c.level == level && c.bytes == bytes && c.count >= 1;
+    EXPECT_TRUE(found) << "L" << level << " of " << size << " from sysfs not discovered";
+    checked++;
+  }
+  if (checked == 0) GTEST_SKIP() << "sysfs lists no caches here";
+}
+
+TEST(TopoFile, RoundTrips) {
+  const System s = discover_local();
+  const std::string text = to_json(s);
+  EXPECT_EQ(to_json(from_json(text)), text);
+}
+
+// One host with two NUMA nodes of 4 CPUs, NICs on each, ranks bound per node.
+System twoNuma() {
+  System s;
+  Host h;
+  h.identity = "a";
+  h.name = "a";
+  h.packages = 2, h.cores = 8, h.pus = 8;
+  h.numa = {{0, "0-3", 1 << 30}, {1, "4-7", 1 << 30}};
+  h.caches = {{3, 32 << 20, 2}};
+  h.nics = {{"eth0", 10000, 0}, {"eth1", 25000, 1}, {"eth2", 100000, 1}};
+  s.hosts.push_back(h);
+  s.ranks = {{0, 10, "0-1", {0}}, {0, 11, "2-3", {0}}, {0, 12, "4-5", {1}}, {0, 13, "0-7", {0, 1}}};
+  return s;
+}
+
+TEST(TopoLinks, ClassesWithinAHost) {
+  const System s = twoNuma();
+  EXPECT_EQ(s.link(0, 0), LinkClass::Self);
+  EXPECT_EQ(s.link(0, 1), LinkClass::ShmNuma);
+  EXPECT_EQ(s.link(0, 2), LinkClass::ShmCrossNuma);
+  EXPECT_EQ(s.link(3, 0), LinkClass::ShmCrossNuma);  // unbound rank
+  EXPECT_STREQ(link_class_name(s.link(1, 2)), "SYS");
+  // The fastest NIC on the rank's node; the host's fastest for a rank on both.
+  EXPECT_EQ(s.nic_of(0)->name, "eth0");
+  EXPECT_EQ(s.nic_of(2)->name, "eth2");
+  EXPECT_EQ(s.nic_of(3)->name, "eth2");
+}
+
+TEST(TopoLinks, JoinMergesHostsByIdentity) {
+  std::vector<System> parts;
+  for (const char* id : {"a", "a", "b", "b"}) {
+    System p;
+    Host h;
+    h.identity = id;
+    h.name = id;
+    h.numa = {{0, "0-1", 0}};
+    p.hosts.push_back(h);
+    p.ranks.push_back({0, 1, "0", {0}});
+    parts.push_back(p);
+  }
+  const System s = join(parts);
+  ASSERT_EQ(s.hosts.size(), 2u);
+  EXPECT_EQ(s.ranks[1].host, 0);
+  EXPECT_EQ(s.ranks[2].host, 1);
+  EXPECT_EQ(s.link(0, 1), LinkClass::ShmNuma);
+  EXPECT_EQ(s.link(1, 2), LinkClass::Network);
+  EXPECT_EQ(s.link(2, 3), LinkClass::ShmNuma);
+  EXPECT_EQ(s.nic_of(0), nullptr);
+  const System back = from_json(to_json(s));
+  for (int a = 0; a < 4; a++)
+    for (int b = 0; b < 4; b++) EXPECT_EQ(back.link(a, b), s.link(a, b));
+}
+
+TEST(TopoFile, BadFilesNameTheProblem) {
+  auto error = [](const std::string& text) {
+    try {
+      from_json(text);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error("{\"ranks\": []}").find("\"hosts\""), std::string::npos);
+  std::string text = to_json(twoNuma());
+  std::string bad = text;
+  bad.replace(bad.find("\"host\": 0"), 9, "\"host\": 7");
+  EXPECT_NE(error(bad).find("names host 7 of 1"), std::string::npos) << error(bad);
+  bad = text;
+  bad.replace(bad.find("\"cpus\": \"0-1\""), 13, "\"cpus\": \"3-1\"");
+  EXPECT_NE(error(bad).find("bad CPU list"), std::string::npos) << error(bad);
+  EXPECT_NE(error(text.substr(0, text.size() / 2)).find("JSON"), std::string::npos);
+}
+
+TEST(TopoCpuList, ParsesAndFormats) {
+  EXPECT_EQ(parse_cpu_list("0-3,8,10-11"), (std::vector<int>{0, 1, 2, 3, 8, 10, 11}));
+  EXPECT_EQ(format_cpu_list({0, 1, 2, 3, 8, 10, 11}), "0-3,8,10-11");
+  EXPECT_EQ(format_cpu_list(parse_cpu_list("5,1,2,3")), "1-3,5");
+  EXPECT_EQ(parse_cpu_list(""), std::vector<int>{});
+  EXPECT_THROW(parse_cpu_list("2-1"), std::runtime_error);
+  EXPECT_THROW(parse_cpu_list("x"), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace weft::topo
