@@ -421,12 +421,20 @@ def store_barrier(name, world, timeout_s=30):
     collective failed stays alive until the others have their own error: rank 0
     hosts weft's bootstrap root, and its exit would turn a slower rank's error
     into "lost connection to the bootstrap root" (issue 20's single point of
-    failure, not what these tests check)."""
+    failure, not what these tests check). Rank 0 also hosts the store, so it
+    leaves last: the others make no store call after announcing they leave."""
     store = dist.distributed_c10d._get_default_store()
-    store.add(name, 1)
-    deadline = time.monotonic() + timeout_s
-    while store.add(name, 0) < world and time.monotonic() < deadline:
-        time.sleep(0.01)
+
+    def wait_for(key):
+        deadline = time.monotonic() + timeout_s
+        while store.add(key, 0) < world and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    store.add(name + "/in", 1)
+    wait_for(name + "/in")
+    store.add(name + "/out", 1)
+    if dist.get_rank() == 0:
+        wait_for(name + "/out")
 
 
 def size_mismatch(args):
