@@ -119,7 +119,8 @@ Status Communicator::init(const boot::UniqueId& id, const weftConfig_t* config) 
     boot_->abort(st.message());
     return st.prefix("rank " + std::to_string(rank_) + ": init: ");
   }
-  st = load_tuning_state();
+  if (first_of_family) st = bind_to_host_share();
+  if (st.ok()) st = load_tuning_state();
   if (st.ok() && first_of_family) st = dump_topology();
   if (!st.ok()) {
     boot_->abort(st.message());
@@ -188,6 +189,9 @@ Status Communicator::connect_transports(const boot::UniqueId& id) {
   int same_host = 0;
   for (const transport::Card& c : cards) same_host += c.host_hash == mine.host_hash ? 1 : 0;
   set_local_ranks(same_host);
+  local_ranks_on_host_ = same_host;
+  local_rank_ = 0;
+  for (int r = 0; r < rank_; ++r) local_rank_ += cards[static_cast<size_t>(r)].host_hash == mine.host_hash ? 1 : 0;
   local_size_ = same_host;
   for (size_t r = 0; r < cards.size(); ++r) {
     size_t first = r - r % static_cast<size_t>(same_host);
@@ -419,6 +423,17 @@ Status Communicator::split(int color, int key, boot::UniqueId* id, int* nranks, 
   *nranks = static_cast<int>(members.size());
   *rank = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
   *lineage = lineage_;
+  return Status::Ok();
+}
+
+Status Communicator::bind_to_host_share() {
+  const std::string& mode = params::BIND();
+  std::string cpus, error;
+  if (!topo::bind_local_rank(mode, local_rank_, local_ranks_on_host_, &cpus, &error))
+    return Error(weftInvalidArgument, "%s", error.c_str());
+  if (!cpus.empty())
+    WEFT_INFO(INIT, "rank %d bound to CPUs %s (WEFT_BIND=%s, local rank %d of %d)", rank_, cpus.c_str(), mode.c_str(),
+              local_rank_, local_ranks_on_host_);
   return Status::Ok();
 }
 

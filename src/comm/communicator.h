@@ -148,6 +148,8 @@ class Communicator final : public exec::Health {
   // WEFT_TOPO_DUMP_FILE: every rank's topology joined, written by rank 0 (first
   // communicator of a family only; collective over the bootstrap).
   Status dump_topology();
+  // WEFT_BIND: pins this process near its share of the host (first communicator of a family only).
+  Status bind_to_host_share();
   void save_tuning_state();
 
   int rank_ = -1;
@@ -155,6 +157,7 @@ class Communicator final : public exec::Health {
   int64_t timeout_ms_ = 0;
   bool check_ = false;  // WEFT_CHECK
   int local_size_ = 0;  // ranks per host when hosts are equal and hold consecutive ranks, else 0
+  int local_rank_ = 0, local_ranks_on_host_ = 1;  // this rank among those on its host (any layout)
   std::string name_;
   boot::UniqueId id_{};  // the family's first rendezvous (its job secret)
   Lineage lineage_;

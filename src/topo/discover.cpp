@@ -162,7 +162,58 @@ void describe_host(Host* h) {
 
 #endif
 
+// The CPUs of each core (a core's hardware threads), for cores with at least one
+// CPU in `allowed`, only those CPUs, in core order.
+std::vector<std::vector<int>> cores_of(const std::vector<int>& allowed) {
+  std::map<std::pair<int, int>, std::vector<int>> cores;  // (package, core id) -> CPUs
+  for (int c : allowed) {
+    const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(c) + "/topology/";
+    cores[{read_int(dir + "physical_package_id", 0), read_int(dir + "core_id", c)}].push_back(c);
+  }
+  std::vector<std::vector<int>> out;
+  for (auto& [key, cpus] : cores) out.push_back(cpus);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 }  // namespace
+
+bool bind_local_rank(const std::string& mode, int local_rank, int local_size, std::string* cpus,
+                     std::string* error) {
+  if (mode.empty() || mode == "none") return true;
+  if (mode != "core" && mode != "numa") {
+    *error = "WEFT_BIND=" + mode + ": expected none, core or numa";
+    return false;
+  }
+  const std::vector<int> allowed = bound_cpus();
+  std::vector<int> chosen;
+  if (mode == "core") {
+    const std::vector<std::vector<int>> cores = cores_of(allowed);
+    if (!cores.empty()) chosen = cores[size_t(local_rank) % cores.size()];
+  } else {
+    Host h;
+    describe_host(&h);
+    std::vector<std::vector<int>> nodes;  // the allowed CPUs of each node that has some
+    for (const NumaNode& n : h.numa) {
+      std::vector<int> mine;
+      for (int c : parse_cpu_list(n.cpus))
+        if (std::binary_search(allowed.begin(), allowed.end(), c)) mine.push_back(c);
+      if (!mine.empty()) nodes.push_back(mine);
+    }
+    if (!nodes.empty())
+      chosen = nodes[size_t(local_rank) * nodes.size() / size_t(std::max(local_size, 1)) % nodes.size()];
+  }
+  if (chosen.empty()) chosen = allowed;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : chosen) CPU_SET(c, &set);
+  if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+    *error = "WEFT_BIND=" + mode + ": sched_setaffinity(" + format_cpu_list(chosen) + ") failed";
+    return false;
+  }
+  *cpus = format_cpu_list(chosen);
+  return true;
+}
 
 System discover_local() {
   System s;

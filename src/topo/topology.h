@@ -76,6 +76,15 @@ System join(const std::vector<System>& ranks);
 std::string to_json(const System& s);
 System from_json(const std::string& text);
 
+// WEFT_BIND: pins this process near its share of the host, as NCCL pins a rank
+// near its GPU. "core": local rank i gets the i-th core (modulo the cores this
+// process may use); "numa": the local ranks are spread over the NUMA nodes in
+// blocks and each gets its node's CPUs; "none" (or empty) changes nothing. Only
+// CPUs the process may already use are chosen. Returns false with *error set
+// for an unknown mode or a failed sched_setaffinity; *cpus is what was set.
+bool bind_local_rank(const std::string& mode, int local_rank, int local_size, std::string* cpus,
+                     std::string* error);
+
 // "0-3,8,10-11" <-> CPU indexes, for tests and the fallback without hwloc.
 std::vector<int> parse_cpu_list(const std::string& list);
 std::string format_cpu_list(const std::vector<int>& cpus);

@@ -1,8 +1,9 @@
-// src/topo: what discovery finds against the kernel's own view in sysfs, topology
-// files round trip and bad ones are refused, link classes and NIC choice of
-// hand-built systems.
+// src/topo: what discovery finds against the kernel's own view in sysfs, WEFT_BIND's
+// pinning, topology files round trip and bad ones are refused, link classes and NIC
+// choice of hand-built systems.
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -72,6 +73,69 @@ TEST(TopoDiscovery, CachesOfCpu0AsSysfsReportsThem) {
     checked++;
   }
   if (checked == 0) GTEST_SKIP() << "sysfs lists no caches here";
+}
+
+// The CPUs this process may use, grouped by core as sysfs numbers them.
+std::vector<std::vector<int>> allowedCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  sched_getaffinity(0, sizeof(set), &set);
+  std::map<std::pair<int, int>, std::vector<int>> cores;
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    if (CPU_ISSET(c, &set)) {
+      const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(c) + "/topology/";
+      cores[{std::stoi(line(dir + "physical_package_id")), std::stoi(line(dir + "core_id"))}].push_back(c);
+    }
+  std::vector<std::vector<int>> out;
+  for (auto& kv : cores) out.push_back(kv.second);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Runs bind_local_rank in a child (the test process keeps its affinity) and
+// returns the child's affinity afterwards, or "error: ..." .
+std::string boundInChild(const std::string& mode, int local_rank, int local_size) {
+  int fds[2];
+  if (pipe(fds) != 0) return "pipe failed";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::string cpus, error, out;
+    if (!bind_local_rank(mode, local_rank, local_size, &cpus, &error)) {
+      out = "error: " + error;
+    } else {
+      out = discover_local().ranks[0].cpus;
+      if (cpus != out && mode != "none") out += " (reported " + cpus + ")";
+    }
+    (void)!write(fds[1], out.data(), out.size());
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[256];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, size_t(n));
+  close(fds[0]);
+  waitpid(pid, nullptr, 0);
+  return out;
+}
+
+TEST(TopoBind, CoreNumaAndNone) {
+  const std::vector<std::vector<int>> cores = allowedCores();
+  ASSERT_FALSE(cores.empty());
+  for (int i = 0; i < 3; i++)
+    EXPECT_EQ(boundInChild("core", i, 3), format_cpu_list(cores[size_t(i) % cores.size()])) << "local rank " << i;
+  // One NUMA node here or several: local rank 0 gets the first node's allowed CPUs.
+  const System s = discover_local();
+  std::vector<int> all;
+  for (const auto& c : cores) all.insert(all.end(), c.begin(), c.end());
+  std::sort(all.begin(), all.end());
+  std::vector<int> first;
+  for (int c : parse_cpu_list(s.hosts[0].numa[0].cpus))
+    if (std::binary_search(all.begin(), all.end(), c)) first.push_back(c);
+  if (!first.empty()) {
+    EXPECT_EQ(boundInChild("numa", 0, 2), format_cpu_list(first));
+  }
+  EXPECT_EQ(boundInChild("none", 1, 2), format_cpu_list(all));
+  EXPECT_EQ(boundInChild("sockets", 0, 1), "error: WEFT_BIND=sockets: expected none, core or numa");
 }
 
 TEST(TopoFile, RoundTrips) {

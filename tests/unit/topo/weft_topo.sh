@@ -1,7 +1,8 @@
 #!/bin/sh
 # weft-topo under weft-run -n 2: rank 0 prints the 2 x 2 matrix (X on the
 # diagonal, both ranks on this host); the same job with WEFT_TOPO_DUMP_FILE writes
-# the joined topology at init, and weft-topo --file prints the same matrix from it.
+# the joined topology at init, and weft-topo --file prints the same matrix from it;
+# WEFT_BIND=core puts the two ranks on different cores.
 # usage: weft_topo.sh WEFT_RUN WEFT_TOPO
 set -u
 run=$1 topo=$2
@@ -21,5 +22,14 @@ grep '^rank' "$tmp/live" >"$tmp/a"
 grep '^rank' "$tmp/file" >"$tmp/b"
 cmp -s "$tmp/a" "$tmp/b" || { echo "FAIL: the file prints other rows:"; cat "$tmp/file"; fail=1; }
 timeout 30 "$topo" --json >"$tmp/one.json" && grep -q '"ranks"' "$tmp/one.json" || { echo "FAIL: --json alone"; fail=1; }
+# WEFT_BIND=core: with two cores or more, the two ranks' CPU sets are disjoint.
+if [ "$(nproc)" -ge 2 ]; then
+  WEFT_BIND=core timeout 60 "$run" -n 2 --timeout 50 -- "$topo" >"$tmp/bound" 2>&1 || { cat "$tmp/bound"; fail=1; }
+  a=$(awk '/^rank0 /{print $4}' "$tmp/bound") b=$(awk '/^rank1 /{print $4}' "$tmp/bound")
+  echo "WEFT_BIND=core: rank 0 on CPUs $a, rank 1 on CPUs $b"
+  if [ -z "$a" ] || [ -z "$b" ] || [ "$a" = "$b" ]; then echo "FAIL: WEFT_BIND=core did not separate the ranks"; fail=1; fi
+else
+  echo "SKIP: one CPU: WEFT_BIND=core cannot separate two ranks"
+fi
 [ $fail -eq 0 ] && echo "PASS"
 exit $fail
