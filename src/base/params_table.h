@@ -46,6 +46,7 @@ WEFT_PARAM_INT(TUNE_RANGE_PCT, 300, "online tuning: time only algorithms predict
 WEFT_PARAM_INT(TUNE_ROUNDS, 3, "online tuning: rounds that time every candidate for a turn; an algorithm's time is its median turn, the slowest rank's")
 WEFT_PARAM_INT(TUNE_FINAL_ROUNDS, 2, "online tuning: further rounds for the candidates within WEFT_TUNE_KEEP_PCT of the fastest")
 WEFT_PARAM_INT(TUNE_KEEP_PCT, 125, "online tuning: see WEFT_TUNE_FINAL_ROUNDS")
+WEFT_PARAM_INT(EXPLAIN, 0, "1: rank 0 prints to stderr, once per (collective, size class), every candidate's predicted time split into latency, bandwidth and reduction terms of the link class's constants, the pick, and once online tuning has timed the class, the measured times beside the predictions")
 WEFT_PARAM_STR(BIND, "none", "pin each rank at init: core (local rank i on the i-th core it may use), numa (local ranks spread over the NUMA nodes in blocks), none")
 WEFT_PARAM_STR(TOPO_DUMP_FILE, "", "at init, rank 0 writes every rank's discovered topology (hosts, NUMA nodes, caches, NICs, CPU bindings) to this JSON file (weft-topo --file reads it)")
 WEFT_PARAM_STR(TOPO_FILE, "", "weft-topo: print this topology file instead of discovering (the tuner does not use topology yet)")

@@ -114,6 +114,7 @@ Status Communicator::init(const boot::UniqueId& id, const weftConfig_t* config) 
   int local_ranks = 1;
   for (auto& l : links_) local_ranks += std::strncmp(l->name(), "shm", 3) == 0 ? 1 : 0;
   topt.log_table = rank_ == 0;
+  topt.explain = rank_ == 0 && params::EXPLAIN() != 0;
   st = tune::Tuner::create(nranks_, local_ranks, topt, &tuner_);
   if (!st.ok()) {
     boot_->abort(st.message());

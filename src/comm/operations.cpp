@@ -1,6 +1,7 @@
 #include "comm/operations.h"
 
 #include <chrono>
+#include <cstdio>
 #include <string>
 #include <utility>
 
@@ -41,10 +42,12 @@ std::unique_ptr<engine::Op> CollOp::complete(Status st) {
   std::unique_ptr<engine::Op> next;
   if (st.ok() && agreeing_ != nullptr) {
     if (agreeing_->agreed(times_) != nullptr && c_->rank_ == 0) {
+      const unsigned long long bytes = tuned_.count * reduce::dtype_size(tuned_.dtype);
       WEFT_INFO(TUNE, "%s %llu B (size class %d, %d ranks) measured, slowest rank: %s", sched::coll_name(tuned_.coll),
-                static_cast<unsigned long long>(tuned_.count * reduce::dtype_size(tuned_.dtype)),
-                tune::size_class(tuned_.count * reduce::dtype_size(tuned_.dtype)), c_->nranks_,
-                agreeing_->explain().c_str());
+                bytes, tune::size_class(bytes), c_->nranks_, agreeing_->explain().c_str());
+      if (c_->tuner_->explaining())
+        std::fprintf(stderr, "weft explain: %s %llu B (size class %d) measured by online tuning, slowest rank: %s\n",
+                     sched::coll_name(tuned_.coll), bytes, tune::size_class(bytes), agreeing_->explain().c_str());
       c_->save_tuning_state();
     }
   } else if (st.ok()) {
@@ -103,7 +106,7 @@ std::unique_ptr<engine::Op> Communicator::measured(const CollArgs& a, tune::Tria
   std::vector<double> times = trial->local_times();
   const CollArgs agree{sched::Coll::AllReduce, nullptr, nullptr, times.size(), weftFloat64, weftMax, 0};
   const algo::Algorithm* alg = nullptr;
-  Status st = tuner_->choose(agree.coll, build_args(agree), sizeof(double), &alg);
+  Status st = tuner_->choose(agree.coll, build_args(agree), sizeof(double), &alg, true);
   if (!st.ok()) {
     st.prefix(std::string("online tuning of ") + sched::coll_name(a.coll) + ": ");
     fail(st);

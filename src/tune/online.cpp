@@ -74,8 +74,8 @@ std::string Trial::explain() const {
   std::string s;
   char buf[128];
   for (const Cand& c : cands_) {
-    std::snprintf(buf, sizeof(buf), "%s%s %.3g us (%zu turn%s)", s.empty() ? "" : ", ", c.algo->name, c.agreed * 1e6,
-                  c.turns.size(), c.turns.size() == 1 ? "" : "s");
+    std::snprintf(buf, sizeof(buf), "%s%s %.3g us (predicted %.3g us, %zu turn%s)", s.empty() ? "" : ", ",
+                  c.algo->name, c.agreed * 1e6, c.predicted * 1e6, c.turns.size(), c.turns.size() == 1 ? "" : "s");
     s += buf;
   }
   std::snprintf(buf, sizeof(buf), " -> %s (model: %s; turns of %d calls, %d rounds)", winner_ ? winner_->name : "-",

@@ -75,7 +75,8 @@ class Trial {
   // after the last final round (or with one left) settles on the fastest (ties: the
   // model's order), which it returns.
   const algo::Algorithm* agreed(const std::vector<double>& times);
-  // "ring 12.1 us (4 turns), tree 19.8 us (1 turn) -> ring (model: tree; ...)", once settled.
+  // "ring 12.1 us (predicted 10.2 us, 4 turns), tree 19.8 us (predicted 9.9 us, 1 turn) -> ring
+  // (model: tree; ...)", once settled.
   std::string explain() const;
 
   int ncands() const { return static_cast<int>(cands_.size()); }

@@ -36,6 +36,7 @@ Status Tuner::create(int nranks, int local_ranks, const Options& opt, std::uniqu
   t->nranks_ = nranks;
   t->cls_ = local_ranks >= nranks ? LinkClass::Shm : LinkClass::Net;
   t->online_ = opt.online;
+  t->explain_ = opt.explain;
   t->online_.enabled = opt.online.enabled && nranks > 1;  // one rank: every algorithm is a local copy
   t->table_ = default_table();
   if (!opt.tuning_file.empty()) WEFT_TRY(load_tuning_file(opt.tuning_file, &t->table_));
@@ -56,6 +57,38 @@ double Tuner::predict(const algo::Algorithm& a, const sched::BuildArgs& args, si
   const uint64_t bytes = args.count * elem_size;
   const algo::LinkCost c = table_.lookup(cls_, args.coll, a.name, args.nranks, bytes);
   return a.cost(args, elem_size, c);
+}
+
+std::string Tuner::explain(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size) const {
+  std::vector<Prediction> cands;
+  const Prediction* best = nullptr;
+  const uint64_t bytes = args.count * elem_size;
+  char buf[256];
+  std::snprintf(buf, sizeof(buf), "weft explain: %s %llu B (size class %d), %d ranks, link class %s%s:\n",
+                sched::coll_name(coll), static_cast<unsigned long long>(bytes), size_class(bytes), args.nranks,
+                link_class_name(cls_), spec_.filter(coll).active ? (", " + spec_.describe()).c_str() : "");
+  std::string out = buf;
+  if (!model_pick(coll, args, elem_size, &cands, &best).ok()) return out + "weft explain:   no candidate can run it\n";
+  for (const Prediction& p : cands) {
+    if (p.algo->cost == nullptr) {
+      std::snprintf(buf, sizeof(buf), "weft explain:   %-22s no model (forced)\n", p.algo->name);
+      out += buf;
+      continue;
+    }
+    // The formulas are linear in the constants: each term alone is the formula
+    // with the other two constants zero.
+    const algo::LinkCost c = table_.lookup(cls_, coll, p.algo->name, args.nranks, bytes);
+    const double lat = p.algo->cost(args, elem_size, {c.alpha_s, 0, 0});
+    const double bw = p.algo->cost(args, elem_size, {0, c.beta_s_per_byte, 0});
+    const double red = p.algo->cost(args, elem_size, {0, 0, c.gamma_s_per_byte});
+    std::snprintf(buf, sizeof(buf),
+                  "weft explain:   %-22s %10.3f us = latency %.3f + bandwidth %.3f + reduction %.3f"
+                  "   (alpha %.3g us, beta %.3g ns/B, gamma %.3g ns/B)%s\n",
+                  p.algo->name, p.seconds * 1e6, lat * 1e6, bw * 1e6, red * 1e6, c.alpha_s * 1e6,
+                  c.beta_s_per_byte * 1e9, c.gamma_s_per_byte * 1e9, &p == best ? "  <- pick" : "");
+    out += buf;
+  }
+  return out;
 }
 
 std::vector<Prediction> Tuner::candidates(sched::Coll coll, const sched::BuildArgs& args,
@@ -95,7 +128,7 @@ Status Tuner::model_pick(sched::Coll coll, const sched::BuildArgs& args, size_t 
 }
 
 Status Tuner::choose(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size,
-                     const algo::Algorithm** out) {
+                     const algo::Algorithm** out, bool internal) {
   const auto key = std::make_tuple(static_cast<int>(coll), args.nranks, args.count, elem_size, args.root,
                                    args.slice_elems, args.local_size);
   auto hit = picks_.find(key);
@@ -110,6 +143,8 @@ Status Tuner::choose(sched::Coll coll, const sched::BuildArgs& args, size_t elem
   picks_.emplace(key, best->algo);
 
   const uint64_t bytes = args.count * elem_size;
+  if (explain_ && !internal && explained_.emplace(static_cast<int>(coll), size_class(bytes)).second)
+    std::fprintf(stderr, "%s", explain(coll, args, elem_size).c_str());
   if (log::enabled(log::Level::Info, log::Subsys::TUNE) &&
       logged_.emplace(static_cast<int>(coll), size_class(bytes)).second) {
     std::string line;

@@ -36,6 +36,7 @@ struct Options {
   const char* algo_source = "WEFT_ALGO";  // which of the two, for messages
   std::string tuning_file;   // WEFT_TUNING_FILE; empty: the built-in defaults
   bool log_table = true;     // print the constants at INFO (one rank is enough)
+  bool explain = false;      // WEFT_EXPLAIN on this rank: print each size class's candidates and pick
   OnlineOptions online;      // WEFT_TUNE_*
   static Options from_params();
 };
@@ -62,8 +63,9 @@ class Tuner {
   // *out = the model's algorithm for `args` (args.coll must equal coll) with
   // elements of elem_size bytes: the lowest prediction among what WEFT_ALGO allows.
   // weftInvalidArgument if WEFT_ALGO names a choice that cannot run this call.
+  // internal: a call of weft's own (online tuning's agreement), not explained.
   Status choose(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size,
-                const algo::Algorithm** out);
+                const algo::Algorithm** out, bool internal = false);
   // The algorithm of one call with online tuning: the settled winner of the call's
   // (collective, size class), or the candidate whose turn it is, or choose()'s pick
   // where online tuning is off, has one candidate, or the class's pick cannot run
@@ -79,6 +81,10 @@ class Tuner {
   std::vector<Prediction> candidates(sched::Coll coll, const sched::BuildArgs& args,
                                      size_t elem_size) const;
   double predict(const algo::Algorithm& a, const sched::BuildArgs& args, size_t elem_size) const;
+  // WEFT_EXPLAIN's text for a call: every candidate's prediction split into its
+  // latency (alpha), bandwidth (beta) and reduction (gamma) terms, and the model's pick.
+  std::string explain(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size) const;
+  bool explaining() const { return explain_; }
 
   // Online tuning's settled picks, one line per (collective, size class):
   // "<ranks> <link class> <collective> <size class> <algorithm>", so that a
@@ -99,8 +105,9 @@ class Tuner {
   LinkClass cls_ = LinkClass::Shm;
   Table table_;
   AlgoSpec spec_;
-  // (collective, power-of-two size class) already explained at INFO.
-  std::set<std::pair<int, int>> logged_;
+  // (collective, power-of-two size class) already explained at INFO / by WEFT_EXPLAIN.
+  std::set<std::pair<int, int>> logged_, explained_;
+  bool explain_ = false;
   // (collective, ranks, count, element size, root, slice, local size) -> pick, so the
   // per-call cost of choosing is one map lookup.
   std::map<std::tuple<int, int, uint64_t, size_t, int, uint64_t, int>, const algo::Algorithm*> picks_;

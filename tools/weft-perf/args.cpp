@@ -60,6 +60,9 @@ void PrintPerfUsage(FILE* out) {
       "                       batches; -n is not used), one row per size; --json writes\n"
       "                       every sample\n"
       "      --memalloc       buffers from weftMemAlloc instead of malloc\n"
+      "      --explain        rank 0 prints each size's candidates with their predicted\n"
+      "                       latency, bandwidth and reduction terms, the pick, and the\n"
+      "                       times online tuning measured (sets WEFT_EXPLAIN=1)\n"
       "      --json FILE      also write rank 0's rows as JSON\n"
       "      --csv FILE       also write rank 0's rows as CSV\n"
       "      --calibrate FILE -a all, then fit the tuner's constants to the times and\n"
@@ -88,6 +91,10 @@ bool ParsePerfArgs(int argc, char** argv, PerfOptions* opt, bool* help, std::str
     }
     if (a == "--memalloc") {
       opt->memalloc = true;
+      continue;
+    }
+    if (a == "--explain") {
+      opt->explain = true;
       continue;
     }
     // Every other option takes a value: "-b 8", "-b8" or "--minbytes=8".

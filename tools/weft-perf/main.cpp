@@ -173,6 +173,7 @@ int Main(int argc, char** argv) {
   }
   // -a only means something if it is in place before the communicator reads it.
   if (!opt.algo.empty() && opt.algo != "all") ::setenv("WEFT_ALGO", opt.algo.c_str(), 1);
+  if (opt.explain) ::setenv("WEFT_EXPLAIN", "1", 1);
 
   Job job;
   weftConfig_t config = WEFT_CONFIG_INITIALIZER;

@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "algorithms/registry.h"
@@ -260,6 +262,43 @@ TEST(Tuner, SizeClasses) {
   EXPECT_EQ(size_class(4), 3);
   EXPECT_EQ(size_class(1u << 20), 21);
   EXPECT_EQ(size_class((1u << 21) - 1), 21);
+}
+
+// WEFT_EXPLAIN: one line per candidate the model compares, its terms adding up to
+// its prediction, and the pick marked where choose() picks, across sizes and
+// both link classes.
+TEST(Explain, TermsAddUpAndThePickIsChoosesPick) {
+  for (int local : {4, 1}) {
+    auto t = make("", 4, local);
+    for (uint64_t count : {1u, 1000u, 1u << 20, 1u << 26}) {
+      BuildArgs b{Coll::AllReduce, 4, count, 0, 262144};
+      const std::string text = t->explain(Coll::AllReduce, b, 4);
+      const std::vector<Prediction> cands = t->candidates(Coll::AllReduce, b, 4);
+      ASSERT_FALSE(cands.empty());
+      int lines = 0, picks = 0;
+      std::istringstream in(text);
+      for (std::string line; std::getline(in, line);) {
+        char name[64];
+        double total = 0, lat = 0, bw = 0, red = 0;
+        if (std::sscanf(line.c_str(), "weft explain: %63s %lf us = latency %lf + bandwidth %lf + reduction %lf", name,
+                        &total, &lat, &bw, &red) != 5)
+          continue;
+        ++lines;
+        EXPECT_NEAR(lat + bw + red, total, 2e-3 + 1e-6 * total) << line;
+        const auto it = std::find_if(cands.begin(), cands.end(),
+                                     [&](const Prediction& p) { return std::string(p.algo->name) == name; });
+        ASSERT_NE(it, cands.end()) << line;
+        EXPECT_NEAR(total, it->seconds * 1e6, 1e-3 + 1e-5 * total) << line;
+        if (line.find("<- pick") != std::string::npos) {
+          ++picks;
+          EXPECT_STREQ(name, pick(*t, Coll::AllReduce, count));
+        }
+      }
+      EXPECT_EQ(lines, int(cands.size())) << text;
+      EXPECT_EQ(picks, 1) << text;
+      EXPECT_NE(text.find(local == 4 ? "link class shm" : "link class net"), std::string::npos) << text;
+    }
+  }
 }
 
 }  // namespace
