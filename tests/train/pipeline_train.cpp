@@ -167,6 +167,7 @@ int main() {
     equivalence(comm, {"gpipe", 4, 1, DType::f32, 1e-6, true}, data, steps);
     equivalence(comm, {"1f1b", 4, 1, DType::f32, 1e-6, true}, data, steps);
     equivalence(comm, {"zb", 4, 1, DType::f32, 1e-6, true}, data, steps);
+    equivalence(comm, {"interleaved", 4, 2, DType::f32, 1e-6, true}, data, steps);
     if (world == 4) {  // two pipelines of 2 stages, each stage's gradients all-reduced over both
       equivalence(comm, {"1f1b", 4, 1, DType::f32, 1e-6, false, 2}, data, steps);
       equivalence(comm, {"zb", 4, 1, DType::f32, 1e-6, false, 2}, data, steps);
