@@ -220,7 +220,7 @@ class GPT2 final : public Model {
       slots_.erase(it);
       return;
     }
-    inputBackward(s, part, scale, static_cast<const T*>(dOut), static_cast<T*>(dIn), weightNow);
+    inputBackward(s, slot, part, scale, static_cast<const T*>(dOut), static_cast<T*>(dIn), weightNow);
     s.inputDone = true;
     if (piece == BackwardPiece::all && slot != kWholeSlot) slots_.erase(slot);
   }
@@ -295,7 +295,7 @@ class GPT2 final : public Model {
 
   // The input pass: d(part input) from d(part output), and the weights' gradients
   // too when weightNow; otherwise what the weight pass needs is kept in the slot.
-  void inputBackward(Slot& s, const ModelPart& part, double scale, const T* dOut, T* dIn, bool weightNow) {
+  void inputBackward(Slot& s, int slot, const ModelPart& part, double scale, const T* dOut, T* dIn, bool weightNow) {
     const int B = s.B, Tn = s.seq, C = cfg_.channels, NH = cfg_.numHeads, V = cfg_.vocabSize;
     const int N = B * Tn;
     if (!weightNow) s.deferred.resize(size_t(part.endBlock - part.firstBlock));
@@ -327,7 +327,7 @@ class GPT2 final : public Model {
       // Activation checkpointing: recompute this block's activations from its input
       // (bit-identical to the forward pass) into the shared work buffers, unless
       // they are still there from this slot's forward.
-      if (checkpoint_ && !(ckptHolds_.first == slotId(s) && ckptHolds_.second == l))
+      if (checkpoint_ && !(ckptHolds_.first == slot && ckptHolds_.second == l))
         blockForward(s, l, B, Tn, x, a.res2.data(), a);
       ckptHolds_ = {-1, -1};
       T* dw = nullptr;
@@ -446,11 +446,6 @@ class GPT2 final : public Model {
   T* blockOut(Slot& s, const ModelPart& part, int l) {
     const size_t i = size_t(l - part.firstBlock);
     return checkpoint_ ? s.outs[i].data() : s.layers[i].res2.data();
-  }
-  int slotId(const Slot& s) const {
-    for (const auto& [id, t] : slots_)
-      if (&t == &s) return id;
-    return -2;
   }
 
   int lnfW() const { return kFirstLayer + kSlots * cfg_.numLayers; }

@@ -10,6 +10,9 @@
 
 namespace weft::train {
 
+int commRank(weftComm_t c) { int r = 0; if (c) weft::check(weftCommUserRank(c, &r), c); return r; }
+int commSize(weftComm_t c) { int n = 1; if (c) weft::check(weftCommCount(c, &n), c); return n; }
+
 weftDataType_t weftType(DType d) {
   switch (d) {
     case DType::f32: return weftFloat32;
@@ -34,8 +37,6 @@ void convert(DType from, const void* src, DType to, void* dst, size_t n, std::ve
   convertFromFloat(to, tmp->data(), dst, n);
 }
 
-int commRank(weftComm_t c) { int r = 0; if (c) weft::check(weftCommUserRank(c, &r), c); return r; }
-int commSize(weftComm_t c) { int n = 1; if (c) weft::check(weftCommCount(c, &n), c); return n; }
 
 std::vector<Bucket> makeBuckets(const Model& model, const DataParallelOptions& opt, int size) {
   if (opt.zero == 3 && size > 1) return unitBuckets(model);

@@ -30,6 +30,9 @@ namespace weft::train {
 
 // weft's datatype for a storage type.
 weftDataType_t weftType(DType d);
+// This rank and the size of comm (nullptr: one process, rank 0 of 1); weft errors throw.
+int commRank(weftComm_t c);
+int commSize(weftComm_t c);
 
 struct DataParallelOptions {
   int zero = 0;                    // ZeRO stage: 0 (DDP), 1, 2 or 3

@@ -118,9 +118,6 @@ struct Pipeline::Buffers {
 };
 
 namespace {
-int commRank(weftComm_t c) { int r = 0; weft::check(weftCommUserRank(c, &r), c); return r; }
-int commSize(weftComm_t c) { int n = 1; weft::check(weftCommCount(c, &n), c); return n; }
-
 std::vector<Segment> ownedSegments(const Model& model, const std::vector<ModelPart>& parts) {
   std::vector<Segment> owned;
   auto add = [&](int unit) {
@@ -354,13 +351,13 @@ Pipeline::StepResult Pipeline::step(const int* tokens, const int* targets,
     grad32_[i] *= inv;
     if (i >= skip) sumsq += double(grad32_[i]) * grad32_[i];
   }
-  // Over every rank: the replicas' norms are equal, each counted D times.
-  double stats[4] = {lossSum, sumsq / D_, std::isfinite(sumsq) ? 0.0 : 1.0, r.busySeconds};
-  weft::check(weftAllReduce(stats, stats, 4, weftFloat64, weftSum, world_, nullptr), world_);
-  // Costs per action kind (mean over ranks) for the simulation; span of the step.
-  double costs[8];
-  for (int k = 0; k < 4; k++) costs[k] = opSeconds[size_t(k)], costs[4 + k] = opCounts[size_t(k)];
-  weft::check(weftAllReduce(costs, costs, 8, weftFloat64, weftSum, world_, nullptr), world_);
+  // One sum over every rank: loss, norm (the replicas' norms are equal, each
+  // counted D times), Inf/NaN, busy time, then seconds and counts per action kind
+  // for the simulation.
+  double stats[12] = {lossSum, sumsq / D_, std::isfinite(sumsq) ? 0.0 : 1.0, r.busySeconds};
+  for (int k = 0; k < 4; k++) stats[4 + k] = opSeconds[size_t(k)], stats[8 + k] = opCounts[size_t(k)];
+  weft::check(weftAllReduce(stats, stats, 12, weftFloat64, weftSum, world_, nullptr), world_);
+  const double* costs = stats + 4;
   double span[2] = {-start, end};
   weft::check(weftAllReduce(span, span, 2, weftFloat64, weftMax, world_, nullptr), world_);
   r.lossSum = stats[0];
