@@ -1,0 +1,126 @@
+#include "sim/fabric.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+
+namespace weft::sim {
+
+const char* level_name(Level l) {
+  switch (l) {
+    case Level::Domain: return "domain";
+    case Level::Host: return "host";
+    case Level::Network: return "network";
+  }
+  return "?";
+}
+
+Level Fabric::level(int a, int b) const {
+  const size_t x = static_cast<size_t>(a), y = static_cast<size_t>(b);
+  if (host[x] != host[y]) return Level::Network;
+  return domain[x] == domain[y] ? Level::Domain : Level::Host;
+}
+
+int Fabric::levels_used() const {
+  bool seen[kLevels] = {false, false, false};
+  // Comparing every rank with rank 0 and with its neighbour finds every level that
+  // occurs in the generators' and topologies' layouts without an n^2 scan.
+  for (int r = 1; r < nranks; ++r) {
+    seen[static_cast<int>(level(0, r))] = true;
+    seen[static_cast<int>(level(r - 1, r))] = true;
+  }
+  return int(seen[0]) + int(seen[1]) + int(seen[2]);
+}
+
+Fabric Fabric::flat(int nranks, const algo::LinkCost& cost) {
+  Fabric f;
+  f.nranks = nranks;
+  for (int r = 0; r < nranks; ++r) {
+    f.host.push_back(r);
+    f.domain.push_back(r);
+    f.nic.push_back(-1);
+  }
+  f.cost = {cost, cost, cost};
+  return f;
+}
+
+std::string Fabric::check() const {
+  const size_t n = static_cast<size_t>(nranks);
+  if (nranks < 1) return "no ranks";
+  if (host.size() != n || domain.size() != n || nic.size() != n) return "per-rank vectors are not nranks long";
+  for (size_t r = 0; r < n; ++r) {
+    if (nic[r] >= static_cast<int>(nics.size())) return "rank " + std::to_string(r) + " names a missing NIC";
+    if (!cross_domain.empty() && (host[r] < 0 || static_cast<size_t>(host[r]) >= cross_domain.size()))
+      return "rank " + std::to_string(r) + "'s host has no cross-domain link";
+  }
+  return "";
+}
+
+Fabric generate(const Generator& g) {
+  Fabric f;
+  f.nranks = g.nodes * g.per_node;
+  const int per_domain = std::max(1, g.per_node / std::max(1, g.domains));
+  const int per_nic = g.nics > 0 ? (g.per_node + g.nics - 1) / g.nics : 0;
+  for (int h = 0; h < g.nodes; ++h) {
+    for (int i = 0; i < g.nics; ++i) f.nics.push_back({g.nic_bytes_per_s});
+    if (g.cross_domain_bytes_per_s > 0) f.cross_domain.push_back({g.cross_domain_bytes_per_s});
+    for (int l = 0; l < g.per_node; ++l) {
+      f.host.push_back(h);
+      f.domain.push_back(h * g.domains + std::min(l / per_domain, g.domains - 1));
+      f.nic.push_back(g.nics > 0 ? h * g.nics + l / per_nic : -1);
+    }
+  }
+  f.cost = {g.intra, g.cross, g.inter};
+  f.label = g.label;
+  return f;
+}
+
+Fabric from_system(const topo::System& s, const algo::LinkCost& intra, const algo::LinkCost& cross,
+                   const algo::LinkCost& inter) {
+  Fabric f;
+  f.nranks = static_cast<int>(s.ranks.size());
+  f.cost = {intra, cross, inter};
+  f.label = {"NUMA", "SYS", "NET"};
+  std::map<std::pair<int, std::string>, int> nic_index;  // (host, NIC name) -> index
+  std::map<std::pair<int, int>, int> domain_index;       // (host, NUMA os index) -> global domain
+  for (int r = 0; r < f.nranks; ++r) {
+    const topo::Rank& rk = s.ranks[static_cast<size_t>(r)];
+    const topo::Host& h = s.hosts[static_cast<size_t>(rk.host)];
+    const int numa = rk.numa.size() == 1 ? rk.numa[0] : (h.numa.empty() ? 0 : h.numa[0].os_index);
+    auto d = domain_index.emplace(std::make_pair(rk.host, numa), static_cast<int>(domain_index.size())).first;
+    f.host.push_back(rk.host);
+    f.domain.push_back(d->second);
+    const topo::Nic* nic = s.nic_of(r);
+    if (nic == nullptr) {
+      f.nic.push_back(-1);
+      continue;
+    }
+    auto [it, added] = nic_index.emplace(std::make_pair(rk.host, nic->name), static_cast<int>(f.nics.size()));
+    if (added) {
+      const double speed = nic->speed_mbps > 0 ? nic->speed_mbps * 1e6 / 8 : 0;
+      const double own = inter.beta_s_per_byte > 0 ? 1 / inter.beta_s_per_byte : 0;
+      f.nics.push_back({speed > 0 ? speed : own});
+    }
+    f.nic.push_back(it->second);
+  }
+  return f;
+}
+
+bool parse_bandwidth(const std::string& text, double* bytes_per_s) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || !(v > 0)) return false;
+  const std::string unit(end);
+  static const std::pair<const char*, double> units[] = {
+      {"TB/s", 1e12}, {"GB/s", 1e9}, {"MB/s", 1e6}, {"KB/s", 1e3}, {"B/s", 1},
+      {"Tb/s", 1e12 / 8}, {"Gb/s", 1e9 / 8}, {"Mb/s", 1e6 / 8}, {"Kb/s", 1e3 / 8}};
+  for (const auto& [name, scale] : units)
+    if (unit == name) {
+      *bytes_per_s = v * scale;
+      return true;
+    }
+  return false;
+}
+
+}  // namespace weft::sim

@@ -1,0 +1,77 @@
+// What the simulator and the topology-aware tuner know of a machine: which host and
+// which NUMA domain (or GPU island) each rank is on, the network port each rank's
+// traffic leaves by, and alpha-beta-gamma costs per link level. Built by generators
+// (weft-sim's --nodes ...), from a topology (topo::System), or by hand in tests.
+//
+// Levels, from the closest: Domain (two ranks in one NUMA node or NVLink island),
+// Host (one host, across domains), Network (across hosts). A level's LinkCost is what
+// one rank's port pays per message (alpha) and per byte (beta) on that level, and per
+// byte reduced (gamma). Shared links are ports with their own bandwidth that several
+// ranks' messages cross: each host's NICs for Network messages, and optionally one
+// link per host between its domains for Host messages. A shared port of B bytes/s
+// whose ranks each send at b bytes/s has max(1, floor(B/b)) lanes of B/lanes bytes/s:
+// lanes carry messages side by side, more messages than lanes wait for a free lane.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "algorithms/registry.h"
+#include "topo/topology.h"
+
+namespace weft::sim {
+
+enum class Level : uint8_t { Domain, Host, Network };
+constexpr int kLevels = 3;
+const char* level_name(Level l);  // "domain", "host", "network"
+
+struct Port {
+  double bytes_per_s = 0;  // 0: unlimited (never the bottleneck)
+};
+
+struct Fabric {
+  int nranks = 0;
+  std::vector<int> host;    // per rank
+  std::vector<int> domain;  // per rank; a global index (domains of different hosts differ)
+  std::vector<int> nic;     // per rank: index into nics for its Network messages; -1: none shared
+  std::vector<Port> nics;
+  std::vector<Port> cross_domain;  // per host: the link its Host-level messages share; empty: none
+  std::array<algo::LinkCost, kLevels> cost;
+  std::array<std::string, kLevels> label{"domain", "host", "network"};  // e.g. "nvlink", "ib"
+  double copy_s_per_byte = 0;  // local copies; 0 as in the algorithms' formulas
+
+  Level level(int a, int b) const;
+  // How many distinct levels occur between two ranks (1: flat, one link class).
+  int levels_used() const;
+  // Every rank on a host of its own with one port of the given costs.
+  static Fabric flat(int nranks, const algo::LinkCost& cost);
+  // consistency of the per-rank vectors; empty string if fine.
+  std::string check() const;
+};
+
+// weft-sim's generator: `nodes` hosts of `per_node` ranks in `domains` NUMA domains
+// (or GPU islands) each, consecutive ranks per domain; `nics` network ports per host
+// of nic_bytes_per_s each, ranks spread over them in blocks; intra, cross and inter
+// the per-level costs. nics 0: no shared port (each rank's own beta limits it).
+struct Generator {
+  int nodes = 1, per_node = 1, domains = 1, nics = 1;
+  double nic_bytes_per_s = 0;
+  double cross_domain_bytes_per_s = 0;  // 0: not a shared bottleneck
+  algo::LinkCost intra, cross, inter;
+  std::array<std::string, kLevels> label{"domain", "host", "network"};
+};
+Fabric generate(const Generator& g);
+
+// "300GB/s", "25Gb/s", "12.5GB/s", "800MB/s" -> bytes per second; false if malformed.
+// A discovered or loaded topology: hosts and NUMA nodes from the system (a rank bound
+// to no single NUMA node counts as its host's first), each host's ranks on the
+// fastest NIC near them (topo::System::nic_of) at its speed, or at the network
+// level's own bandwidth where the speed is unknown (virtual interfaces).
+Fabric from_system(const topo::System& s, const algo::LinkCost& intra, const algo::LinkCost& cross,
+                   const algo::LinkCost& inter);
+
+bool parse_bandwidth(const std::string& text, double* bytes_per_s);
+
+}  // namespace weft::sim

@@ -1,0 +1,202 @@
+#include "sim/simulate.h"
+
+#include <algorithm>
+#include <queue>
+#include <unordered_map>
+
+namespace weft::sim {
+
+using sched::Kind;
+using sched::Step;
+
+namespace {
+
+// A port of `lanes` parallel lanes; each remembers when it is next free.
+struct Lanes {
+  std::vector<double> free_at;
+  double s_per_byte = 0;  // per lane; 0: unlimited
+
+  double* earliest() { return &*std::min_element(free_at.begin(), free_at.end()); }
+};
+
+Lanes shared_port(const Port& p, double own_beta) {
+  Lanes l;
+  if (p.bytes_per_s <= 0) return l;
+  const double own = own_beta > 0 ? 1 / own_beta : p.bytes_per_s;
+  const int lanes = std::max(1, static_cast<int>(p.bytes_per_s / own + 1e-9));
+  l.free_at.assign(static_cast<size_t>(lanes), 0.0);
+  l.s_per_byte = lanes / p.bytes_per_s;
+  return l;
+}
+
+struct Message {
+  double arrival;
+  uint64_t count;
+};
+
+// In-flight messages of one ordered pair of ranks, oldest first.
+struct Channel {
+  std::vector<Message> q;
+  size_t head = 0;
+};
+
+struct RankState {
+  size_t step = 0;
+  double t = 0;
+  int waiting_on = -1;  // peer whose message it waits for, or -1
+};
+
+class Sim {
+ public:
+  Sim(const sched::Schedule& s, const Fabric& f, size_t elem_size) : s_(s), f_(f), elem_(elem_size) {
+    const size_t n = static_cast<size_t>(f.nranks);
+    ranks_.resize(n);
+    egress_.assign(n, 0.0);
+    ingress_.assign(n, 0.0);
+    for (const Port& p : f.nics) nics_out_.push_back(shared_port(p, f.cost[2].beta_s_per_byte));
+    nics_in_ = nics_out_;
+    for (const Port& p : f.cross_domain) cross_.push_back(shared_port(p, f.cost[1].beta_s_per_byte));
+  }
+
+  Status run(Result* out) {
+    for (int r = 0; r < f_.nranks; ++r) ready_.push({0.0, r});
+    while (!ready_.empty()) {
+      const auto [t, r] = ready_.top();
+      ready_.pop();
+      RankState& st = ranks_[static_cast<size_t>(r)];
+      st.t = std::max(st.t, t);
+      WEFT_TRY(advance(r));
+    }
+    for (int r = 0; r < f_.nranks; ++r) {
+      const RankState& st = ranks_[static_cast<size_t>(r)];
+      if (st.step < s_.ranks[static_cast<size_t>(r)].steps.size())
+        return Error(weftInternalError, "%s: simulated deadlock: rank %d waits at step %zu for a message from rank %d",
+                     s_.algo.c_str(), r, st.step, st.waiting_on);
+    }
+    for (const auto& [key, ch] : channels_)
+      if (ch.head != ch.q.size())
+        return Error(weftInternalError, "%s: rank %d sent rank %d a message nobody received", s_.algo.c_str(),
+                     static_cast<int>(key >> 32), static_cast<int>(key & 0xffffffffu));
+    out->rank_seconds.resize(ranks_.size());
+    out->seconds = 0;
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+      out->rank_seconds[r] = ranks_[r].t;
+      out->seconds = std::max(out->seconds, ranks_[r].t);
+    }
+    out->messages = messages_;
+    out->bytes = bytes_;
+    return Status::Ok();
+  }
+
+ private:
+  using Event = std::pair<double, int>;  // (time, rank), earliest first
+  const sched::Schedule& s_;
+  const Fabric& f_;
+  size_t elem_;
+  std::vector<RankState> ranks_;
+  std::vector<double> egress_, ingress_;  // each rank's own port, one lane each way
+  std::vector<Lanes> nics_out_, nics_in_, cross_;
+  std::unordered_map<uint64_t, Channel> channels_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> ready_;
+  uint64_t messages_ = 0;
+  std::array<uint64_t, kLevels> bytes_{};
+
+  static uint64_t key(int from, int to) { return (uint64_t(uint32_t(from)) << 32) | uint32_t(to); }
+
+  // Claims the ports a message of `bytes` from a to b crosses, starting no earlier than t;
+  // returns its arrival.
+  double transfer(int a, int b, uint64_t bytes, double t) {
+    const Level lv = f_.level(a, b);
+    const algo::LinkCost& c = f_.cost[static_cast<size_t>(lv)];
+    double* claimed[4] = {&egress_[size_t(a)], &ingress_[size_t(b)], nullptr, nullptr};
+    double beta = c.beta_s_per_byte;
+    auto claim = [&](Lanes& l, int slot) {
+      if (l.free_at.empty()) return;
+      claimed[slot] = l.earliest();
+      beta = std::max(beta, l.s_per_byte);
+    };
+    if (lv == Level::Network) {
+      const int na = f_.nic[size_t(a)], nb = f_.nic[size_t(b)];
+      if (na >= 0) claim(nics_out_[size_t(na)], 2);
+      if (nb >= 0) claim(nics_in_[size_t(nb)], 3);
+    } else if (lv == Level::Host && !cross_.empty()) {
+      claim(cross_[size_t(f_.host[size_t(a)])], 2);
+    }
+    double start = t;
+    for (double* p : claimed)
+      if (p) start = std::max(start, *p);
+    const double end = start + c.alpha_s + static_cast<double>(bytes) * beta;
+    for (double* p : claimed)
+      if (p) *p = end;
+    ++messages_;
+    bytes_[static_cast<size_t>(lv)] += bytes;
+    return end;
+  }
+
+  Status advance(int r) {
+    RankState& st = ranks_[static_cast<size_t>(r)];
+    const std::vector<Step>& steps = s_.ranks[static_cast<size_t>(r)].steps;
+    st.waiting_on = -1;
+    while (st.step < steps.size()) {
+      // Ports are claimed in time order: a rank ahead of another pending rank waits its turn.
+      if (!ready_.empty() && st.t > ready_.top().first) {
+        ready_.push({st.t, r});
+        return Status::Ok();
+      }
+      const Step& s = steps[st.step];
+      switch (s.kind) {
+        case Kind::Send: {
+          const double arrival = transfer(r, s.peer, s.src.count * elem_, st.t);
+          channels_[key(r, s.peer)].q.push_back({arrival, s.src.count});
+          RankState& peer = ranks_[static_cast<size_t>(s.peer)];
+          if (peer.waiting_on == r) {
+            peer.waiting_on = -1;
+            ready_.push({arrival, s.peer});
+          }
+          break;
+        }
+        case Kind::Recv:
+        case Kind::RecvReduce: {
+          Channel& ch = channels_[key(s.peer, r)];
+          if (ch.head == ch.q.size()) {
+            st.waiting_on = s.peer;
+            return Status::Ok();
+          }
+          const Message m = ch.q[ch.head++];
+          if (m.count != s.dst.count)
+            return Error(weftInternalError, "%s: rank %d step %zu receives %llu elements from rank %d, which sent %llu",
+                         s_.algo.c_str(), r, st.step, static_cast<unsigned long long>(s.dst.count), s.peer,
+                         static_cast<unsigned long long>(m.count));
+          if (m.arrival > st.t) {
+            // Not yet here: come back when it is (other ranks may act meanwhile).
+            ch.head--;
+            ready_.push({m.arrival, r});
+            return Status::Ok();
+          }
+          if (s.kind == Kind::RecvReduce)
+            st.t += static_cast<double>(m.count * elem_) *
+                    f_.cost[static_cast<size_t>(f_.level(s.peer, r))].gamma_s_per_byte;
+          break;
+        }
+        case Kind::Copy: st.t += static_cast<double>(s.dst.count * elem_) * f_.copy_s_per_byte; break;
+        case Kind::Reduce: st.t += static_cast<double>(s.dst.count * elem_) * f_.cost[0].gamma_s_per_byte; break;
+      }
+      ++st.step;
+    }
+    return Status::Ok();
+  }
+};
+
+}  // namespace
+
+Status simulate(const sched::Schedule& s, const Fabric& f, size_t elem_size, Result* out) {
+  if (static_cast<int>(s.ranks.size()) != f.nranks || s.args.nranks != f.nranks)
+    return Error(weftInvalidArgument, "simulate %s: the schedule has %zu ranks, the fabric %d", s.algo.c_str(),
+                 s.ranks.size(), f.nranks);
+  const std::string bad = f.check();
+  if (!bad.empty()) return Error(weftInvalidArgument, "simulate %s: bad fabric: %s", s.algo.c_str(), bad.c_str());
+  Sim sim(s, f, elem_size);
+  return sim.run(out);
+}
+
+}  // namespace weft::sim

@@ -1,0 +1,240 @@
+// The simulator against closed forms worked out here, on fabrics built by hand:
+// flat fabrics (each rank its own host, no shared port) where every message costs
+// alpha + bytes beta and every reduced byte gamma, a two-level fabric for the
+// hierarchical all-reduce with and without a shared NIC, and schedules that must
+// be rejected. Expected times are written from the schedules' structure, not taken
+// from the cost functions (which are compared with them separately).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "algorithms/registry.h"
+#include "sched/schedule.h"
+#include "sim/fabric.h"
+#include "sim/simulate.h"
+
+namespace weft::sim {
+namespace {
+
+using sched::BuildArgs;
+using sched::Coll;
+
+constexpr double kAlpha = 3e-6, kBeta = 1e-9, kGamma = 2e-10;
+const algo::LinkCost kCost{kAlpha, kBeta, kGamma};
+
+double simulated(Coll coll, const char* name, int n, uint64_t count, const Fabric& f, int local_size = 0,
+                 uint64_t slice = 0) {
+  const algo::Algorithm* a = algo::find_algorithm(coll, name);
+  EXPECT_NE(a, nullptr) << name;
+  BuildArgs args{coll, n, count, 0, slice};
+  args.local_size = local_size;
+  const sched::Schedule s = sched::build_all(args, name, a->build);
+  Result r;
+  const Status st = simulate(s, f, 4, &r);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return r.seconds;
+}
+
+double model(Coll coll, const char* name, int n, uint64_t count, const algo::LinkCost& c) {
+  const algo::Algorithm* a = algo::find_algorithm(coll, name);
+  BuildArgs args{coll, n, count, 0, 0};
+  return a->cost(args, 4, c);
+}
+
+void expect_near_rel(double got, double want, const std::string& what) {
+  EXPECT_NEAR(got, want, 1e-9 * want + 1e-15) << what;
+}
+
+TEST(Sim, FlatRingAllReduce) {
+  for (int n : {2, 3, 4, 6, 8, 16}) {
+    const uint64_t count = 1024 * static_cast<uint64_t>(n);
+    const double m = 1024.0 * 4;  // bytes per chunk
+    // n-1 reduce-scatter steps (send, receive, reduce), n-1 all-gather steps.
+    const double want = (n - 1) * (kAlpha + m * kBeta + m * kGamma) + (n - 1) * (kAlpha + m * kBeta);
+    const std::string what = "ring n=" + std::to_string(n);
+    expect_near_rel(simulated(Coll::AllReduce, "ring", n, count, Fabric::flat(n, kCost)), want, what);
+    expect_near_rel(model(Coll::AllReduce, "ring", n, count, kCost), want, what + " (formula)");
+  }
+}
+
+TEST(Sim, FlatTreeAllReduce) {
+  for (int n : {2, 4, 8, 16}) {
+    const uint64_t count = 4096;
+    const double N = 4096.0 * 4, lg = std::log2(n);
+    // Binomial reduce: the root's last child finishes its subtree after lg(n)-1
+    // rounds; each round is a message and a reduction. Then lg(n) rounds down.
+    const double want = lg * (kAlpha + N * kBeta + N * kGamma) + lg * (kAlpha + N * kBeta);
+    const std::string what = "tree n=" + std::to_string(n);
+    expect_near_rel(simulated(Coll::AllReduce, "tree", n, count, Fabric::flat(n, kCost)), want, what);
+    expect_near_rel(model(Coll::AllReduce, "tree", n, count, kCost), want, what + " (formula)");
+  }
+}
+
+TEST(Sim, FlatButterflies) {
+  for (int n : {2, 4, 8, 16}) {
+    const double lg = std::log2(n);
+    // Recursive doubling (small counts): lg(n) exchanges of the whole vector.
+    const uint64_t small = 256;
+    const double Ns = small * 4.0;
+    const double rd = lg * (kAlpha + Ns * kBeta + Ns * kGamma);
+    expect_near_rel(simulated(Coll::AllReduce, "butterfly", n, small, Fabric::flat(n, kCost)), rd,
+                    "butterfly n=" + std::to_string(n));
+    expect_near_rel(model(Coll::AllReduce, "butterfly", n, small, kCost), rd, "butterfly formula");
+    // Rabenseifner: halving exchanges N/2, N/4, ... reducing each, then doubling back.
+    const uint64_t big = 1 << 16;
+    const double Nb = big * 4.0, frac = (n - 1.0) / n;
+    const double rab = 2 * lg * kAlpha + 2 * frac * Nb * kBeta + frac * Nb * kGamma;
+    expect_near_rel(simulated(Coll::AllReduce, "rabenseifner", n, big, Fabric::flat(n, kCost)), rab,
+                    "rabenseifner n=" + std::to_string(n));
+    expect_near_rel(model(Coll::AllReduce, "rabenseifner", n, big, kCost), rab, "rabenseifner formula");
+  }
+}
+
+TEST(Sim, PipelinedRingBroadcast) {
+  // k slices down a chain of n ranks: the last slice leaves the root after k
+  // messages and needs n-2 more hops: (n + k - 2) messages of N/k on the critical path.
+  const int n = 6;
+  const uint64_t count = 8192, slice = 1024;
+  const double k = 8, N = count * 4.0;
+  const double want = (n + k - 2) * (kAlpha + N / k * kBeta);
+  expect_near_rel(simulated(Coll::Broadcast, "ring", n, count, Fabric::flat(n, kCost), 0, slice), want,
+                  "pipelined ring broadcast");
+}
+
+TEST(Sim, HierarchicalTwoLevels) {
+  // 2 hosts x 4 ranks, one domain per host: ring reduce-scatter and all-gather
+  // inside (3 steps each of N/4), ring all-reduce of N/4 across (1 step each way of N/8).
+  Generator g;
+  g.nodes = 2;
+  g.per_node = 4;
+  g.nics = 0;
+  g.intra = {1e-6, 1e-10, kGamma};
+  g.cross = g.intra;
+  g.inter = {20e-6, 1e-9, kGamma};
+  const uint64_t count = 1 << 16;
+  const double N = count * 4.0, L = 4, M = 2;
+  const double intra = 2 * (L - 1) * (g.intra.alpha_s + N / L * g.intra.beta_s_per_byte) + (L - 1) * N / L * kGamma;
+  const double inter_one = g.inter.alpha_s + N / (L * M) * g.inter.beta_s_per_byte;
+  const double inter = 2 * (M - 1) * inter_one + (M - 1) * N / (L * M) * kGamma;
+  Fabric own_ports = generate(g);
+  EXPECT_EQ(own_ports.levels_used(), 2);
+  expect_near_rel(simulated(Coll::AllReduce, "hierarchical", 8, count, own_ports, 4), intra + inter,
+                  "hierarchical, a network port per rank");
+  // One NIC per host as fast as one rank's port: the 4 ranks' cross-host messages
+  // of each step go one after another, and the NIC never idles between the two
+  // steps: the reduction of each rank's part overlaps the later ranks' messages,
+  // so no gamma term is left on the critical path.
+  g.nics = 1;
+  g.nic_bytes_per_s = 1 / g.inter.beta_s_per_byte;
+  const double shared = 2 * (M - 1) * L * inter_one;
+  expect_near_rel(simulated(Coll::AllReduce, "hierarchical", 8, count, generate(g), 4), intra + shared,
+                  "hierarchical, one NIC per host");
+  // A NIC four times as fast has four lanes: no queueing again.
+  g.nic_bytes_per_s = 4 / g.inter.beta_s_per_byte;
+  expect_near_rel(simulated(Coll::AllReduce, "hierarchical", 8, count, generate(g), 4), intra + inter,
+                  "hierarchical, a 4-lane NIC");
+}
+
+TEST(Sim, FlatRingCrossesTheSlowLinkEveryStep) {
+  // The same 2 x 4 machine: ranks 3 and 7 send every one of their 2(n-1) chunks
+  // across hosts, and each gets its next chunk over a fast link before its port is
+  // free again, so their ports are busy back to back and the reductions hide.
+  Generator g;
+  g.nodes = 2;
+  g.per_node = 4;
+  g.nics = 0;
+  g.intra = {1e-6, 1e-10, kGamma};
+  g.cross = g.intra;
+  g.inter = {20e-6, 1e-9, kGamma};
+  const uint64_t count = 1 << 16;
+  const double m = count * 4.0 / 8;
+  const double want = 14 * (g.inter.alpha_s + m * g.inter.beta_s_per_byte);
+  expect_near_rel(simulated(Coll::AllReduce, "ring", 8, count, generate(g)), want, "flat ring on 2 hosts");
+}
+
+sched::Schedule two_rank(std::vector<sched::Step> r0, std::vector<sched::Step> r1) {
+  sched::Schedule s;
+  s.args = BuildArgs{Coll::AllReduce, 2, 4, 0, 0};
+  s.algo = "hand-made";
+  s.ranks.resize(2);
+  s.ranks[0].steps = std::move(r0);
+  s.ranks[1].steps = std::move(r1);
+  return s;
+}
+
+TEST(Sim, RejectsDeadlockAndMismatch) {
+  using sched::Buf;
+  using sched::Kind;
+  const sched::Range r4{Buf::Recv, 0, 4}, r2{Buf::Recv, 0, 2};
+  Result res;
+  Status st = simulate(two_rank({{Kind::Recv, 1, r4, {}}}, {{Kind::Recv, 0, r4, {}}}), Fabric::flat(2, kCost), 4, &res);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("deadlock"), std::string::npos) << st.message();
+  st = simulate(two_rank({{Kind::Send, 1, {}, r4}}, {{Kind::Recv, 0, r2, {}}}), Fabric::flat(2, kCost), 4, &res);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("receives 2 elements from rank 0, which sent 4"), std::string::npos) << st.message();
+  st = simulate(two_rank({{Kind::Send, 1, {}, r4}}, {}), Fabric::flat(2, kCost), 4, &res);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("nobody received"), std::string::npos) << st.message();
+  st = simulate(two_rank({}, {}), Fabric::flat(3, kCost), 4, &res);
+  EXPECT_FALSE(st.ok());
+}
+
+TEST(Sim, ThousandRanksGigabyteRingIsFast) {
+  // 1,024 ranks on 128 hosts of 8, 1 GiB of fp32, ring with 1 MiB slices:
+  // ~2 million messages. The bound is loose for a loaded 2-core VM.
+  Generator g;
+  g.nodes = 128;
+  g.per_node = 8;
+  g.nics = 4;
+  g.nic_bytes_per_s = 50e9;
+  g.intra = {1e-6, 1.0 / 300e9, 0};
+  g.cross = g.intra;
+  g.inter = {5e-6, 1.0 / 50e9, 0};
+  const auto t0 = std::chrono::steady_clock::now();
+  const uint64_t count = (1ull << 30) / 4;
+  const double t = simulated(Coll::AllReduce, "ring", 1024, count, generate(g), 0, (1 << 20) / 4);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(wall, 60.0);
+  // Bounded below by the bandwidth of the slowest link every byte crosses:
+  // 2 (n-1)/n N over 50 GB/s.
+  EXPECT_GT(t, 2 * 1023.0 / 1024 * (1ull << 30) / 50e9);
+  std::printf("1024 ranks x 1 GiB ring: simulated %.3f ms in %.2f s\n", t * 1e3, wall);
+}
+
+TEST(Sim, Bandwidths) {
+  double b = 0;
+  ASSERT_TRUE(parse_bandwidth("300GB/s", &b));
+  EXPECT_DOUBLE_EQ(b, 300e9);
+  ASSERT_TRUE(parse_bandwidth("25Gb/s", &b));
+  EXPECT_DOUBLE_EQ(b, 25e9 / 8);
+  ASSERT_TRUE(parse_bandwidth("12.5MB/s", &b));
+  EXPECT_DOUBLE_EQ(b, 12.5e6);
+  EXPECT_FALSE(parse_bandwidth("fast", &b));
+  EXPECT_FALSE(parse_bandwidth("10GB", &b));
+  EXPECT_FALSE(parse_bandwidth("-1GB/s", &b));
+}
+
+TEST(Sim, GeneratorLayout) {
+  Generator g;
+  g.nodes = 2;
+  g.per_node = 8;
+  g.domains = 2;
+  g.nics = 4;
+  const Fabric f = generate(g);
+  ASSERT_EQ(f.nranks, 16);
+  EXPECT_EQ(f.level(0, 3), Level::Domain);
+  EXPECT_EQ(f.level(3, 4), Level::Host);
+  EXPECT_EQ(f.level(7, 8), Level::Network);
+  EXPECT_EQ(f.nic[0], 0);
+  EXPECT_EQ(f.nic[1], 0);
+  EXPECT_EQ(f.nic[2], 1);
+  EXPECT_EQ(f.nic[15], 7);
+  EXPECT_EQ(f.levels_used(), 3);
+  EXPECT_EQ(Fabric::flat(4, kCost).levels_used(), 1);
+  EXPECT_EQ(f.check(), "");
+}
+
+}  // namespace
+}  // namespace weft::sim
