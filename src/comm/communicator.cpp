@@ -115,6 +115,7 @@ Status Communicator::init(const boot::UniqueId& id, const weftConfig_t* config) 
   for (auto& l : links_) local_ranks += std::strncmp(l->name(), "shm", 3) == 0 ? 1 : 0;
   topt.log_table = rank_ == 0;
   topt.explain = rank_ == 0 && params::EXPLAIN() != 0;
+  topt.layout = layout_;
   st = tune::Tuner::create(nranks_, local_ranks, topt, &tuner_);
   if (!st.ok()) {
     boot_->abort(st.message());
@@ -193,6 +194,22 @@ Status Communicator::connect_transports(const boot::UniqueId& id) {
   local_ranks_on_host_ = same_host;
   local_rank_ = 0;
   for (int r = 0; r < rank_; ++r) local_rank_ += cards[static_cast<size_t>(r)].host_hash == mine.host_hash ? 1 : 0;
+  // The tuner's layout: hosts in order of first appearance, one network port per
+  // host that its ranks take turns on (one TCP interface; NUMA is not known here).
+  layout_ = sim::Fabric{};
+  layout_.nranks = nranks_;
+  std::vector<uint64_t> hosts;
+  for (const transport::Card& c : cards) {
+    const auto at = std::find(hosts.begin(), hosts.end(), c.host_hash);
+    const int h = static_cast<int>(at - hosts.begin());
+    if (at == hosts.end()) {
+      hosts.push_back(c.host_hash);
+      layout_.nics.push_back({-1.0});
+    }
+    layout_.host.push_back(h);
+    layout_.domain.push_back(h);
+    layout_.nic.push_back(h);
+  }
   local_size_ = same_host;
   for (size_t r = 0; r < cards.size(); ++r) {
     size_t first = r - r % static_cast<size_t>(same_host);

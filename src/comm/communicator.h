@@ -157,6 +157,7 @@ class Communicator final : public exec::Health {
   int64_t timeout_ms_ = 0;
   bool check_ = false;  // WEFT_CHECK
   int local_size_ = 0;  // ranks per host when hosts are equal and hold consecutive ranks, else 0
+  sim::Fabric layout_;  // which host each rank is on, for the tuner
   int local_rank_ = 0, local_ranks_on_host_ = 1;  // this rank among those on its host (any layout)
   std::string name_;
   boot::UniqueId id_{};  // the family's first rendezvous (its job secret)

@@ -45,6 +45,19 @@ Fabric Fabric::flat(int nranks, const algo::LinkCost& cost) {
   return f;
 }
 
+Fabric Fabric::host_blocks(int nranks, int per_host) {
+  Fabric f;
+  f.nranks = nranks;
+  for (int r = 0; r < nranks; ++r) {
+    const int h = r / per_host;
+    if (r % per_host == 0) f.nics.push_back({-1.0});
+    f.host.push_back(h);
+    f.domain.push_back(h);
+    f.nic.push_back(h);
+  }
+  return f;
+}
+
 std::string Fabric::check() const {
   const size_t n = static_cast<size_t>(nranks);
   if (nranks < 1) return "no ranks";
@@ -98,9 +111,7 @@ Fabric from_system(const topo::System& s, const algo::LinkCost& intra, const alg
     }
     auto [it, added] = nic_index.emplace(std::make_pair(rk.host, nic->name), static_cast<int>(f.nics.size()));
     if (added) {
-      const double speed = nic->speed_mbps > 0 ? nic->speed_mbps * 1e6 / 8 : 0;
-      const double own = inter.beta_s_per_byte > 0 ? 1 / inter.beta_s_per_byte : 0;
-      f.nics.push_back({speed > 0 ? speed : own});
+      f.nics.push_back({nic->speed_mbps > 0 ? nic->speed_mbps * 1e6 / 8 : -1.0});
     }
     f.nic.push_back(it->second);
   }

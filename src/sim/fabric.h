@@ -28,7 +28,8 @@ constexpr int kLevels = 3;
 const char* level_name(Level l);  // "domain", "host", "network"
 
 struct Port {
-  double bytes_per_s = 0;  // 0: unlimited (never the bottleneck)
+  double bytes_per_s = 0;  // 0: unlimited (never the bottleneck); < 0: as fast as one
+                           // rank's own port on its level (one lane: its ranks take turns)
 };
 
 struct Fabric {
@@ -47,6 +48,9 @@ struct Fabric {
   int levels_used() const;
   // Every rank on a host of its own with one port of the given costs.
   static Fabric flat(int nranks, const algo::LinkCost& cost);
+  // Hosts of per_host consecutive ranks, one domain each, each host's ranks taking
+  // turns on one network port (as the communicator lays out what it knows).
+  static Fabric host_blocks(int nranks, int per_host);
   // consistency of the per-rank vectors; empty string if fine.
   std::string check() const;
 };
@@ -67,8 +71,8 @@ Fabric generate(const Generator& g);
 // "300GB/s", "25Gb/s", "12.5GB/s", "800MB/s" -> bytes per second; false if malformed.
 // A discovered or loaded topology: hosts and NUMA nodes from the system (a rank bound
 // to no single NUMA node counts as its host's first), each host's ranks on the
-// fastest NIC near them (topo::System::nic_of) at its speed, or at the network
-// level's own bandwidth where the speed is unknown (virtual interfaces).
+// fastest NIC near them (topo::System::nic_of) at its speed, or as one rank's port
+// where the speed is unknown (virtual interfaces).
 Fabric from_system(const topo::System& s, const algo::LinkCost& intra, const algo::LinkCost& cross,
                    const algo::LinkCost& inter);
 

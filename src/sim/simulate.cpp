@@ -21,7 +21,12 @@ struct Lanes {
 
 Lanes shared_port(const Port& p, double own_beta) {
   Lanes l;
-  if (p.bytes_per_s <= 0) return l;
+  if (p.bytes_per_s == 0) return l;
+  if (p.bytes_per_s < 0) {
+    l.free_at.assign(1, 0.0);
+    l.s_per_byte = own_beta;
+    return l;
+  }
   const double own = own_beta > 0 ? 1 / own_beta : p.bytes_per_s;
   const int lanes = std::max(1, static_cast<int>(p.bytes_per_s / own + 1e-9));
   l.free_at.assign(static_cast<size_t>(lanes), 0.0);

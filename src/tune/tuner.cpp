@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 #include "base/params.h"
+#include "sim/simulate.h"
 
 namespace weft::tune {
 
@@ -41,9 +42,15 @@ Status Tuner::create(int nranks, int local_ranks, const Options& opt, std::uniqu
   t->table_ = default_table();
   if (!opt.tuning_file.empty()) WEFT_TRY(load_tuning_file(opt.tuning_file, &t->table_));
   WEFT_TRY(parse_algo_spec(opt.algo, &t->spec_, opt.algo_source));
+  if (opt.layout.nranks == nranks && opt.layout.check().empty() && opt.layout.levels_used() > 1) {
+    t->layout_ = opt.layout;
+    t->simulate_ = true;
+  }
   if (opt.log_table && log::enabled(log::Level::Info, log::Subsys::TUNE)) {
-    WEFT_INFO(TUNE, "%d ranks, %d on this host: link class %s; %s=%s; online tuning %s; constants from %s:",
-              nranks, local_ranks, link_class_name(t->cls_), opt.algo_source,
+    WEFT_INFO(TUNE, "%d ranks, %d on this host: link class %s%s; %s=%s; online tuning %s; constants from %s:",
+              nranks, local_ranks, link_class_name(t->cls_),
+              t->simulate_ ? " (two levels: schedules simulated with shm within hosts, net across)" : "",
+              opt.algo_source,
               opt.algo.empty() ? "(auto)" : opt.algo.c_str(), t->online_.enabled ? "on" : "off",
               opt.tuning_file.empty() ? "built-in defaults" : opt.tuning_file.c_str());
     std::istringstream lines(format_table(t->table_));
@@ -53,7 +60,32 @@ Status Tuner::create(int nranks, int local_ranks, const Options& opt, std::uniqu
   return Status::Ok();
 }
 
+sim::Fabric Tuner::priced(const sched::BuildArgs& args, size_t elem_size) const {
+  // Only the class's generic and per-collective constants: the per-algorithm
+  // entries are fits of one algorithm's whole formula on one level (a 4-rank ring
+  // on one host), not costs of a message on a link.
+  const uint64_t bytes = args.count * elem_size;
+  sim::Fabric f = layout_;
+  const algo::LinkCost shm = table_.lookup(LinkClass::Shm, args.coll, "*", args.nranks, bytes);
+  f.cost = {shm, shm, table_.lookup(LinkClass::Net, args.coll, "*", args.nranks, bytes)};
+  return f;
+}
+
+namespace {
+double simulated(const algo::Algorithm& a, const sched::BuildArgs& args, size_t elem_size, const sim::Fabric& f) {
+  sim::Result r;
+  const Status st = sim::simulate(sched::build_all(args, a.name, a.build), f, elem_size, &r);
+  // A schedule the simulator rejects would fail the verifier too: never pick it.
+  if (!st.ok()) {
+    WEFT_WARN(TUNE, "%s", st.message().c_str());
+    return 1e30;
+  }
+  return r.seconds;
+}
+}  // namespace
+
 double Tuner::predict(const algo::Algorithm& a, const sched::BuildArgs& args, size_t elem_size) const {
+  if (simulate_ && args.nranks == layout_.nranks) return simulated(a, args, elem_size, priced(args, elem_size));
   const uint64_t bytes = args.count * elem_size;
   const algo::LinkCost c = table_.lookup(cls_, args.coll, a.name, args.nranks, bytes);
   return a.cost(args, elem_size, c);
@@ -63,15 +95,42 @@ std::string Tuner::explain(sched::Coll coll, const sched::BuildArgs& args, size_
   std::vector<Prediction> cands;
   const Prediction* best = nullptr;
   const uint64_t bytes = args.count * elem_size;
-  char buf[256];
+  char buf[512];
   std::snprintf(buf, sizeof(buf), "weft explain: %s %llu B (size class %d), %d ranks, link class %s%s:\n",
                 sched::coll_name(coll), static_cast<unsigned long long>(bytes), size_class(bytes), args.nranks,
-                link_class_name(cls_), spec_.filter(coll).active ? (", " + spec_.describe()).c_str() : "");
+                simulate_ ? "shm within hosts, net across (simulated)" : link_class_name(cls_),
+                spec_.filter(coll).active ? (", " + spec_.describe()).c_str() : "");
   std::string out = buf;
   if (!model_pick(coll, args, elem_size, &cands, &best).ok()) return out + "weft explain:   no candidate can run it\n";
   for (const Prediction& p : cands) {
     if (p.algo->cost == nullptr) {
       std::snprintf(buf, sizeof(buf), "weft explain:   %-22s no model (forced)\n", p.algo->name);
+      out += buf;
+      continue;
+    }
+    if (simulate_) {
+      // A simulation is not linear in the constants (overlaps shift with them):
+      // each term is the simulated time with only its constants left, so they need
+      // not add up to the prediction.
+      sim::Fabric f = priced(args, elem_size);
+      const sim::Fabric full = f;
+      double alone[3];
+      for (int term = 0; term < 3; ++term) {
+        for (size_t l = 0; l < f.cost.size(); ++l) {
+          const algo::LinkCost& c = full.cost[l];
+          f.cost[l] = {term == 0 ? c.alpha_s : 0, term == 1 ? c.beta_s_per_byte : 0, term == 2 ? c.gamma_s_per_byte : 0};
+        }
+        // Shared ports are bandwidth: only the bandwidth term keeps them.
+        f.nics = term == 1 ? full.nics : std::vector<sim::Port>(full.nics.size());
+        f.cross_domain = term == 1 ? full.cross_domain : std::vector<sim::Port>(full.cross_domain.size());
+        alone[term] = simulated(*p.algo, args, elem_size, f);
+      }
+      std::snprintf(buf, sizeof(buf),
+                    "weft explain:   %-22s %10.3f us simulated; alone: latency %.3f, bandwidth %.3f, reduction %.3f"
+                    "   (shm alpha %.3g us beta %.3g ns/B; net alpha %.3g us beta %.3g ns/B)%s\n",
+                    p.algo->name, p.seconds * 1e6, alone[0] * 1e6, alone[1] * 1e6, alone[2] * 1e6,
+                    full.cost[0].alpha_s * 1e6, full.cost[0].beta_s_per_byte * 1e9, full.cost[2].alpha_s * 1e6,
+                    full.cost[2].beta_s_per_byte * 1e9, &p == best ? "  <- pick" : "");
       out += buf;
       continue;
     }

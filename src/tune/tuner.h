@@ -1,8 +1,13 @@
 // The tuner: picks the algorithm of every collective call. A forced choice
 // (WEFT_ALGO, see algo_spec.h) narrows the candidates; among the candidates that
-// support the call, the lowest predicted time wins, predicted by each algorithm's
-// own alpha-beta-gamma formula (algorithms/registry.h) with the constants of the
-// communicator's link class (table.h).
+// support the call, the lowest predicted time wins. On one link level (all ranks on
+// one host, or each on its own) the prediction is each algorithm's own
+// alpha-beta-gamma formula (algorithms/registry.h) with the constants of the
+// communicator's link class (table.h). Where the layout (Options::layout) has more
+// than one level, it is the algorithm's real schedule simulated on the layout
+// (sim/simulate.h) with the shm constants within a host and the net constants
+// across hosts, shared NICs included: each step then pays for the slowest link it
+// crosses, and two-level algorithms are credited for keeping bytes off the network.
 //
 // Every rank must pick the same algorithm: the model's choice depends only on the
 // call, the rank count, whether all ranks share one host, and the table, so every
@@ -25,6 +30,7 @@
 #include "algorithms/registry.h"
 #include "base/status.h"
 #include "sched/schedule.h"
+#include "sim/fabric.h"
 #include "tune/algo_spec.h"
 #include "tune/online.h"
 #include "tune/table.h"
@@ -38,6 +44,9 @@ struct Options {
   bool log_table = true;     // print the constants at INFO (one rank is enough)
   bool explain = false;      // WEFT_EXPLAIN on this rank: print each size class's candidates and pick
   OnlineOptions online;      // WEFT_TUNE_*
+  // Where the ranks are: host and domain per rank and each host's network port
+  // (its costs are ignored: they come from the table). nranks 0: unknown, one level.
+  sim::Fabric layout;
   static Options from_params();
 };
 
@@ -95,6 +104,8 @@ class Tuner {
   Status load_state(const std::string& text, const std::string& source);
 
   LinkClass link_class() const { return cls_; }
+  // True where predictions are simulations on the layout (more than one level).
+  bool simulating() const { return simulate_; }
   const Table& table() const { return table_; }
   const AlgoSpec& spec() const { return spec_; }
 
@@ -103,6 +114,8 @@ class Tuner {
 
   int nranks_ = 1;
   LinkClass cls_ = LinkClass::Shm;
+  bool simulate_ = false;
+  sim::Fabric layout_;
   Table table_;
   AlgoSpec spec_;
   // (collective, power-of-two size class) already explained at INFO / by WEFT_EXPLAIN.
@@ -118,6 +131,8 @@ class Tuner {
   // registry order); weftInvalidArgument naming the forced choice if none can run.
   Status model_pick(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size,
                     std::vector<Prediction>* cands, const Prediction** best) const;
+  // The layout with the table's constants for this call: shm within a host, net across.
+  sim::Fabric priced(const sched::BuildArgs& args, size_t elem_size) const;
   // The trial a call of `args` starts, from the model's ranking for it.
   Trial new_trial(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size) const;
 };

@@ -157,7 +157,9 @@ const Contender* ForcedRun(const Results& r, const weft::algo::Algorithm* a, siz
 bool Picks(const Job& job, const Results& r, const Placement& where, const tune::Options& to,
            std::vector<const weft::algo::Algorithm*>* out) {
   std::unique_ptr<tune::Tuner> tuner;
-  weft::Status st = tune::Tuner::create(job.nranks, where.local_ranks, to, &tuner);
+  tune::Options with_layout = to;
+  if (where.local_size > 0) with_layout.layout = weft::sim::Fabric::host_blocks(job.nranks, where.local_size);
+  weft::Status st = tune::Tuner::create(job.nranks, where.local_ranks, with_layout, &tuner);
   if (!st.ok()) {
     std::fprintf(stderr, "weft-perf: %s\n", st.message().c_str());
     return false;

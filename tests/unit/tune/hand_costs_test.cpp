@@ -248,3 +248,66 @@ TEST(HandCosts, SizeSegmentOfTheTableApplies) {
 
 }  // namespace
 }  // namespace weft::tune
+
+namespace weft::tune {
+namespace {
+
+// Two levels: 2 hosts x 4 ranks, each host's ranks taking turns on one network port
+// (the communicator's layout of a multi-host job). Within hosts alpha 1 us, beta
+// 0.1 ns/B; across alpha 20 us, beta 1 ns/B; gamma 0.2 ns/B. N = 4 MiB (count 2^20).
+//   hierarchical: ring reduce-scatter and all-gather inside each host, 3 steps each
+//     of N/4 = 1048576 B: 6 (1 us + 104.8576 us) + 3 x 1048576 x 0.2 ns = 635.1456 + 629.1456 us;
+//     across: each host's 4 ranks send N/8 = 524288 B twice (reduce-scatter and
+//     all-gather of the 2-rank rings), one after another on the port: 8 (20 + 524.288) us
+//     = 4354.304 us, the reductions hidden behind the queue (sim_test.cpp derives
+//     both). Total 5618.5952 us.
+//   ring (flat): ranks 3 and 7 send all 14 chunks of N/8 across, back to back:
+//     14 (20 + 524.288) us = 7620.032 us.
+constexpr const char* kTwoLevels = "shm * * 0 0 1e-06 1e-10 2e-10\nnet * * 0 0 2e-05 1e-09 2e-10\n";
+
+std::unique_ptr<Tuner> layered_tuner(const TuningFile& f, const sim::Fabric& layout, int local,
+                                     const std::string& algo = "allreduce:ring,hierarchical") {
+  Options o;
+  o.algo = algo;
+  o.tuning_file = f.path();
+  o.log_table = false;
+  o.online.enabled = false;
+  o.layout = layout;
+  std::unique_ptr<Tuner> t;
+  Status st = Tuner::create(layout.nranks, local, o, &t);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return t;
+}
+
+TEST(HandCosts, TwoHostsSimulatedPicksHierarchical) {
+  TuningFile f(kTwoLevels);
+  auto t = layered_tuner(f, sim::Fabric::host_blocks(8, 4), 4);
+  ASSERT_TRUE(t->simulating());
+  const BuildArgs b = allreduce(8, 1 << 20, 4);
+  EXPECT_NEAR(predicted(*t, "hierarchical", b), 5618.5952e-6, 1e-6 * 5618.5952e-6);
+  EXPECT_NEAR(predicted(*t, "ring", b), 7620.032e-6, 1e-6 * 7620.032e-6);
+  EXPECT_EQ(choose(*t, b), "hierarchical");
+  // The explanation names the simulation and marks the pick.
+  const std::string text = t->explain(Coll::AllReduce, b, 4);
+  EXPECT_NE(text.find("simulated"), std::string::npos) << text;
+  EXPECT_NE(text.find("hierarchical"), std::string::npos) << text;
+  EXPECT_NE(text.find("<- pick"), std::string::npos) << text;
+}
+
+TEST(HandCosts, OneHostStaysOnTheFormulas) {
+  // All 8 ranks on one host: one level, no simulation, and hierarchical (one node:
+  // the ring under another name) is not a candidate unless named.
+  TuningFile f(kTwoLevels);
+  auto t = layered_tuner(f, sim::Fabric::host_blocks(8, 8), 8, "");
+  EXPECT_FALSE(t->simulating());
+  EXPECT_EQ(t->link_class(), LinkClass::Shm);
+  for (const Prediction& p : t->candidates(Coll::AllReduce, allreduce(8, 1 << 20, 8), 4))
+    EXPECT_STRNE(p.algo->name, "hierarchical");
+  // ...and every prediction is what a tuner without any layout predicts.
+  auto plain = tuner(f, 8, 8);
+  for (const Prediction& p : t->candidates(Coll::AllReduce, allreduce(8, 1 << 20, 8), 4))
+    EXPECT_DOUBLE_EQ(p.seconds, predicted(*plain, p.algo->name, allreduce(8, 1 << 20, 8))) << p.algo->name;
+}
+
+}  // namespace
+}  // namespace weft::tune
