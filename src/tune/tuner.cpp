@@ -42,9 +42,11 @@ Status Tuner::create(int nranks, int local_ranks, const Options& opt, std::uniqu
   t->table_ = default_table();
   if (!opt.tuning_file.empty()) WEFT_TRY(load_tuning_file(opt.tuning_file, &t->table_));
   WEFT_TRY(parse_algo_spec(opt.algo, &t->spec_, opt.algo_source));
-  if (opt.layout.nranks == nranks && opt.layout.check().empty() && opt.layout.levels_used() > 1) {
+  if (opt.layout.nranks == nranks && opt.layout.check().empty() &&
+      (opt.layout.levels_used() > 1 || opt.layout_costs)) {
     t->layout_ = opt.layout;
     t->simulate_ = true;
+    t->layout_costs_ = opt.layout_costs;
   }
   if (opt.log_table && log::enabled(log::Level::Info, log::Subsys::TUNE)) {
     WEFT_INFO(TUNE, "%d ranks, %d on this host: link class %s%s; %s=%s; online tuning %s; constants from %s:",
@@ -64,6 +66,7 @@ sim::Fabric Tuner::priced(const sched::BuildArgs& args, size_t elem_size) const 
   // Only the class's generic and per-collective constants: the per-algorithm
   // entries are fits of one algorithm's whole formula on one level (a 4-rank ring
   // on one host), not costs of a message on a link.
+  if (layout_costs_) return layout_;
   const uint64_t bytes = args.count * elem_size;
   sim::Fabric f = layout_;
   const algo::LinkCost shm = table_.lookup(LinkClass::Shm, args.coll, "*", args.nranks, bytes);
@@ -98,7 +101,9 @@ std::string Tuner::explain(sched::Coll coll, const sched::BuildArgs& args, size_
   char buf[512];
   std::snprintf(buf, sizeof(buf), "weft explain: %s %llu B (size class %d), %d ranks, link class %s%s:\n",
                 sched::coll_name(coll), static_cast<unsigned long long>(bytes), size_class(bytes), args.nranks,
-                simulate_ ? "shm within hosts, net across (simulated)" : link_class_name(cls_),
+                layout_costs_ ? "the layout's own (simulated)"
+                : simulate_   ? "shm within hosts, net across (simulated)"
+                              : link_class_name(cls_),
                 spec_.filter(coll).active ? (", " + spec_.describe()).c_str() : "");
   std::string out = buf;
   if (!model_pick(coll, args, elem_size, &cands, &best).ok()) return out + "weft explain:   no candidate can run it\n";

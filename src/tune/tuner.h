@@ -47,6 +47,9 @@ struct Options {
   // Where the ranks are: host and domain per rank and each host's network port
   // (its costs are ignored: they come from the table). nranks 0: unknown, one level.
   sim::Fabric layout;
+  // weft-sim: the layout's own costs are the model (simulated even on one level)
+  // instead of the table's.
+  bool layout_costs = false;
   static Options from_params();
 };
 
@@ -114,7 +117,7 @@ class Tuner {
 
   int nranks_ = 1;
   LinkClass cls_ = LinkClass::Shm;
-  bool simulate_ = false;
+  bool simulate_ = false, layout_costs_ = false;
   sim::Fabric layout_;
   Table table_;
   AlgoSpec spec_;

@@ -5,7 +5,11 @@
 # one host share memory (shm); ranks of different hosts can only reach each
 # other over TCP. Nothing is configured in the namespace this script runs in.
 #
-#   netns_test.sh MODE HOSTS RANKS_PER_HOST EXE [--ipv6] [--algos a,b] [-- ARGS]
+#   netns_test.sh MODE HOSTS RANKS_PER_HOST EXE [--ipv6] [--algos a,b] [--shape RATE[:DELAY]] [-- ARGS]
+#
+#   --shape 2gbit[:200us]  every host's eth0 sends at most RATE (tc tbf), and with
+#             DELAY delays each packet too (tc netem, where the kernel has it), so
+#             that the network, not the CPU, is the slow link
 #
 #   check     every rank runs EXE ARGS (weft-check-allreduce) and must report
 #             0 wrong elements; the logs must show shm within and tcp between hosts
@@ -24,12 +28,13 @@
 set -u
 mode=${1:?mode} hosts=${2:?hosts} per=${3:?ranks per host} exe=${4:?check exe}
 shift 4
-ipv6=0 algos=""
+ipv6=0 algos="" shape=""
 extra=()
 while [ $# -gt 0 ]; do
   case $1 in
     --ipv6) ipv6=1 ;;
     --algos) algos=${2//,/ }; shift ;;
+    --shape) shape=$2; shift ;;
     --) shift; extra=("$@"); break ;;
     *) echo "unknown option $1"; exit 2 ;;
   esac
@@ -88,6 +93,15 @@ for ((h = 0; h < hosts; h++)); do
     ip -n "$ns" addr add "$(addr $h)/24" dev eth0
   fi
   ip -n "$ns" link set eth0 up
+  if [ -n "$shape" ]; then
+    # Rate alone: a token bucket (always built). With a delay: netem, which this
+    # kernel may lack (then it fails here, clearly). Queues hold a whole window.
+    if [ "${shape#*:}" = "$shape" ]; then
+      ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "$shape" burst 128kb latency 100ms
+    else
+      ip netns exec "$ns" tc qdisc add dev eth0 root netem rate "${shape%%:*}" delay "${shape#*:}" limit 100000
+    fi || { echo "FAIL: tc on host $h ($shape)"; exit 1; }
+  fi
 done
 # Every host must reach host 0: a refused connection to an unused port proves
 # the path (no ping needed).
