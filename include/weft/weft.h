@@ -154,6 +154,31 @@ weftResult_t weftCommGetAlgorithm(weftComm_t comm, const char* collective, size_
                                   weftDataType_t datatype, int root, const char** algorithm,
                                   int* settled);
 
+/* weftCommGetAlgorithm's answer with its reasons, as WEFT_EXPLAIN prints them:
+ * every candidate the tuner weighs for this call with its predicted seconds split
+ * into latency (alpha), bandwidth (beta) and reduction (gamma) terms, and online
+ * tuning's measured time once its size class has one. On one link level the terms
+ * add up to the prediction; where the communicator spans hosts the prediction is
+ * the schedule simulated on the ranks' layout (simulated = 1) and each term is the
+ * simulated time with only its constants. Names are static strings. Local. */
+#define WEFT_MAX_CANDIDATES 16
+typedef struct {
+  const char* algorithm;
+  double predicted;  /* seconds; < 0: no model (forced) */
+  double latency, bandwidth, reduction;
+  double measured;   /* seconds per call agreed by online tuning; < 0: not measured */
+} weftAlgoCandidate_t;
+typedef struct {
+  const char* algorithm;   /* what the call runs now (weftCommGetAlgorithm's answer) */
+  int settled;             /* as weftCommGetAlgorithm's */
+  const char* model_pick;  /* the lowest prediction */
+  int simulated;
+  int ncandidates;         /* at most WEFT_MAX_CANDIDATES, in registry order */
+  weftAlgoCandidate_t candidates[WEFT_MAX_CANDIDATES];
+} weftAlgoExplanation_t;
+weftResult_t weftCommExplainAlgorithm(weftComm_t comm, const char* collective, size_t count,
+                                      weftDataType_t datatype, int root, weftAlgoExplanation_t* out);
+
 /* Online tuning's settled picks as text, one line per (collective, size class):
  * "<ranks> <link class> <collective> <size class> <algorithm>". Store it with a
  * checkpoint; a run started with WEFT_TUNE_STATE_FILE pointing at it settles

@@ -356,6 +356,22 @@ weftResult_t weftCommGetAlgorithm(weftComm_t comm, const char* collective, size_
   return rc;
 }
 
+weftResult_t weftCommExplainAlgorithm(weftComm_t comm, const char* collective, size_t count,
+                                      weftDataType_t datatype, int root, weftAlgoExplanation_t* out) {
+  weftResult_t rc;
+  Use c(comm, "weftCommExplainAlgorithm", &rc);
+  if (!c) return rc;
+  weft::CollArgs a;
+  if (collective == nullptr || !weft::tune::parse_coll(collective, &a.coll))
+    return invalid("weftCommExplainAlgorithm: unknown collective '%s' (allreduce, broadcast, reduce, allgather, "
+                   "reducescatter, alltoall)", collective ? collective : "(null)");
+  if (out == nullptr) return invalid("%s: out is NULL", "weftCommExplainAlgorithm");
+  a.count = count;
+  a.dtype = datatype;
+  a.root = root;
+  return report(c->explain_algorithm(a, out));
+}
+
 weftResult_t weftCommGetTuning(weftComm_t comm, char* buf, size_t size, size_t* needed) {
   weftResult_t rc;
   Use c(comm, "weftCommGetTuning", &rc);

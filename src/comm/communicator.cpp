@@ -655,6 +655,25 @@ Status Communicator::query_algorithm(const CollArgs& a, const char** name, bool*
   return Status::Ok();
 }
 
+Status Communicator::explain_algorithm(const CollArgs& a, weftAlgoExplanation_t* out) {
+  bool settled = true;
+  const char* now = nullptr;
+  WEFT_TRY(query_algorithm(a, &now, &settled));
+  std::lock_guard<std::mutex> lock(queue_->drive_mu());
+  tune::Tuner::Explanation e;
+  WEFT_TRY(tuner_->explain_terms(a.coll, build_args(a), reduce::dtype_size(a.dtype), &e));
+  *out = {};
+  out->algorithm = now;
+  out->settled = settled ? 1 : 0;
+  out->model_pick = e.pick->name;
+  out->simulated = e.simulated ? 1 : 0;
+  for (const tune::Tuner::Term& t : e.terms) {
+    if (out->ncandidates == WEFT_MAX_CANDIDATES) break;
+    out->candidates[out->ncandidates++] = {t.algo->name, t.predicted, t.latency, t.bandwidth, t.reduction, t.measured};
+  }
+  return Status::Ok();
+}
+
 // execute()'s rare paths, out of line so that its own frame stays small: an
 // 8-byte all-reduce spends a good part of its time in call overhead.
 Status Communicator::precheck(const CollArgs& a) {

@@ -92,6 +92,8 @@ class Communicator final : public exec::Health {
   // The algorithm a call of this shape runs now (weftCommGetAlgorithm); *settled
   // false while online tuning is still measuring its size class.
   Status query_algorithm(const CollArgs& args, const char** name, bool* settled);
+  // weftCommExplainAlgorithm: query_algorithm() with the tuner's explanation.
+  Status explain_algorithm(const CollArgs& a, weftAlgoExplanation_t* out);
 
   // Pre-multiplied sum ops: ids from weftNumOps up, valid for one datatype.
   Status create_premul(const void* scalar, weftDataType_t dtype, weftRedOp_t* op);

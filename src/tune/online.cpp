@@ -70,6 +70,12 @@ const algo::Algorithm* Trial::agreed(const std::vector<double>& times) {
   return winner_;
 }
 
+double Trial::measured(const algo::Algorithm* a) const {
+  for (const Cand& c : cands_)
+    if (c.algo == a) return c.agreed > 0 ? c.agreed : -1;
+  return -1;
+}
+
 std::string Trial::explain() const {
   std::string s;
   char buf[128];

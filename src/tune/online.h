@@ -75,6 +75,9 @@ class Trial {
   // after the last final round (or with one left) settles on the fastest (ties: the
   // model's order), which it returns.
   const algo::Algorithm* agreed(const std::vector<double>& times);
+  // The time the ranks agreed on for `a` (per call, slowest rank), or -1 if it is
+  // no candidate or has not been agreed on yet.
+  double measured(const algo::Algorithm* a) const;
   // "ring 12.1 us (predicted 10.2 us, 4 turns), tree 19.8 us (predicted 9.9 us, 1 turn) -> ring
   // (model: tree; ...)", once settled.
   std::string explain() const;

@@ -94,9 +94,57 @@ double Tuner::predict(const algo::Algorithm& a, const sched::BuildArgs& args, si
   return a.cost(args, elem_size, c);
 }
 
-std::string Tuner::explain(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size) const {
+Status Tuner::explain_terms(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size,
+                            Explanation* out) const {
   std::vector<Prediction> cands;
   const Prediction* best = nullptr;
+  WEFT_TRY(model_pick(coll, args, elem_size, &cands, &best));
+  *out = {};
+  out->pick = best->algo;
+  out->simulated = simulate_;
+  const uint64_t bytes = args.count * elem_size;
+  auto trial = trials_.find(std::make_pair(static_cast<int>(coll), size_class(bytes)));
+  for (const Prediction& p : cands) {
+    Term t;
+    t.algo = p.algo;
+    t.predicted = p.seconds;
+    t.measured = trial != trials_.end() ? trial->second.measured(p.algo) : -1;
+    if (p.algo->cost == nullptr) {
+      t.predicted = -1;
+    } else if (simulate_) {
+      // A simulation is not linear in the constants (overlaps shift with them):
+      // each term is the simulated time with only its constants left, so they need
+      // not add up to the prediction.
+      const sim::Fabric full = priced(args, elem_size);
+      sim::Fabric f = full;
+      double* alone[3] = {&t.latency, &t.bandwidth, &t.reduction};
+      for (int term = 0; term < 3; ++term) {
+        for (size_t l = 0; l < f.cost.size(); ++l) {
+          const algo::LinkCost& c = full.cost[l];
+          f.cost[l] = {term == 0 ? c.alpha_s : 0, term == 1 ? c.beta_s_per_byte : 0, term == 2 ? c.gamma_s_per_byte : 0};
+        }
+        // Shared ports are bandwidth: only the bandwidth term keeps them.
+        f.nics = term == 1 ? full.nics : std::vector<sim::Port>(full.nics.size());
+        f.cross_domain = term == 1 ? full.cross_domain : std::vector<sim::Port>(full.cross_domain.size());
+        *alone[term] = simulated(*p.algo, args, elem_size, f);
+      }
+      t.cost = full.cost[0];
+      t.net_cost = full.cost[2];
+    } else {
+      // The formulas are linear in the constants: each term alone is the formula
+      // with the other two constants zero.
+      const algo::LinkCost c = table_.lookup(cls_, coll, p.algo->name, args.nranks, bytes);
+      t.latency = p.algo->cost(args, elem_size, {c.alpha_s, 0, 0});
+      t.bandwidth = p.algo->cost(args, elem_size, {0, c.beta_s_per_byte, 0});
+      t.reduction = p.algo->cost(args, elem_size, {0, 0, c.gamma_s_per_byte});
+      t.cost = t.net_cost = c;
+    }
+    out->terms.push_back(t);
+  }
+  return Status::Ok();
+}
+
+std::string Tuner::explain(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size) const {
   const uint64_t bytes = args.count * elem_size;
   char buf[512];
   std::snprintf(buf, sizeof(buf), "weft explain: %s %llu B (size class %d), %d ranks, link class %s%s:\n",
@@ -106,50 +154,26 @@ std::string Tuner::explain(sched::Coll coll, const sched::BuildArgs& args, size_
                               : link_class_name(cls_),
                 spec_.filter(coll).active ? (", " + spec_.describe()).c_str() : "");
   std::string out = buf;
-  if (!model_pick(coll, args, elem_size, &cands, &best).ok()) return out + "weft explain:   no candidate can run it\n";
-  for (const Prediction& p : cands) {
-    if (p.algo->cost == nullptr) {
-      std::snprintf(buf, sizeof(buf), "weft explain:   %-22s no model (forced)\n", p.algo->name);
-      out += buf;
-      continue;
-    }
-    if (simulate_) {
-      // A simulation is not linear in the constants (overlaps shift with them):
-      // each term is the simulated time with only its constants left, so they need
-      // not add up to the prediction.
-      sim::Fabric f = priced(args, elem_size);
-      const sim::Fabric full = f;
-      double alone[3];
-      for (int term = 0; term < 3; ++term) {
-        for (size_t l = 0; l < f.cost.size(); ++l) {
-          const algo::LinkCost& c = full.cost[l];
-          f.cost[l] = {term == 0 ? c.alpha_s : 0, term == 1 ? c.beta_s_per_byte : 0, term == 2 ? c.gamma_s_per_byte : 0};
-        }
-        // Shared ports are bandwidth: only the bandwidth term keeps them.
-        f.nics = term == 1 ? full.nics : std::vector<sim::Port>(full.nics.size());
-        f.cross_domain = term == 1 ? full.cross_domain : std::vector<sim::Port>(full.cross_domain.size());
-        alone[term] = simulated(*p.algo, args, elem_size, f);
-      }
+  Explanation e;
+  if (!explain_terms(coll, args, elem_size, &e).ok()) return out + "weft explain:   no candidate can run it\n";
+  for (const Term& t : e.terms) {
+    const char* pick = t.algo == e.pick ? "  <- pick" : "";
+    if (t.predicted < 0) {
+      std::snprintf(buf, sizeof(buf), "weft explain:   %-22s no model (forced)\n", t.algo->name);
+    } else if (e.simulated) {
       std::snprintf(buf, sizeof(buf),
                     "weft explain:   %-22s %10.3f us simulated; alone: latency %.3f, bandwidth %.3f, reduction %.3f"
                     "   (shm alpha %.3g us beta %.3g ns/B; net alpha %.3g us beta %.3g ns/B)%s\n",
-                    p.algo->name, p.seconds * 1e6, alone[0] * 1e6, alone[1] * 1e6, alone[2] * 1e6,
-                    full.cost[0].alpha_s * 1e6, full.cost[0].beta_s_per_byte * 1e9, full.cost[2].alpha_s * 1e6,
-                    full.cost[2].beta_s_per_byte * 1e9, &p == best ? "  <- pick" : "");
-      out += buf;
-      continue;
+                    t.algo->name, t.predicted * 1e6, t.latency * 1e6, t.bandwidth * 1e6, t.reduction * 1e6,
+                    t.cost.alpha_s * 1e6, t.cost.beta_s_per_byte * 1e9, t.net_cost.alpha_s * 1e6,
+                    t.net_cost.beta_s_per_byte * 1e9, pick);
+    } else {
+      std::snprintf(buf, sizeof(buf),
+                    "weft explain:   %-22s %10.3f us = latency %.3f + bandwidth %.3f + reduction %.3f"
+                    "   (alpha %.3g us, beta %.3g ns/B, gamma %.3g ns/B)%s\n",
+                    t.algo->name, t.predicted * 1e6, t.latency * 1e6, t.bandwidth * 1e6, t.reduction * 1e6,
+                    t.cost.alpha_s * 1e6, t.cost.beta_s_per_byte * 1e9, t.cost.gamma_s_per_byte * 1e9, pick);
     }
-    // The formulas are linear in the constants: each term alone is the formula
-    // with the other two constants zero.
-    const algo::LinkCost c = table_.lookup(cls_, coll, p.algo->name, args.nranks, bytes);
-    const double lat = p.algo->cost(args, elem_size, {c.alpha_s, 0, 0});
-    const double bw = p.algo->cost(args, elem_size, {0, c.beta_s_per_byte, 0});
-    const double red = p.algo->cost(args, elem_size, {0, 0, c.gamma_s_per_byte});
-    std::snprintf(buf, sizeof(buf),
-                  "weft explain:   %-22s %10.3f us = latency %.3f + bandwidth %.3f + reduction %.3f"
-                  "   (alpha %.3g us, beta %.3g ns/B, gamma %.3g ns/B)%s\n",
-                  p.algo->name, p.seconds * 1e6, lat * 1e6, bw * 1e6, red * 1e6, c.alpha_s * 1e6,
-                  c.beta_s_per_byte * 1e9, c.gamma_s_per_byte * 1e9, &p == best ? "  <- pick" : "");
     out += buf;
   }
   return out;

@@ -93,8 +93,23 @@ class Tuner {
   std::vector<Prediction> candidates(sched::Coll coll, const sched::BuildArgs& args,
                                      size_t elem_size) const;
   double predict(const algo::Algorithm& a, const sched::BuildArgs& args, size_t elem_size) const;
-  // WEFT_EXPLAIN's text for a call: every candidate's prediction split into its
-  // latency (alpha), bandwidth (beta) and reduction (gamma) terms, and the model's pick.
+  // One candidate of an explanation. On one level the latency (alpha), bandwidth
+  // (beta) and reduction (gamma) terms add up to predicted; where predictions are
+  // simulations each is the simulated time with only its constants. predicted < 0:
+  // no model (forced). measured: online tuning's agreed time for the call's size
+  // class, < 0 until it has one. cost: the constants (simulated: shm's; net_cost net's).
+  struct Term {
+    const algo::Algorithm* algo = nullptr;
+    double predicted = 0, latency = 0, bandwidth = 0, reduction = 0, measured = -1;
+    algo::LinkCost cost, net_cost;
+  };
+  struct Explanation {
+    std::vector<Term> terms;  // every candidate, registry order
+    const algo::Algorithm* pick = nullptr;  // the model's
+    bool simulated = false;
+  };
+  Status explain_terms(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size, Explanation* out) const;
+  // WEFT_EXPLAIN's text for a call: explain_terms() one line per candidate.
   std::string explain(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size) const;
   bool explaining() const { return explain_; }
 

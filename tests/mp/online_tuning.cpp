@@ -5,6 +5,7 @@
 // runs that algorithm without measuring again.
 //
 //   weft-online-tuning [--off]   (--off: WEFT_TUNE_ONLINE=0 is set; nothing is measured)
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -110,6 +111,29 @@ int main(int argc, char** argv) {
     }
     if (n > 1 && !off && calls == 0) fail("count " + std::to_string(count) + ": settled before any call");
     std::printf("rank %d: %zu floats: %s after %d calls\n", g_rank, count, algo, calls);
+    // The struct form of the explanation agrees with weftCommGetAlgorithm, its pick
+    // is its lowest prediction, on one host its terms add up, and the settled
+    // winner carries a measured time.
+    weftAlgoExplanation_t ex;
+    if (ok(weftCommExplainAlgorithm(comm, "allreduce", count, weftFloat32, 0, &ex), comm, "explain")) {
+      if (std::strcmp(ex.algorithm, algo) != 0 || !ex.settled)
+        fail(std::string("explanation runs ") + ex.algorithm + ", weftCommGetAlgorithm says " + algo);
+      if (ex.ncandidates < 1 || ex.simulated) fail("explanation: no candidates, or simulated on one host");
+      const weftAlgoCandidate_t* low = nullptr;
+      bool winner_measured = false;
+      for (int i = 0; i < ex.ncandidates; ++i) {
+        const weftAlgoCandidate_t& c = ex.candidates[i];
+        const double sum = c.latency + c.bandwidth + c.reduction;
+        if (c.predicted >= 0 && std::abs(sum - c.predicted) > 1e-9 * c.predicted + 1e-15)
+          fail(std::string(c.algorithm) + ": terms add up to " + std::to_string(sum) + " s, predicted " +
+               std::to_string(c.predicted));
+        if (c.predicted >= 0 && (low == nullptr || c.predicted < low->predicted)) low = &c;
+        winner_measured |= std::strcmp(c.algorithm, algo) == 0 && c.measured > 0;
+      }
+      if (low == nullptr || std::strcmp(low->algorithm, ex.model_pick) != 0)
+        fail(std::string("explanation's model pick ") + ex.model_pick + " is not its lowest prediction");
+      if (n > 1 && !off && !winner_measured) fail(std::string("the settled winner ") + algo + " has no measured time");
+    }
     if (!same_everywhere(comm, n, algo, calls)) break;
     // The same size class, another count: the winner, with nothing left to measure.
     const size_t other = count + count / 8;
