@@ -210,6 +210,13 @@ Status Communicator::connect_transports(const boot::UniqueId& id) {
     layout_.domain.push_back(h);
     layout_.nic.push_back(h);
   }
+  // Relabelable collectives run with each host's ranks next to each other, so
+  // rings cross hosts once per host and two-level algorithms apply to any placement.
+  order_ = sim::grouped_order(layout_);
+  position_ = rank_;
+  for (int i = 0; i < nranks_; ++i)
+    if (order_[static_cast<size_t>(i)] == rank_) position_ = i;
+  grouped_local_size_ = sim::block_size(sim::reordered(layout_, order_));
   local_size_ = same_host;
   for (size_t r = 0; r < cards.size(); ++r) {
     size_t first = r - r % static_cast<size_t>(same_host);
@@ -588,6 +595,12 @@ sched::BuildArgs Communicator::build_args(const CollArgs& a) const {
   sched::BuildArgs b{a.coll, nranks_, a.count, a.root,
                      static_cast<uint64_t>(params::CHUNK_BYTES()) / reduce::dtype_size(a.dtype)};
   b.local_size = local_size_;
+  if (sched::relabelable(a.coll)) {
+    // Built in host-grouped order: the root by its position there.
+    for (int i = 0; i < nranks_; ++i)
+      if (order_[static_cast<size_t>(i)] == a.root) b.root = i;
+    b.local_size = grouped_local_size_;
+  }
   return b;
 }
 
@@ -595,7 +608,12 @@ const sched::RankPlan& Communicator::plan_of(const CollArgs& a, const algo::Algo
                                              const sched::BuildArgs& b) {
   auto [pos, inserted] = plans_.try_emplace({plan_key(a), alg});
   if (inserted) {
-    pos->second = alg->build(b, rank_);
+    if (sched::relabelable(a.coll)) {
+      pos->second = alg->build(b, position_);
+      sched::relabel(&pos->second, order_);
+    } else {
+      pos->second = alg->build(b, rank_);
+    }
     WEFT_INFO(COLL, "%s count %llu: algorithm %s, %zu steps", sched::coll_name(a.coll),
               static_cast<unsigned long long>(a.count), alg->name, pos->second.steps.size());
   }

@@ -160,6 +160,11 @@ class Communicator final : public exec::Health {
   bool check_ = false;  // WEFT_CHECK
   int local_size_ = 0;  // ranks per host when hosts are equal and hold consecutive ranks, else 0
   sim::Fabric layout_;  // which host each rank is on, for the tuner
+  // Relabelable collectives (sched::relabelable) are built in host-grouped order:
+  // order_[i] = the rank at position i (sim::grouped_order), position_ = this
+  // rank's, grouped_local_size_ = ranks per host in that order (0: unequal hosts).
+  std::vector<int> order_;
+  int position_ = 0, grouped_local_size_ = 0;
   int local_rank_ = 0, local_ranks_on_host_ = 1;  // this rank among those on its host (any layout)
   std::string name_;
   boot::UniqueId id_{};  // the family's first rendezvous (its job secret)

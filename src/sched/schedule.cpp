@@ -4,6 +4,15 @@
 
 namespace weft::sched {
 
+bool relabelable(Coll coll) {
+  return coll == Coll::AllReduce || coll == Coll::Broadcast || coll == Coll::Reduce;
+}
+
+void relabel(RankPlan* plan, const std::vector<int>& order) {
+  for (Step& s : plan->steps)
+    if (s.peer >= 0) s.peer = order[static_cast<size_t>(s.peer)];
+}
+
 const char* coll_name(Coll coll) {
   switch (coll) {
     case Coll::AllReduce: return "allreduce";

@@ -25,6 +25,12 @@ namespace weft::sched {
 
 enum class Coll : uint8_t { AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AllToAll };
 const char* coll_name(Coll coll);
+// Collectives whose ranks may be relabeled: every rank's part is alike (all-reduce)
+// or only the root stands out (broadcast, reduce; relabeled with the others). A
+// schedule built for ranks in another order then runs correctly once its peers
+// are mapped back (relabel()). Not the gathers and scatters, whose blocks sit at
+// their ranks' offsets.
+bool relabelable(Coll coll);
 
 // Per-rank buffers. Send holds the input, Recv the output; for an in-place call
 // they are the same memory (the executor aliases them, the verifier checks both
@@ -85,6 +91,10 @@ struct Schedule {
   std::string algo;
   std::vector<RankPlan> ranks;  // index = rank
 };
+
+// A plan built for position `pos` of `order` (order[pos] = the rank there) with
+// its peers turned into the ranks at those positions.
+void relabel(RankPlan* plan, const std::vector<int>& order);
 
 // Builds every rank's plan (for the verifier and the simulator).
 Schedule build_all(const BuildArgs& args, const char* algo, BuildFn build);

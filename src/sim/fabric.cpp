@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <set>
 
 namespace weft::sim {
 
@@ -68,6 +69,47 @@ std::string Fabric::check() const {
       return "rank " + std::to_string(r) + "'s host has no cross-domain link";
   }
   return "";
+}
+
+std::vector<int> grouped_order(const Fabric& f) {
+  std::vector<int> order(static_cast<size_t>(f.nranks));
+  for (int r = 0; r < f.nranks; ++r) order[size_t(r)] = r;
+  // Hosts and domains in order of their first rank.
+  std::vector<int> host_first(size_t(f.nranks), -1), domain_first;
+  std::map<int, int> dom_first;
+  for (int r = f.nranks - 1; r >= 0; --r) {
+    host_first[size_t(f.host[size_t(r)])] = r;
+    dom_first[f.domain[size_t(r)]] = r;
+  }
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return std::make_pair(host_first[size_t(f.host[size_t(a)])], dom_first[f.domain[size_t(a)]]) <
+           std::make_pair(host_first[size_t(f.host[size_t(b)])], dom_first[f.domain[size_t(b)]]);
+  });
+  return order;
+}
+
+Fabric reordered(const Fabric& f, const std::vector<int>& order) {
+  Fabric g = f;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const size_t r = static_cast<size_t>(order[i]);
+    g.host[i] = f.host[r];
+    g.domain[i] = f.domain[r];
+    g.nic[i] = f.nic[r];
+  }
+  return g;
+}
+
+int block_size(const Fabric& f) {
+  int first = 0;
+  while (first < f.nranks && f.host[size_t(first)] == f.host[0]) ++first;
+  if (first == 0 || f.nranks % first != 0) return 0;
+  std::set<int> seen;
+  for (int b = 0; b < f.nranks; b += first) {
+    if (!seen.insert(f.host[size_t(b)]).second) return 0;
+    for (int r = b; r < b + first; ++r)
+      if (f.host[size_t(r)] != f.host[size_t(b)]) return 0;
+  }
+  return first;
 }
 
 Fabric generate(const Generator& g) {

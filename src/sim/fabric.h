@@ -55,6 +55,15 @@ struct Fabric {
   std::string check() const;
 };
 
+// The order that puts each host's ranks next to each other (and each domain's
+// within a host), otherwise keeping rank order: rings and trees built in it cross
+// hosts as few times as they can. order[pos] = the rank at position pos.
+std::vector<int> grouped_order(const Fabric& f);
+// f with its ranks in that order: rank i of the result is rank order[i] of f.
+Fabric reordered(const Fabric& f, const std::vector<int>& order);
+// Ranks per host where every host holds that many consecutive ranks, else 0.
+int block_size(const Fabric& f);
+
 // weft-sim's generator: `nodes` hosts of `per_node` ranks in `domains` NUMA domains
 // (or GPU islands) each, consecutive ranks per domain; `nics` network ports per host
 // of nic_bytes_per_s each, ranks spread over them in blocks; intra, cross and inter

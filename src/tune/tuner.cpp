@@ -45,6 +45,7 @@ Status Tuner::create(int nranks, int local_ranks, const Options& opt, std::uniqu
   if (opt.layout.nranks == nranks && opt.layout.check().empty() &&
       (opt.layout.levels_used() > 1 || opt.layout_costs)) {
     t->layout_ = opt.layout;
+    t->grouped_ = sim::reordered(opt.layout, sim::grouped_order(opt.layout));
     t->simulate_ = true;
     t->layout_costs_ = opt.layout_costs;
   }
@@ -66,9 +67,11 @@ sim::Fabric Tuner::priced(const sched::BuildArgs& args, size_t elem_size) const 
   // Only the class's generic and per-collective constants: the per-algorithm
   // entries are fits of one algorithm's whole formula on one level (a 4-rank ring
   // on one host), not costs of a message on a link.
-  if (layout_costs_) return layout_;
+  // Relabelable collectives run in host-grouped order (the communicator's too).
+  const sim::Fabric& where = sched::relabelable(args.coll) ? grouped_ : layout_;
+  if (layout_costs_) return where;
   const uint64_t bytes = args.count * elem_size;
-  sim::Fabric f = layout_;
+  sim::Fabric f = where;
   const algo::LinkCost shm = table_.lookup(LinkClass::Shm, args.coll, "*", args.nranks, bytes);
   f.cost = {shm, shm, table_.lookup(LinkClass::Net, args.coll, "*", args.nranks, bytes)};
   return f;

@@ -133,7 +133,7 @@ class Tuner {
   int nranks_ = 1;
   LinkClass cls_ = LinkClass::Shm;
   bool simulate_ = false, layout_costs_ = false;
-  sim::Fabric layout_;
+  sim::Fabric layout_, grouped_;  // the ranks' layout, and in sim::grouped_order
   Table table_;
   AlgoSpec spec_;
   // (collective, power-of-two size class) already explained at INFO / by WEFT_EXPLAIN.
@@ -149,7 +149,8 @@ class Tuner {
   // registry order); weftInvalidArgument naming the forced choice if none can run.
   Status model_pick(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size,
                     std::vector<Prediction>* cands, const Prediction** best) const;
-  // The layout with the table's constants for this call: shm within a host, net across.
+  // The layout (host-grouped for relabelable collectives, sched::relabelable) with
+  // the table's constants for this call: shm within a host, net across.
   sim::Fabric priced(const sched::BuildArgs& args, size_t elem_size) const;
   // The trial a call of `args` starts, from the model's ranking for it.
   Trial new_trial(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size) const;

@@ -5,8 +5,11 @@
 # one host share memory (shm); ranks of different hosts can only reach each
 # other over TCP. Nothing is configured in the namespace this script runs in.
 #
-#   netns_test.sh MODE HOSTS RANKS_PER_HOST EXE [--ipv6] [--algos a,b] [--shape RATE[:DELAY]] [-- ARGS]
+#   netns_test.sh MODE HOSTS RANKS_PER_HOST EXE [--ipv6] [--algos a,b] [--shape RATE[:DELAY]]
+#                 [--cyclic] [-- ARGS]
 #
+#   --cyclic  rank r runs on host r % HOSTS (round robin, as srun --distribution=cyclic
+#             places them) instead of host r / RANKS_PER_HOST
 #   --shape 2gbit[:200us]  every host's eth0 sends at most RATE (tc tbf), and with
 #             DELAY delays each packet too (tc netem, where the kernel has it), so
 #             that the network, not the CPU, is the slow link
@@ -28,13 +31,14 @@
 set -u
 mode=${1:?mode} hosts=${2:?hosts} per=${3:?ranks per host} exe=${4:?check exe}
 shift 4
-ipv6=0 algos="" shape=""
+ipv6=0 algos="" shape="" cyclic=0
 extra=()
 while [ $# -gt 0 ]; do
   case $1 in
     --ipv6) ipv6=1 ;;
     --algos) algos=${2//,/ }; shift ;;
     --shape) shape=$2; shift ;;
+    --cyclic) cyclic=1 ;;
     --) shift; extra=("$@"); break ;;
     *) echo "unknown option $1"; exit 2 ;;
   esac
@@ -118,13 +122,15 @@ done
 # --- ranks -----------------------------------------------------------------
 root=$(addr 0)
 [ $ipv6 = 1 ] && root="[$root]"
-start_ranks() {  # start_ranks ALGO ARGS...: rank r runs in host r / per
+host_of() { if [ $cyclic = 1 ]; then echo $(($1 % hosts)); else echo $(($1 / per)); fi; }
+start_ranks() {  # start_ranks ALGO ARGS...: rank r runs in host_of r
   local algo=$1 r h
   shift
   pids=()
   for ((r = 0; r < nranks; r++)); do
-    h=$((r / per))
-    ip netns exec "$tag-h$h" env WEFT_RANK=$r WEFT_NRANKS=$nranks WEFT_LOCAL_RANK=$((r % per)) \
+    h=$(host_of $r)
+    ip netns exec "$tag-h$h" env WEFT_RANK=$r WEFT_NRANKS=$nranks \
+      WEFT_LOCAL_RANK=$([ $cyclic = 1 ] && echo $((r / hosts)) || echo $((r % per))) \
       WEFT_COMM_ID="$root:29500" WEFT_JOB_SECRET="$secret" WEFT_SOCKET_IFNAME=eth0 \
       WEFT_TIMEOUT_MS="$timeout_ms" WEFT_TCP_DEAD_MS="${WEFT_TCP_DEAD_MS:-5000}" \
       WEFT_DEBUG="${WEFT_DEBUG:-INFO}" WEFT_DEBUG_SUBSYS="${WEFT_DEBUG_SUBSYS:-TRANSPORT}" \

@@ -202,7 +202,6 @@ int main(int argc, char** argv) {
   char buf[512];
   if (generated) {
     fabric = sim::generate(gen);
-    local_size = gen.per_node;
     std::snprintf(buf, sizeof buf, "%d hosts x %d ranks (%d domain%s each); %s %.4g GB/s %.3g us; ", gen.nodes,
                   gen.per_node, gen.domains, gen.domains == 1 ? "" : "s", gen.label[0].c_str(),
                   1e-9 / gen.intra.beta_s_per_byte, gen.intra.alpha_s * 1e6);
@@ -225,14 +224,6 @@ int main(int argc, char** argv) {
     try {
       const topo::System s = topo::from_json(text.str());
       fabric = sim::from_system(s, gen.intra, gen.cross, gen.inter);
-      // Hierarchical builders need equal hosts of consecutive ranks.
-      local_size = 0;
-      std::vector<int> per_host(s.hosts.size(), 0);
-      for (int h : fabric.host) per_host[size_t(h)]++;
-      const int L = per_host.empty() ? 0 : per_host[0];
-      bool blocks = L > 0 && fabric.nranks % L == 0;
-      for (int r = 0; blocks && r < fabric.nranks; ++r) blocks = fabric.host[size_t(r)] == r / L;
-      local_size = blocks ? L : 0;
       std::snprintf(buf, sizeof buf, "%s: %d ranks on %zu host%s; ", topo_file.c_str(), fabric.nranks, s.hosts.size(),
                     s.hosts.size() == 1 ? "" : "s");
       where = buf;
@@ -240,6 +231,10 @@ int main(int argc, char** argv) {
       return fail(topo_file + ": " + e.what());
     }
   }
+  // As a communicator runs them: relabelable collectives in host-grouped order;
+  // hierarchical builders need equal hosts of consecutive ranks.
+  if (sched::relabelable(coll)) fabric = sim::reordered(fabric, sim::grouped_order(fabric));
+  local_size = sim::block_size(fabric);
   const int n = fabric.nranks;
   std::snprintf(buf, sizeof buf, "gamma %.3g ns/B, slices of %s", gamma_ns, human(slice).c_str());
   where += buf;
