@@ -103,9 +103,9 @@ TEST(Sim, PipelinedRingBroadcast) {
                   "pipelined ring broadcast");
 }
 
-TEST(Sim, HierarchicalTwoLevels) {
-  // 2 hosts x 4 ranks, one domain per host: ring reduce-scatter and all-gather
-  // inside (3 steps each of N/4), ring all-reduce of N/4 across (1 step each way of N/8).
+// 2 hosts x 4 ranks, one domain each, no shared port: alpha 1 us and beta 0.1 ns/B
+// within a host, 20 us and 1 ns/B across.
+Generator two_hosts_of_four() {
   Generator g;
   g.nodes = 2;
   g.per_node = 4;
@@ -113,6 +113,13 @@ TEST(Sim, HierarchicalTwoLevels) {
   g.intra = {1e-6, 1e-10, kGamma};
   g.cross = g.intra;
   g.inter = {20e-6, 1e-9, kGamma};
+  return g;
+}
+
+TEST(Sim, HierarchicalTwoLevels) {
+  // 2 hosts x 4 ranks, one domain per host: ring reduce-scatter and all-gather
+  // inside (3 steps each of N/4), ring all-reduce of N/4 across (1 step each way of N/8).
+  Generator g = two_hosts_of_four();
   const uint64_t count = 1 << 16;
   const double N = count * 4.0, L = 4, M = 2;
   const double intra = 2 * (L - 1) * (g.intra.alpha_s + N / L * g.intra.beta_s_per_byte) + (L - 1) * N / L * kGamma;
@@ -141,13 +148,7 @@ TEST(Sim, FlatRingCrossesTheSlowLinkEveryStep) {
   // The same 2 x 4 machine: ranks 3 and 7 send every one of their 2(n-1) chunks
   // across hosts, and each gets its next chunk over a fast link before its port is
   // free again, so their ports are busy back to back and the reductions hide.
-  Generator g;
-  g.nodes = 2;
-  g.per_node = 4;
-  g.nics = 0;
-  g.intra = {1e-6, 1e-10, kGamma};
-  g.cross = g.intra;
-  g.inter = {20e-6, 1e-9, kGamma};
+  Generator g = two_hosts_of_four();
   const uint64_t count = 1 << 16;
   const double m = count * 4.0 / 8;
   const double want = 14 * (g.inter.alpha_s + m * g.inter.beta_s_per_byte);
