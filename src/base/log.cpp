@@ -65,6 +65,25 @@ unsigned parse_mask(const std::string& text) {
   return invert ? ~mask : mask;
 }
 
+}  // namespace
+
+std::string expand_path(const std::string& pattern, int rank) {
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  if (char* dot = std::strchr(host, '.')) *dot = '\0';
+  std::string path;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    const char next = i + 1 < pattern.size() && pattern[i] == '%' ? pattern[i + 1] : 0;
+    if (next == 'h') path += host, ++i;
+    else if (next == 'p') path += std::to_string(getpid()), ++i;
+    else if (next == 'r' && rank >= 0) path += std::to_string(rank), ++i;
+    else path += pattern[i];
+  }
+  return path;
+}
+
+namespace {
+
 Config& config() {
   static Config* cfg = [] {
     auto* c = new Config;  // never destroyed: logging stays valid during exit
@@ -78,14 +97,7 @@ Config& config() {
     if (char* dot = std::strchr(c->host, '.')) *dot = '\0';
     const std::string& file = params::DEBUG_FILE();
     if (!file.empty()) {
-      std::string path;
-      for (size_t i = 0; i < file.size(); ++i) {
-        if (file[i] == '%' && i + 1 < file.size() && file[i + 1] == 'h') path += c->host, ++i;
-        else if (file[i] == '%' && i + 1 < file.size() && file[i + 1] == 'p')
-          path += std::to_string(getpid()), ++i;
-        else path += file[i];
-      }
-      if (FILE* f = std::fopen(path.c_str(), "a")) c->out = f;
+      if (FILE* f = std::fopen(expand_path(file, -1).c_str(), "a")) c->out = f;
     }
     return c;
   }();

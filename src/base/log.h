@@ -2,6 +2,8 @@
 // Each line reads "host:pid:tid [rank] WEFT LEVEL SUBSYS message" so it greps well.
 #pragma once
 
+#include <string>
+
 namespace weft::log {
 
 enum class Level { None = 0, Version = 1, Warn = 2, Info = 3, Trace = 4 };
@@ -21,6 +23,9 @@ bool enabled(Level level, Subsys subsys);
 void write(Level level, Subsys subsys, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 // The rank shown in log lines of this process (the first communicator's rank).
 void set_rank(int rank);
+// A file name pattern with %h (short host name), %p (pid) and, for rank >= 0,
+// %r (rank) filled in (WEFT_DEBUG_FILE, WEFT_TRACE).
+std::string expand_path(const std::string& pattern, int rank);
 
 }  // namespace weft::log
 

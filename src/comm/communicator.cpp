@@ -18,6 +18,7 @@
 #include "weft_config.h"
 #include "base/log.h"
 #include "base/params.h"
+#include "base/trace.h"
 #include "topo/topology.h"
 #include "transports/transport.h"
 
@@ -129,6 +130,18 @@ Status Communicator::init(const boot::UniqueId& id, const weftConfig_t* config) 
     return st.prefix("rank " + std::to_string(rank_) + ": init: ");
   }
   exec_ = std::make_unique<exec::Executor>(rank_, std::move(by_rank), this);
+  trace::init(rank_);
+  if (trace::on()) {
+    // One row per communicator, under the process's rank in its family's first.
+    static std::atomic<int> rows{0};
+    trace_row_ = rows.fetch_add(1);
+    char name[96];
+    std::snprintf(name, sizeof(name), "comm %04llx rank %d of %d%s%s",
+                  static_cast<unsigned long long>(lineage_.family & 0xffff), rank_, nranks_, name_.empty() ? "" : " ",
+                  name_.c_str());
+    trace::name_row(lineage_.family_rank, trace_row_, name);
+    exec_->set_trace(lineage_.family_rank, trace_row_);
+  }
   queue_ = engine::Engine::get().add_queue();
   WEFT_INFO(INIT, "rank %d of %d ready%s%s", rank_, nranks_, name_.empty() ? "" : ", comm ",
             name_.c_str());
@@ -412,7 +425,9 @@ Status Communicator::run_p2p(const std::vector<exec::P2P>& ops, const std::vecto
   }
   std::lock_guard<std::mutex> lock(queue_->drive_mu(), std::adopt_lock);
   WEFT_TRY(async_error());
+  const double began = trace::on() ? trace::now_us() : 0;
   Status st = exec_->run_p2p(ops, copies, timeout_ms_);
+  if (trace::on()) trace_p2p(ops, began, st);
   if (!st.ok()) {
     explain_remote(&st);
     st.prefix("point-to-point group: ");
@@ -629,19 +644,23 @@ const sched::RankPlan* Communicator::find_plan(const CollArgs& a, Status* st, tu
   if (!st->ok()) return nullptr;
   const sched::RankPlan& plan = plan_of(a, pick.algo, b);
   *trial = pick.trial;
-  // Only a settled pick may serve the next call of this shape without asking again.
+  found_algo_ = pick.algo->name;
+  // Only a settled pick may serve the next call of this shape without asking again;
+  // traced calls always come this way, so the untraced fast path needs no check.
   last_key_ = plan_key(a);
-  last_plan_ = pick.trial == nullptr ? &plan : nullptr;
+  last_plan_ = pick.trial == nullptr && !trace::on() ? &plan : nullptr;
   return &plan;
 }
 
 Status Communicator::begin(const CollArgs& a, const algo::Algorithm* forced, std::optional<exec::Call>* call,
-                           tune::Trial** trial) {
+                           tune::Trial** trial, const char** algo_out) {
   *trial = nullptr;
   const sched::RankPlan* plan;
+  const char* algo = nullptr;
   if (forced != nullptr) {
     WEFT_TRY(async_error());
     plan = &plan_of(a, forced, build_args(a));
+    algo = forced->name;
   } else {
     if (failed_.load(std::memory_order_acquire) || check_) WEFT_TRY(precheck(a));
     if (last_plan_ != nullptr && plan_key(a) == last_key_) {
@@ -650,12 +669,14 @@ Status Communicator::begin(const CollArgs& a, const algo::Algorithm* forced, std
       Status st;
       plan = find_plan(a, &st, trial);
       if (plan == nullptr) return st;
+      algo = found_algo_;
     }
   }
   ++seq_;
   const void* send = a.op >= weftNumOps ? premul_input(a) : a.send;
   call->emplace(exec::Call{plan, send, a.recv, a.dtype, elementwise_op(a.op), seq_, LazyDeadline(timeout_ms_),
                            host_data_});
+  *algo_out = algo;
   return Status::Ok();
 }
 
@@ -729,7 +750,7 @@ Status Communicator::call_failed(const CollArgs& a, Status st) {
 Status Communicator::execute(const CollArgs& a) {
   if (failed_.load(std::memory_order_acquire) || check_) WEFT_TRY(precheck(a));
   if (last_plan_ == nullptr || !(plan_key(a) == last_key_)) return execute_new_shape(a);
-  return run_plan(a, last_plan_);
+  return run_call<false>(a, last_plan_);
 }
 
 Status Communicator::execute_new_shape(const CollArgs& a) {
@@ -737,24 +758,63 @@ Status Communicator::execute_new_shape(const CollArgs& a) {
   tune::Trial* trial = nullptr;
   const sched::RankPlan* plan = find_plan(a, &st, &trial);
   if (plan == nullptr) return st;
-  if (trial == nullptr) return run_plan(a, plan);
+  if (trial == nullptr) return run_plan(a, plan, found_algo_);
   const auto t0 = Clock::now();
-  WEFT_TRY(run_plan(a, plan));
+  WEFT_TRY(run_plan(a, plan, found_algo_));
   // The round's agreement runs on the engine, before anything posted later.
   std::unique_ptr<engine::Op> agree = measured(a, trial, std::chrono::duration<double>(Clock::now() - t0).count());
   if (agree != nullptr) queue_->post_front(std::move(agree));
   return Status::Ok();
 }
 
-inline Status Communicator::run_plan(const CollArgs& a, const sched::RankPlan* plan) {
+inline Status Communicator::run_plan(const CollArgs& a, const sched::RankPlan* plan, const char* algo) {
+  if (__builtin_expect(trace::on(), 0)) return run_plan_traced(a, plan, algo);
+  return run_call<false>(a, plan);
+}
+
+Status Communicator::run_plan_traced(const CollArgs& a, const sched::RankPlan* plan, const char* algo) {
+  const double began = trace::now_us();
+  Status st = run_call<true>(a, plan);
+  trace_call(a, seq_, algo, began, st);
+  return st;
+}
+
+template <bool kTraced>
+inline Status Communicator::run_call(const CollArgs& a, const sched::RankPlan* plan) {
   ++seq_;
   const void* send = a.op >= weftNumOps ? premul_input(a) : a.send;
   exec::Call call{plan, send, a.recv, a.dtype, elementwise_op(a.op), seq_, LazyDeadline(timeout_ms_),
                   host_data_};
-  Status st = exec_->run(call);
+  Status st = kTraced ? exec_->run_traced(call) : exec_->run(call);
   if (!st.ok()) return call_failed(a, std::move(st));
   if (a.op == weftAvg) finish_call(a);
   return st;
+}
+
+void Communicator::trace_call(const CollArgs& a, uint64_t seq, const char* algo, double began_us,
+                              const Status& st) const {
+  char args[256];
+  std::snprintf(args, sizeof(args),
+                "\"seq\": %llu, \"count\": %llu, \"dtype\": \"%s\", \"op\": \"%s\", \"root\": %d, "
+                "\"algorithm\": \"%s\", \"ok\": %s",
+                static_cast<unsigned long long>(seq), static_cast<unsigned long long>(a.count),
+                reduce::dtype_name(a.dtype), reduce::op_name(a.op), a.root, algo ? algo : "?", st.ok() ? "true" : "false");
+  trace::span("coll", std::string(sched::coll_name(a.coll)) + " #" + std::to_string(seq), began_us, trace::now_us(),
+              lineage_.family_rank, trace_row_, args);
+}
+
+void Communicator::trace_p2p(const std::vector<exec::P2P>& ops, double began_us, const Status& st) const {
+  size_t sends = 0, bytes = 0;
+  std::string peers;
+  for (const exec::P2P& op : ops) {
+    sends += op.send ? 1 : 0;
+    bytes += op.bytes;
+    peers += (peers.empty() ? "" : ",") + std::string(op.send ? "to " : "from ") + std::to_string(op.peer);
+  }
+  trace::span("p2p", "send/recv group", began_us, trace::now_us(), lineage_.family_rank, trace_row_,
+              "\"sends\": " + std::to_string(sends) + ", \"recvs\": " + std::to_string(ops.size() - sends) +
+                  ", \"bytes\": " + std::to_string(bytes) + ", \"peers\": \"" + peers +
+                  "\", \"ok\": " + (st.ok() ? "true" : "false"));
 }
 
 void Communicator::finish_call(const CollArgs& a) {

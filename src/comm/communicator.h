@@ -118,7 +118,15 @@ class Communicator final : public exec::Health {
   Status check_consistent(const CollArgs& args);
   Status execute(const CollArgs& args);
   [[gnu::noinline]] Status execute_new_shape(const CollArgs& a);
-  Status run_plan(const CollArgs& a, const sched::RankPlan* plan);
+  Status run_plan(const CollArgs& a, const sched::RankPlan* plan, const char* algo);
+  // run_plan under WEFT_TRACE, out of line so that the untraced call stays as it was.
+  [[gnu::noinline]] Status run_plan_traced(const CollArgs& a, const sched::RankPlan* plan, const char* algo);
+  template <bool kTraced>
+  Status run_call(const CollArgs& a, const sched::RankPlan* plan);
+  // WEFT_TRACE: the call's span, from began_us to now.
+  void trace_call(const CollArgs& a, uint64_t seq, const char* algo, double began_us, const Status& st) const;
+  // WEFT_TRACE: a point-to-point group's span.
+  void trace_p2p(const std::vector<exec::P2P>& ops, double began_us, const Status& st) const;
   // After the data moved: avg's division.
   void finish_call(const CollArgs& a);
   // (coll, count, root, element size): what a plan depends on, with its algorithm.
@@ -134,9 +142,10 @@ class Communicator final : public exec::Health {
   // Records a measured call of a trial; at the end of a round, the agreement on
   // the times that must run next on this communicator (nullptr otherwise).
   [[gnu::noinline]] std::unique_ptr<engine::Op> measured(const CollArgs& a, tune::Trial* trial, double seconds);
-  // A posted collective's start: checks, plan, sequence number; *trial as find_plan.
+  // A posted collective's start: checks, plan, sequence number; *trial as find_plan;
+  // *algo the plan's algorithm (for traces).
   Status begin(const CollArgs& a, const algo::Algorithm* forced, std::optional<exec::Call>* call,
-               tune::Trial** trial);
+               tune::Trial** trial, const char** algo);
   // A blocking call runs inline while nothing is queued; else posted and waited for.
   bool lock_idle();
   void fail(const Status& st);
@@ -159,6 +168,7 @@ class Communicator final : public exec::Health {
   int64_t timeout_ms_ = 0;
   bool check_ = false;  // WEFT_CHECK
   int local_size_ = 0;  // ranks per host when hosts are equal and hold consecutive ranks, else 0
+  int trace_row_ = 0;   // WEFT_TRACE: this communicator's row (tid) under its family rank (pid)
   sim::Fabric layout_;  // which host each rank is on, for the tuner
   // Relabelable collectives (sched::relabelable) are built in host-grouped order:
   // order_[i] = the rank at position i (sim::grouped_order), position_ = this
@@ -184,6 +194,7 @@ class Communicator final : public exec::Health {
   std::map<std::pair<PlanKey, const algo::Algorithm*>, sched::RankPlan> plans_;
   PlanKey last_key_{};
   const sched::RankPlan* last_plan_ = nullptr;  // the plan of last_key_'s settled pick
+  const char* found_algo_ = nullptr;             // the algorithm of find_plan's last plan
   // The last blocking call that passed validate() (built-in ops only: a
   // pre-multiplied op can be destroyed between calls); the same call again
   // skips the checks.

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "base/log.h"
+#include "base/trace.h"
 #include "tune/online.h"
 
 namespace weft {
@@ -25,7 +26,8 @@ std::unique_ptr<CollOp> CollOp::agreement(Communicator* c, const CollArgs& tuned
 Status CollOp::advance(bool* done) {
   *done = false;
   if (!started_) {
-    WEFT_TRY(c_->begin(a_, forced_, &call_, &trial_));
+    if (trace::on()) began_us_ = trace::now_us();
+    WEFT_TRY(c_->begin(a_, forced_, &call_, &trial_, &algo_));
     started_ = true;
     if (trial_ != nullptr) t0_ = Clock::now();
     c_->exec_->start(*call_);
@@ -40,9 +42,11 @@ Status CollOp::check() { return started_ ? c_->exec_->check(*call_) : Status::Ok
 
 std::unique_ptr<engine::Op> CollOp::complete(Status st) {
   std::unique_ptr<engine::Op> next;
+  if (trace::on() && started_) c_->trace_call(a_, call_->seq, algo_, began_us_, st);
   if (st.ok() && agreeing_ != nullptr) {
-    if (agreeing_->agreed(times_) != nullptr && c_->rank_ == 0) {
-      const unsigned long long bytes = tuned_.count * reduce::dtype_size(tuned_.dtype);
+    const bool settled = agreeing_->agreed(times_) != nullptr;
+    const unsigned long long bytes = tuned_.count * reduce::dtype_size(tuned_.dtype);
+    if (settled && c_->rank_ == 0) {
       WEFT_INFO(TUNE, "%s %llu B (size class %d, %d ranks) measured, slowest rank: %s", sched::coll_name(tuned_.coll),
                 bytes, tune::size_class(bytes), c_->nranks_, agreeing_->explain().c_str());
       if (c_->tuner_->explaining())
@@ -50,6 +54,10 @@ std::unique_ptr<engine::Op> CollOp::complete(Status st) {
                      sched::coll_name(tuned_.coll), bytes, tune::size_class(bytes), agreeing_->explain().c_str());
       c_->save_tuning_state();
     }
+    if (settled && trace::on())
+      trace::instant("tune", "online tuning settled", trace::now_us(), c_->lineage_.family_rank, c_->trace_row_,
+                     "\"collective\": \"" + std::string(sched::coll_name(tuned_.coll)) + "\", \"bytes\": " +
+                         std::to_string(bytes) + ", \"measured\": " + trace::quote(agreeing_->explain()));
   } else if (st.ok()) {
     c_->finish_call(a_);
     if (trial_ != nullptr) next = c_->measured(a_, trial_, std::chrono::duration<double>(t1_ - t0_).count());
@@ -82,6 +90,7 @@ Status P2POp::advance(bool* done) {
       refused_ = true;
       return st;
     }
+    if (trace::on() && began_us_ < 0) began_us_ = trace::now_us();
   }
   return c_->exec_->advance_p2p(call_, done);
 }
@@ -89,6 +98,7 @@ Status P2POp::advance(bool* done) {
 Status P2POp::check() { return c_->exec_->check_p2p(call_); }
 
 std::unique_ptr<engine::Op> P2POp::complete(Status st) {
+  if (trace::on() && began_us_ >= 0) c_->trace_p2p(call_.ops, began_us_, st);
   if (!st.ok() && !refused_) {
     c_->explain_remote(&st);
     st.prefix("point-to-point: ");

@@ -33,6 +33,8 @@ class CollOp final : public engine::Op {
   std::optional<exec::Call> call_;
   tune::Trial* trial_ = nullptr;  // this call is timed for online tuning
   Clock::time_point t0_, t1_;
+  double began_us_ = 0;  // WEFT_TRACE
+  const char* algo_ = nullptr;
   // The agreement: the tuned call, its trial, the times agreed on, the algorithm.
   const algo::Algorithm* forced_ = nullptr;
   tune::Trial* agreeing_ = nullptr;
@@ -53,6 +55,7 @@ class P2POp final : public engine::Op {
   exec::P2PCall call_;
   weftRequestImpl* req_;
   bool refused_ = false;  // the communicator had failed before this started
+  double began_us_ = -1;  // WEFT_TRACE: when it started
 };
 
 }  // namespace weft

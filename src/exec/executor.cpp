@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "base/trace.h"
 
 namespace weft::exec {
 namespace {
@@ -170,6 +171,7 @@ inline void Executor::reset(Call& call) {
   if (scratch_.size() < call.plan->scratch_count * elem_size_) scratch_.resize(call.plan->scratch_count * elem_size_);
   in_flight_.clear();
   step_ = 0;
+  step_began_us_ = -1;  // set at the first advance (tracing)
   receiving_ = false;  // (a failed call may have left one open)
 }
 
@@ -180,6 +182,7 @@ Status Executor::step_error(Status st) const {
                    (step.peer >= 0 ? " rank " + std::to_string(step.peer) : std::string()) + "): ");
 }
 
+template <bool kOneStep>
 Status Executor::advance_steps(Call& call, bool* done) {
   const std::vector<sched::Step>& steps = call.plan->steps;
   // The step index lives in a register while the loop runs (the kernels it
@@ -190,7 +193,8 @@ Status Executor::advance_steps(Call& call, bool* done) {
     const size_t& from;
     ~Keep() { to = from; }
   } keep{step_, i};
-  for (; i < steps.size(); ++i) {
+  const size_t end = kOneStep ? std::min(i + 1, steps.size()) : steps.size();
+  for (; i < end; ++i) {
     const sched::Step& step = steps[i];
     if (step.kind == sched::Kind::Reduce) {
       unsigned char* dst = resolve(call, step.dst);
@@ -225,6 +229,7 @@ Status Executor::advance_steps(Call& call, bool* done) {
       }
     }
   }
+  if (kOneStep && i < steps.size()) return Status::Ok();
   if (!in_flight_.empty()) {
     for (const InFlight& s : in_flight_)
       if (!s.link->send_done(s.ticket)) {
@@ -243,10 +248,31 @@ Status Executor::advance_steps(Call& call, bool* done) {
   return Status::Ok();
 }
 
+Status Executor::advance_traced(Call& call, bool* done) {
+  const std::vector<sched::Step>& steps = call.plan->steps;
+  if (step_ == 0 && step_began_us_ < 0) step_began_us_ = trace::now_us();
+  while (step_ < steps.size()) {
+    const size_t i = step_;
+    WEFT_TRY(advance_steps<true>(call, done));
+    if (step_ == i) return Status::Ok();
+    const sched::Step& s = steps[i];
+    const double end = trace::now_us();
+    const uint64_t count = s.kind == sched::Kind::Send ? s.src.count : s.dst.count;
+    char args[96];
+    std::snprintf(args, sizeof(args), "\"step\": %zu, \"peer\": %d, \"bytes\": %llu", i, s.peer,
+                  static_cast<unsigned long long>(count * elem_size_));
+    trace::span("step", s.peer >= 0 ? std::string(sched::kind_name(s.kind)) + " " + std::to_string(s.peer)
+                                    : std::string(sched::kind_name(s.kind)),
+                step_began_us_, end, trace_pid_, trace_tid_, args);
+    step_began_us_ = end;
+  }
+  return advance_steps<false>(call, done);
+}
+
 Status Executor::advance(Call& call, bool* done) {
   *done = false;
   const size_t before = step_;
-  Status st = advance_steps(call, done);
+  Status st = tracing_ ? advance_traced(call, done) : advance_steps<false>(call, done);
   if (step_ != before) note_progress();
   if (!st.ok()) return step_error(std::move(st));
   // Waiting: move every link's queued sends along before the next look.
@@ -258,11 +284,12 @@ Status Executor::check(Call& call) {
   return step_error(check_waiting(waiting_, call.deadline, waiting_for_));
 }
 
-Status Executor::run(Call& call) {
+template <bool kTraced>
+[[gnu::always_inline]] inline Status Executor::run_loop(Call& call) {
   reset(call);
   bool done = false;
   // A call that needs no peer (one rank, or everything already there) ends here.
-  Status first = advance_steps(call, &done);
+  Status first = kTraced ? advance_traced(call, &done) : advance_steps<false>(call, &done);
   if (done) return first;
   if (!first.ok()) return step_error(std::move(first));
   progress_all();
@@ -280,6 +307,10 @@ Status Executor::run(Call& call) {
     return done ? Status::Ok() : st;
   }
 }
+
+Status Executor::run(Call& call) { return run_loop<false>(call); }
+
+Status Executor::run_traced(Call& call) { return run_loop<true>(call); }
 
 Status Executor::advance_p2p(P2PCall& call, bool* done) {
   *done = false;

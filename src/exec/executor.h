@@ -97,6 +97,8 @@ class Executor {
   // start + advance in a wait loop (spin, then yield). `call` is the caller's:
   // its lazy deadline starts on the first wait.
   Status run(Call& call);
+  // run() with every step a trace span (set_trace() first).
+  Status run_traced(Call& call);
 
   // Point-to-point groups: any number in flight beside each other (never beside
   // a collective). Tags count per peer across calls (they are not collectives,
@@ -107,6 +109,13 @@ class Executor {
   // waits for the sends: a group's sends and receives to different peers cannot
   // deadlock.
   Status run_p2p(const std::vector<P2P>& ops, const std::vector<LocalCopy>& copies, int64_t timeout_ms);
+
+  // WEFT_TRACE: record every schedule step of later calls as a span on (pid, tid).
+  void set_trace(int pid, int tid) {
+    trace_pid_ = pid;
+    trace_tid_ = tid;
+    tracing_ = true;
+  }
 
  private:
   unsigned char* resolve(const Call& call, const sched::Range& r) const;
@@ -120,7 +129,14 @@ class Executor {
   };
   static uint64_t tag(const Call& call, Counter& c);
   void reset(Call& call);
+  // Runs the steps from step_ on as far as they go; kOneStep: at most one (tracing).
+  template <bool kOneStep>
   Status advance_steps(Call& call, bool* done);
+  // advance() one step at a time, each step a trace span from when it became
+  // current to when it completed.
+  Status advance_traced(Call& call, bool* done);
+  template <bool kTraced>
+  Status run_loop(Call& call);
   // The receive of the current step: set up on first visit, then polled.
   Status advance_receive(Call& call, const sched::Step& step, transport::Link* link, bool* complete);
   bool send_in_flight(const unsigned char* p, size_t bytes) const;
@@ -137,6 +153,9 @@ class Executor {
   Status step_error(Status st) const;
 
   int rank_;
+  bool tracing_ = false;
+  int trace_pid_ = 0, trace_tid_ = 0;
+  double step_began_us_ = 0;  // when the current step became current (tracing)
   std::vector<transport::Link*> links_;
   Health* health_;
   std::vector<Counter> sent_;      // messages sent to each peer in this call
