@@ -50,7 +50,10 @@ typedef enum {
   weftFloat64 = 8,
   weftDouble = 8,
   weftBfloat16 = 9,
-  weftNumTypes = 10
+  weftNumTypes = 10,
+  /* Makes every int a value of the type, so that a bad datatype reaches
+   * validation (weftInvalidArgument) as a value, not as undefined behaviour. */
+  weftMaxDataType = 0x7fffffff
 } weftDataType_t;
 
 /* Reduction operations, numbered as ncclRedOp_t up to weftAvg. weftAvg is sum

@@ -102,8 +102,9 @@ void PeerChannel::post_slot(OutContext& c, const SendItem& item, uint32_t kind, 
   h->kind = static_cast<uint8_t>(kind);
   h->gen = c.gen;
   h->ctx = c.index;
-  if (bytes <= kInlineBytes) std::memcpy(h->inline_data, payload, bytes);
-  else std::memcpy(out_.payload(sent_slots_), payload, bytes);
+  // An empty message may come with a null buffer (a count-0 call): nothing to copy.
+  void* to = bytes <= kInlineBytes ? static_cast<void*>(h->inline_data) : static_cast<void*>(out_.payload(sent_slots_));
+  if (bytes > 0) std::memcpy(to, payload, bytes);
   h->seq.store(sent_slots_ + 1, std::memory_order_release);
   ++sent_slots_;
   ++c.posted;
@@ -189,7 +190,7 @@ bool PeerChannel::send_done(OutContext* out, uint64_t ticket) {
 
 bool PeerChannel::deliver(transport::RecvOp& op, const void* piece, size_t offset, size_t bytes) {
   if (op.consumer != nullptr) return op.consumer->consume(piece, offset, bytes);
-  std::memcpy(static_cast<unsigned char*>(op.dst) + offset, piece, bytes);
+  if (bytes > 0) std::memcpy(static_cast<unsigned char*>(op.dst) + offset, piece, bytes);  // dst may be null then
   return true;
 }
 

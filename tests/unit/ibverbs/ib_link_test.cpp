@@ -6,6 +6,8 @@
 // naming the peer and the verbs status.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cstring>
 #include <numeric>
 #include <vector>
@@ -71,8 +73,8 @@ TEST(IbLink, MessagesOfEverySizeArriveInBothDirections) {
     transport::RecvOp rb{7, n, got_b.data()}, ra{9, n, got_a.data()};
     ASSERT_TRUE(receive(*p.b, *p.a, rb).ok()) << n;
     ASSERT_TRUE(receive(*p.a, *p.b, ra).ok()) << n;
-    EXPECT_EQ(0, std::memcmp(got_b.data(), ab.data(), n)) << n;
-    EXPECT_EQ(0, std::memcmp(got_a.data(), ba.data(), n)) << n;
+    EXPECT_TRUE(std::equal(ab.begin(), ab.end(), got_b.begin())) << n;
+    EXPECT_TRUE(std::equal(ba.begin(), ba.end(), got_a.begin())) << n;
     EXPECT_EQ(got_b[n], 0xee) << "wrote past the message, n = " << n;
     EXPECT_TRUE(p.a->send_done(t1));
     EXPECT_TRUE(p.b->send_done(t2));

@@ -46,7 +46,7 @@ enum class Dst { Own, AliasFirst, Copy };
     inputs[s].resize(bytes);
     for (uint8_t& b : inputs[s]) b = static_cast<uint8_t>(rng.next());
     uint8_t* p = storage[s].data() + (misalign + static_cast<size_t>(s) * 3) % 64;
-    std::memcpy(p, inputs[s].data(), bytes);
+    if (bytes > 0) std::memcpy(p, inputs[s].data(), bytes);  // data() of an empty vector may be null
     srcs[s] = p;
   }
   const std::vector<uint8_t> want = plain_loop(op, inputs, es, count);

@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "base/params.h"
 #include "tests/unit/deferred_consumer.h"
 #include "transports/shm/memalloc.h"
@@ -98,7 +100,7 @@ TEST_P(ShmLinkSizes, PlainReceiveDeliversEveryByte) {
   transport::RecvOp op;
   op.dst = out.data();
   ASSERT_TRUE(transfer(p.l0[0].get(), p.l1[0].get(), data.data(), bytes, op, 42).ok());
-  EXPECT_EQ(0, std::memcmp(out.data(), data.data(), bytes));
+  EXPECT_TRUE(std::equal(data.begin(), data.end(), out.begin()));
   EXPECT_EQ(0xEE, out[bytes]) << "wrote past the message";
 }
 
