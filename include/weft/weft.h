@@ -162,14 +162,17 @@ weftResult_t weftCommGetAlgorithm(weftComm_t comm, const char* collective, size_
  * into latency (alpha), bandwidth (beta) and reduction (gamma) terms, and online
  * tuning's measured time once its size class has one. On one link level the terms
  * add up to the prediction; where the communicator spans hosts the prediction is
- * the schedule simulated on the ranks' layout (simulated = 1) and each term is the
- * simulated time with only its constants. Names are static strings. Local. */
+ * the schedule simulated on the ranks' layout (simulated = 1; per candidate, as
+ * schedules of more than 500,000 steps fall back to the formula with the
+ * network's constants) and each term is the simulated time with only its
+ * constants. Names are static strings. Local. */
 #define WEFT_MAX_CANDIDATES 16
 typedef struct {
   const char* algorithm;
   double predicted;  /* seconds; < 0: no model (forced) */
   double latency, bandwidth, reduction;
   double measured;   /* seconds per call agreed by online tuning; < 0: not measured */
+  int simulated;     /* 1: predicted by simulating the schedule (else its formula) */
 } weftAlgoCandidate_t;
 typedef struct {
   const char* algorithm;   /* what the call runs now (weftCommGetAlgorithm's answer) */

@@ -708,7 +708,8 @@ Status Communicator::explain_algorithm(const CollArgs& a, weftAlgoExplanation_t*
   out->simulated = e.simulated ? 1 : 0;
   for (const tune::Tuner::Term& t : e.terms) {
     if (out->ncandidates == WEFT_MAX_CANDIDATES) break;
-    out->candidates[out->ncandidates++] = {t.algo->name, t.predicted, t.latency, t.bandwidth, t.reduction, t.measured};
+    out->candidates[out->ncandidates++] = {t.algo->name, t.predicted, t.latency, t.bandwidth, t.reduction,
+                                           t.measured, t.simulated ? 1 : 0};
   }
   return Status::Ok();
 }

@@ -90,8 +90,22 @@ double simulated(const algo::Algorithm& a, const sched::BuildArgs& args, size_t 
 }
 }  // namespace
 
+// A simulation's time grows with the schedule's steps; past this many (an
+// all-to-all-like algorithm at many ranks and slices) the formula with the network's
+// constants, the slowest link, stands in, so that a new call shape costs at most
+// some 50 ms per candidate to decide. weft-sim (layout_costs_) has its own limit.
+constexpr double kMaxSimulatedMessages = 5e5;
+
+bool Tuner::simulates(const algo::Algorithm& a, const sched::BuildArgs& args) const {
+  if (!simulate_ || args.nranks != layout_.nranks) return false;
+  if (layout_costs_) return true;
+  // Rank 0's steps times the ranks: the schedule's size, at the cost of one plan.
+  return a.cost != nullptr &&
+         static_cast<double>(a.build(args, 0).steps.size()) * args.nranks <= kMaxSimulatedMessages;
+}
+
 double Tuner::predict(const algo::Algorithm& a, const sched::BuildArgs& args, size_t elem_size) const {
-  if (simulate_ && args.nranks == layout_.nranks) return simulated(a, args, elem_size, priced(args, elem_size));
+  if (simulates(a, args)) return simulated(a, args, elem_size, priced(args, elem_size));
   const uint64_t bytes = args.count * elem_size;
   const algo::LinkCost c = table_.lookup(cls_, args.coll, a.name, args.nranks, bytes);
   return a.cost(args, elem_size, c);
@@ -114,7 +128,8 @@ Status Tuner::explain_terms(sched::Coll coll, const sched::BuildArgs& args, size
     t.measured = trial != trials_.end() ? trial->second.measured(p.algo) : -1;
     if (p.algo->cost == nullptr) {
       t.predicted = -1;
-    } else if (simulate_) {
+    } else if (simulates(*p.algo, args)) {
+      t.simulated = true;
       // A simulation is not linear in the constants (overlaps shift with them):
       // each term is the simulated time with only its constants left, so they need
       // not add up to the prediction.
@@ -163,7 +178,7 @@ std::string Tuner::explain(sched::Coll coll, const sched::BuildArgs& args, size_
     const char* pick = t.algo == e.pick ? "  <- pick" : "";
     if (t.predicted < 0) {
       std::snprintf(buf, sizeof(buf), "weft explain:   %-22s no model (forced)\n", t.algo->name);
-    } else if (e.simulated) {
+    } else if (t.simulated) {
       std::snprintf(buf, sizeof(buf),
                     "weft explain:   %-22s %10.3f us simulated; alone: latency %.3f, bandwidth %.3f, reduction %.3f"
                     "   (shm alpha %.3g us beta %.3g ns/B; net alpha %.3g us beta %.3g ns/B)%s\n",

@@ -101,12 +101,14 @@ class Tuner {
   struct Term {
     const algo::Algorithm* algo = nullptr;
     double predicted = 0, latency = 0, bandwidth = 0, reduction = 0, measured = -1;
+    bool simulated = false;  // this prediction is a simulation
     algo::LinkCost cost, net_cost;
   };
   struct Explanation {
     std::vector<Term> terms;  // every candidate, registry order
     const algo::Algorithm* pick = nullptr;  // the model's
-    bool simulated = false;
+    bool simulated = false;  // the communicator's predictions are simulations (some may
+                             // fall back to formulas: Term::simulated)
   };
   Status explain_terms(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size, Explanation* out) const;
   // WEFT_EXPLAIN's text for a call: explain_terms() one line per candidate.
@@ -149,6 +151,9 @@ class Tuner {
   // registry order); weftInvalidArgument naming the forced choice if none can run.
   Status model_pick(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size,
                     std::vector<Prediction>* cands, const Prediction** best) const;
+  // Whether a's prediction for this call is a simulation: the layout has several
+  // levels, and the schedule is small enough to simulate at once.
+  bool simulates(const algo::Algorithm& a, const sched::BuildArgs& args) const;
   // The layout (host-grouped for relabelable collectives, sched::relabelable) with
   // the table's constants for this call: shm within a host, net across.
   sim::Fabric priced(const sched::BuildArgs& args, size_t elem_size) const;

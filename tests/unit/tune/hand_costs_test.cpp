@@ -311,3 +311,31 @@ TEST(HandCosts, OneHostStaysOnTheFormulas) {
 
 }  // namespace
 }  // namespace weft::tune
+
+namespace weft::tune {
+namespace {
+
+TEST(HandCosts, LargeSchedulesFallBackToTheFormula) {
+  // 2 hosts x 128 ranks, 64 Mi floats in 1 MiB slices: the tree's schedule has
+  // 256 slices x (8 receives + 8 sends) at its root, x 256 ranks > 500,000 steps, and
+  // is predicted by its formula with the net constants; the ring's (2 x 255 chunks
+  // of one slice, a send and a receive each, x 256 ranks = 261,120) is simulated.
+  TuningFile f(kTwoLevels);
+  auto t = layered_tuner(f, sim::Fabric::host_blocks(256, 128), 128, "allreduce:ring,tree");
+  ASSERT_TRUE(t->simulating());
+  BuildArgs b = allreduce(256, 64u << 20, 128);
+  b.slice_elems = (1u << 20) / 4;
+  Tuner::Explanation e;
+  ASSERT_TRUE(t->explain_terms(Coll::AllReduce, b, 4, &e).ok());
+  ASSERT_EQ(e.terms.size(), 2u);
+  for (const Tuner::Term& term : e.terms) {
+    const bool tree = std::string(term.algo->name) == "tree";
+    EXPECT_EQ(term.simulated, !tree) << term.algo->name;
+    if (tree) {  // the formula with the file's net constants
+      EXPECT_DOUBLE_EQ(term.predicted, term.algo->cost(b, 4, {2e-05, 1e-09, 2e-10}));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace weft::tune
