@@ -51,6 +51,19 @@ weftResult_t invalid(const char* fmt, const char* what) {
   return report(weft::Error(weftInvalidArgument, fmt, what));
 }
 
+// The call shape weftCommGetAlgorithm and weftCommExplainAlgorithm (fn) ask about.
+weftResult_t call_shape(const char* fn, const char* collective, size_t count, weftDataType_t datatype, int root,
+                        weft::CollArgs* a) {
+  if (collective == nullptr || !weft::tune::parse_coll(collective, &a->coll))
+    return report(weft::Error(weftInvalidArgument,
+                              "%s: unknown collective '%s' (allreduce, broadcast, reduce, allgather, "
+                              "reducescatter, alltoall)", fn, collective ? collective : "(null)"));
+  a->count = count;
+  a->dtype = datatype;
+  a->root = root;
+  return weftSuccess;
+}
+
 }  // namespace
 
 void weft::api::Use::lookup(weftComm* comm, const char* fn, weftResult_t* rc) {
@@ -343,13 +356,9 @@ weftResult_t weftCommGetAlgorithm(weftComm_t comm, const char* collective, size_
   Use c(comm, "weftCommGetAlgorithm", &rc);
   if (!c) return rc;
   weft::CollArgs a;
-  if (collective == nullptr || !weft::tune::parse_coll(collective, &a.coll))
-    return invalid("weftCommGetAlgorithm: unknown collective '%s' (allreduce, broadcast, reduce, allgather, "
-                   "reducescatter, alltoall)", collective ? collective : "(null)");
+  rc = call_shape("weftCommGetAlgorithm", collective, count, datatype, root, &a);
+  if (rc != weftSuccess) return rc;
   if (algorithm == nullptr) return invalid("%s: algorithm is NULL", "weftCommGetAlgorithm");
-  a.count = count;
-  a.dtype = datatype;
-  a.root = root;
   bool done = true;
   rc = report(c->query_algorithm(a, algorithm, &done));
   if (rc == weftSuccess && settled != nullptr) *settled = done ? 1 : 0;
@@ -362,13 +371,9 @@ weftResult_t weftCommExplainAlgorithm(weftComm_t comm, const char* collective, s
   Use c(comm, "weftCommExplainAlgorithm", &rc);
   if (!c) return rc;
   weft::CollArgs a;
-  if (collective == nullptr || !weft::tune::parse_coll(collective, &a.coll))
-    return invalid("weftCommExplainAlgorithm: unknown collective '%s' (allreduce, broadcast, reduce, allgather, "
-                   "reducescatter, alltoall)", collective ? collective : "(null)");
+  rc = call_shape("weftCommExplainAlgorithm", collective, count, datatype, root, &a);
+  if (rc != weftSuccess) return rc;
   if (out == nullptr) return invalid("%s: out is NULL", "weftCommExplainAlgorithm");
-  a.count = count;
-  a.dtype = datatype;
-  a.root = root;
   return report(c->explain_algorithm(a, out));
 }
 

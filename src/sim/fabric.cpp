@@ -75,7 +75,7 @@ std::vector<int> grouped_order(const Fabric& f) {
   std::vector<int> order(static_cast<size_t>(f.nranks));
   for (int r = 0; r < f.nranks; ++r) order[size_t(r)] = r;
   // Hosts and domains in order of their first rank.
-  std::vector<int> host_first(size_t(f.nranks), -1), domain_first;
+  std::vector<int> host_first(size_t(f.nranks), -1);
   std::map<int, int> dom_first;
   for (int r = f.nranks - 1; r >= 0; --r) {
     host_first[size_t(f.host[size_t(r)])] = r;
