@@ -141,6 +141,15 @@ weftResult_t weftCommDestroy(weftComm_t comm);
  * error, typically weftRemoteError), waits for those calls to return, then frees
  * it. May be called from any thread. */
 weftResult_t weftCommAbort(weftComm_t comm);
+/* Stuck-call diagnosis on demand (SIGUSR1 does the same for every communicator):
+ * every rank of the communicator reports where it is (the call and its sequence
+ * number, the schedule step, the peer it waits on, bytes done) through the
+ * bootstrap, answering from a background thread even while it computes; the
+ * lowest rank that answers prints the table to stderr. Any rank, any thread,
+ * also while a call of the communicator is blocked on another thread. The one-line
+ * diagnosis ("rank 5 has not entered allreduce #1234 ...") is copied to `line`
+ * (up to len - 1 bytes, NUL-terminated) unless it is NULL. Nothing fails. */
+weftResult_t weftCommDump(weftComm_t comm, char* line, size_t len);
 /* weftSuccess, or the error that broke the communicator. */
 weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* asyncError);
 weftResult_t weftCommCount(const weftComm_t comm, int* count);

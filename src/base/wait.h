@@ -21,6 +21,7 @@ class Deadline {
   static Deadline after_ms(int64_t ms) { return Deadline(Clock::now() + std::chrono::milliseconds(ms)); }
   static Deadline from_params() { return after_ms(params::TIMEOUT_MS()); }
   bool expired() const { return Clock::now() >= at_; }
+  Clock::time_point at() const { return at_; }
   int64_t remaining_ms() const {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(at_ - Clock::now()).count();
     return left > 0 ? left : 0;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -98,6 +99,33 @@ Status await_rendezvous(const std::string& path, const std::string& job, int ran
 // the same kernel and network namespace.
 std::string host_identity();
 
+// Where a rank of a group stands (its answer to a status request).
+enum class RowState : int32_t {
+  NoAnswer = 0,  // filled in by the root: the rank did not answer in time
+  Idle = 1,      // in no call of this communicator
+  InCall = 2,    // in a collective or point-to-point call (or one is queued)
+  Gone = 3,      // its communicator of this group is destroyed
+  Lost = 4,      // filled in by the root: its connection closed
+};
+
+struct StatusRow {
+  int32_t state;             // RowState
+  int32_t peer;              // the rank it waits on, in the group's numbering; -1: none
+  uint64_t seq;              // collectives it has entered on this communicator
+  uint32_t step, nsteps;     // its position in the collective's schedule
+  uint64_t bytes_done, bytes;  // of the transfer it waits on
+  uint32_t age_ms;           // since that position was recorded
+  uint32_t timed_out;        // 1: this rank reached its deadline
+  char op[24];               // "allreduce", "point-to-point", "" (idle)
+  char waiting[40];          // the step's kind or what it waits for: "RecvReduce", "its read of our buffer"
+};
+static_assert(sizeof(StatusRow) == 112);
+
+enum class ReportKind : uint64_t {
+  Timeout = 0,  // a rank reached its deadline: the group fails with the diagnosis everywhere
+  Dump = 1,     // weftCommDump / SIGUSR1: the table is printed, nothing fails
+};
+
 class Bootstrap {
  public:
   // Connects to the root and joins. Retries refused connections until the
@@ -141,6 +169,20 @@ class Bootstrap {
   // new thread, listener or connection. Every member calls it with the same
   // ranks and tag (a split's sequence number and color); its operations, aborts
   // and lost-rank notices concern its members only.
+  // Stuck-collective diagnosis (diagnosis.h). The source answers the root's
+  // status requests for this communicator on the connection's reader thread, so
+  // it must not block; an empty one clears it (waiting for an answer in progress).
+  using StatusSource = std::function<StatusRow()>;
+  virtual void set_status_source(StatusSource source) = 0;
+  // Sends this rank's row to the root, which asks every other member for theirs
+  // (WEFT_DIAG_WAIT_MS at most) and sends every member the diagnosis; the lowest
+  // rank that answered prints the table to stderr. Returns the diagnosis line, or
+  // one saying the root did not answer by `deadline` (naming the rank whose
+  // process runs it). Timeout: the group fails on every rank with the diagnosis,
+  // and a later report gets the same one at once. Any thread, also while another
+  // is blocked in a call of this communicator.
+  virtual std::string diagnose(const StatusRow& mine, ReportKind kind, Deadline deadline) = 0;
+
   virtual Status subgroup(uint64_t tag, const std::vector<int>& ranks, std::unique_ptr<Bootstrap>* out) = 0;
 };
 

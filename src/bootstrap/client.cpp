@@ -1,7 +1,12 @@
 // The rank side of the bootstrap: one connection to the root per rank, shared by
 // the communicators of its family (groups), requests answered in order per group,
-// and notices (lost rank, abort, error) that may arrive at any time and make every
-// later call of their group (of every group, for the job's) fail with the same error.
+// and notices (lost rank, abort, error, diagnosis) that may arrive at any time and
+// make every later call of their group (of every group, for the job's) fail with
+// the same error. A reader thread per connection takes in everything the root
+// sends, so that status requests are answered while the rank computes outside weft.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -16,6 +21,7 @@
 #include <set>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "base/log.h"
@@ -49,17 +55,44 @@ int leave_root_process(const UniqueId& id) {
   return left;
 }
 
+// SIGUSR1 asks every communicator of the process for a status dump: the handler
+// only counts, and each connection's reader thread notices the count change.
+std::atomic<uint32_t> g_dump_signals{0};
+void on_dump_signal(int) { g_dump_signals.fetch_add(1, std::memory_order_relaxed); }
+// Installed once, and only over the default action (which would kill the process):
+// a handler the program set stays.
+void install_dump_signal() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (params::SIGUSR1_DUMP() == 0) return;
+    struct sigaction old{};
+    if (sigaction(SIGUSR1, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) return;
+    struct sigaction sa{};
+    sa.sa_handler = on_dump_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGUSR1, &sa, nullptr);
+  });
+}
+
 // One joined rank's connection to the root, shared by the bootstraps of its
 // family's communicators (a group each; group 0 is the communicator made by
-// init). Whichever thread waits reads the socket for everyone and sorts what
-// arrives into the groups' boxes; the others wait on the condition variable.
+// init). The reader thread reads the socket, sorts what arrives into the
+// groups' boxes and answers status requests; callers wait on the condition variable.
 class Connection {
  public:
   Connection(const UniqueId& id, const SockAddr& root, int rank, int nranks, Fd fd)
       : id_(id), root_(root), rank_(rank), nranks_(nranks), fd_(std::move(fd)) {}
   ~Connection();
 
+  Status start_reader();
+  void stop_reader();
   Status join(Deadline deadline);
+  // A communicator's group on this connection: this rank's place in it (me) and
+  // its members' ranks on their connections (empty for group 0).
+  void open(uint64_t group, int me, const std::vector<int32_t>& members);
+  void set_status_source(uint64_t group, Bootstrap::StatusSource source);
+  std::string diagnose(uint64_t group, const StatusRow& mine, ReportKind kind, Deadline deadline);
   // One operation of `group` (members: its ranks on their connections, empty
   // for group 0; me: this rank's place there, for messages).
   Status run_op(uint64_t group, const std::vector<int32_t>& members, int me, OpKind kind, const void* mine,
@@ -74,32 +107,45 @@ class Connection {
     uint64_t seq = 0;  // the group's next operation
     std::deque<Msg> replies;
     Status sticky;  // the group's failure: its later calls return it
+    int me = 0;
+    std::vector<int32_t> members;  // empty: every rank, in connection order
+    std::string diagnosis;         // the root's latest diagnosis line
+    uint64_t diagnoses = 0;        // how many arrived
   };
   Status send_msg(MsgType type, uint64_t seq, int64_t arg, const void* data, size_t len, Deadline deadline,
                   const char* what, uint64_t group);
   // Waits for `want` #seq of `group`; the group's or the connection's failure ends the wait.
   Status wait_msg(uint64_t group, int me, MsgType want, uint64_t seq, Deadline deadline, const std::string& what,
                   const std::string& waiting_for, Msg* out);
-  // With mu_ held: reads what arrives within `wait` (none: only what is there)
-  // without holding mu_, then sorts it into the boxes.
-  void read_some(std::unique_lock<std::mutex>& lk, Deadline wait);
-  void dispatch(Msg& m);
-  Status failure(uint64_t group) {
-    if (!sticky_.ok()) return sticky_;
-    return boxes_[group].sticky;
-  }
+  void read_loop();
+  // Sorts one message into the boxes (mu_ held); what must be done without the
+  // lock (answers, printing) goes to *later.
+  void dispatch(Msg& m, std::vector<Msg>* later);
+  void answer(const Msg& m);
+  void dump_all();
+  Status failure(uint64_t group);
+  // Once the root is gone: the message for a rank of `group`, naming the rank
+  // whose process ran the root when the root said which.
+  std::string root_lost_text(uint64_t group) const;
   Status lost_root(const std::string& what, int err);
 
   UniqueId id_;
   SockAddr root_;
   int rank_, nranks_;
   Fd fd_;
-  MsgReader in_;        // touched by the reading thread only
+  MsgReader in_;        // touched by the reader thread only
   std::mutex send_mu_;  // whole messages
-  std::mutex mu_;       // the boxes, sticky_, reading_
+  std::mutex mu_;       // the boxes, sticky_, root_lost_
   std::condition_variable cv_;
-  bool reading_ = false;
   std::map<uint64_t, Box> boxes_;
+  std::thread reader_;
+  Fd wake_rd_, wake_wr_;  // wakes the reader to stop
+  std::atomic<bool> stop_{false};
+  std::mutex source_mu_;  // held while a status source runs
+  std::map<uint64_t, Bootstrap::StatusSource> sources_;
+  int root_rank_ = -1;      // the rank whose process runs the root (Welcome), -1: none
+  std::string root_owner_;  // "rank R (host H, pid P)"
+  bool root_lost_ = false;  // sticky_ is the loss of the root
   std::set<uint64_t> left_;  // groups whose communicator is gone here
   Status sticky_;  // the connection's failure: every group's
   bool joined_ = false;  // only a joined rank says goodbye and waits for the root
@@ -118,15 +164,55 @@ Status Connection::lost_root(const std::string& what, int err) {
   std::string msg = "rank " + std::to_string(rank_) + ": " + what + ": lost connection to the bootstrap root at " +
                     root_.str();
   if (err != 0) msg += std::string(" (") + std::strerror(err) + ")";
-  if (sticky_.ok()) sticky_ = Status(weftRemoteError, msg);
+  if (sticky_.ok()) {
+    sticky_ = Status(weftRemoteError, msg);
+    root_lost_ = true;
+  }
   return sticky_;
 }
 
-void Connection::dispatch(Msg& m) {
+std::string Connection::root_lost_text(uint64_t group) const {
+  if (root_rank_ < 0) return sticky_.message();
+  auto it = boxes_.find(group);
+  int in_group = root_rank_;
+  if (it != boxes_.end() && !it->second.members.empty()) {
+    const auto& m = it->second.members;
+    auto pos = std::find(m.begin(), m.end(), root_rank_);
+    in_group = pos == m.end() ? -1 : static_cast<int>(pos - m.begin());
+  }
+  // The root's process is a rank's: its loss is that rank's death (or its host's).
+  std::string who = in_group >= 0 ? "rank " + std::to_string(in_group) : "the first communicator's " + root_owner_;
+  if (in_group >= 0 && in_group != root_rank_) who += " (the first communicator's " + root_owner_ + ")";
+  else if (in_group >= 0) who = root_owner_;
+  return sticky_.message() + ", which ran in the process of " + who + ": that rank died, exited or is cut off";
+}
+
+Status Connection::failure(uint64_t group) {
+  if (!sticky_.ok()) {
+    Box& box = boxes_[group];
+    // The group's own news (a lost rank, a diagnosis) came first and says more.
+    if (!box.sticky.ok()) return box.sticky;
+    if (root_lost_) box.sticky = Status(sticky_.code(), root_lost_text(group));
+    return root_lost_ ? box.sticky : sticky_;
+  }
+  return boxes_[group].sticky;
+}
+
+void Connection::dispatch(Msg& m, std::vector<Msg>* later) {
   const uint64_t group = m.hdr.group;
   if (left_.count(group) != 0) return;  // late news of a communicator gone here
   switch (m.type()) {
     case MsgType::Welcome:
+      if (m.payload.size() >= sizeof(int32_t)) {
+        int32_t r;
+        std::memcpy(&r, m.payload.data(), sizeof r);
+        if (r >= 0 && r < nranks_) {
+          root_rank_ = r;
+          root_owner_ = m.payload.substr(sizeof r, 200);
+        }
+      }
+      boxes_[group].replies.push_back(std::move(m));
+      return;
     case MsgType::Reply:
     case MsgType::Waiting:
       boxes_[group].replies.push_back(std::move(m));
@@ -142,6 +228,19 @@ void Connection::dispatch(Msg& m) {
       if (st.ok()) st = Status(code, m.payload);
       return;
     }
+    case MsgType::Diagnosis: {
+      Box& box = boxes_[group];
+      std::string line = m.payload.substr(0, m.payload.find('\n'));
+      box.diagnosis = line;
+      ++box.diagnoses;
+      if (static_cast<ReportKind>(m.hdr.seq) == ReportKind::Timeout && box.sticky.ok())
+        box.sticky = Status(weftTimeout, "diagnosis: " + line);
+      if (m.hdr.arg == box.me) later->push_back(std::move(m));  // this rank prints the table
+      return;
+    }
+    case MsgType::StatusRequest:
+      later->push_back(std::move(m));
+      return;
     default:
       if (sticky_.ok())
         sticky_ = Error(weftInternalError, "rank %d: unexpected bootstrap message type %u from the root", rank_,
@@ -149,15 +248,65 @@ void Connection::dispatch(Msg& m) {
   }
 }
 
-void Connection::read_some(std::unique_lock<std::mutex>& lk, Deadline wait) {
-  reading_ = true;
-  lk.unlock();
-  std::vector<Msg> got;
-  bool closed = false, bad = false;
-  int err = 0;
+// A status request is answered from the communicator's source; a diagnosis
+// addressed to this rank's place is printed.
+void Connection::answer(const Msg& m) {
+  const uint64_t group = m.hdr.group;
+  if (m.type() == MsgType::Diagnosis) {
+    size_t nl = m.payload.find('\n');
+    std::string line = m.payload.substr(0, nl);
+    std::string table = nl == std::string::npos ? std::string() : m.payload.substr(nl + 1);
+    std::fprintf(stderr, "weft diagnosis (rank %d of the communicator, %s): %s\n%s", static_cast<int>(m.hdr.arg),
+                 static_cast<ReportKind>(m.hdr.seq) == ReportKind::Dump ? "status dump" : "stuck call",
+                 line.c_str(), table.c_str());
+    std::fflush(stderr);
+    return;
+  }
+  StatusRow row{};
+  row.state = static_cast<int32_t>(RowState::Gone);
+  row.peer = -1;
+  {
+    std::lock_guard<std::mutex> lk(source_mu_);
+    auto it = sources_.find(group);
+    if (it != sources_.end() && it->second) row = it->second();
+  }
+  (void)send_msg(MsgType::StatusReply, m.hdr.seq, 0, &row, sizeof row, Deadline::after_ms(1000), "status reply", group);
+}
+
+// SIGUSR1: every communicator of this connection with a status source reports for a dump.
+void Connection::dump_all() {
+  std::vector<std::pair<uint64_t, StatusRow>> rows;
+  {
+    std::lock_guard<std::mutex> lk(source_mu_);
+    for (auto& [group, source] : sources_)
+      if (source) rows.emplace_back(group, source());
+  }
+  for (auto& [group, row] : rows)
+    (void)send_msg(MsgType::Report, 0, static_cast<int64_t>(ReportKind::Dump), &row, sizeof row,
+                   Deadline::after_ms(1000), "status dump", group);
+}
+
+void Connection::read_loop() {
+  uint32_t dumps_seen = g_dump_signals.load(std::memory_order_relaxed);
   char buf[65536];
-  int perr = 0;
-  if (wait.remaining_ms() <= 0 || wait_readable(fd_.get(), wait, &perr)) {
+  while (!stop_.load(std::memory_order_acquire)) {
+    pollfd fds[2] = {{fd_.get(), POLLIN, 0}, {wake_rd_.get(), POLLIN, 0}};
+    int rc = ::poll(fds, 2, 100);
+    if (stop_.load(std::memory_order_acquire)) break;
+    uint32_t dumps = g_dump_signals.load(std::memory_order_relaxed);
+    if (dumps != dumps_seen) {
+      dumps_seen = dumps;
+      dump_all();
+    }
+    if (rc < 0 && errno != EINTR) {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (sticky_.ok()) sticky_ = SysError(errno, "rank %d: bootstrap: poll", rank_);
+      cv_.notify_all();
+      return;
+    }
+    if (rc <= 0 || (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+    bool closed = false, bad = false;
+    int err = 0;
     for (;;) {
       ssize_t n = recv_some(fd_.get(), buf, sizeof buf, &err);
       if (n > 0) {
@@ -168,19 +317,67 @@ void Connection::read_some(std::unique_lock<std::mutex>& lk, Deadline wait) {
       }
       break;
     }
+    std::vector<Msg> later;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      Msg m;
+      while (in_.next(&m, &bad)) dispatch(m, &later);
+      if (bad && sticky_.ok())
+        sticky_ = Error(weftInternalError, "rank %d: malformed message from the bootstrap root %s", rank_,
+                        root_.str().c_str());
+      if (closed) (void)lost_root("bootstrap", err);
+      cv_.notify_all();
+    }
+    for (const Msg& m : later) answer(m);
+    if (closed || bad) return;  // nothing more will come
   }
-  // Parse even when nothing new came: a message may wait in the buffer.
-  Msg m;
-  while (in_.next(&m, &bad)) got.push_back(std::move(m));
-  lk.lock();
-  reading_ = false;
-  for (Msg& msg : got) dispatch(msg);
-  if (bad && sticky_.ok())
-    sticky_ = Error(weftInternalError, "rank %d: malformed message from the bootstrap root %s", rank_,
-                    root_.str().c_str());
-  if (closed) (void)lost_root("bootstrap", err);
-  if (perr != 0 && sticky_.ok()) sticky_ = SysError(perr, "rank %d: bootstrap: poll", rank_);
-  cv_.notify_all();
+}
+
+Status Connection::start_reader() {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) return SysError(errno, "rank %d: bootstrap: pipe2", rank_);
+  wake_rd_.reset(p[0]);
+  wake_wr_.reset(p[1]);
+  install_dump_signal();
+  reader_ = std::thread([this] { read_loop(); });
+  return Status::Ok();
+}
+
+void Connection::open(uint64_t group, int me, const std::vector<int32_t>& members) {
+  std::lock_guard<std::mutex> lk(mu_);
+  left_.erase(group);  // a group of that id again
+  Box& box = boxes_[group];
+  box.me = me;
+  box.members = members;
+}
+
+void Connection::set_status_source(uint64_t group, Bootstrap::StatusSource source) {
+  std::lock_guard<std::mutex> lk(source_mu_);
+  if (source) sources_[group] = std::move(source);
+  else sources_.erase(group);
+}
+
+std::string Connection::diagnose(uint64_t group, const StatusRow& mine, ReportKind kind, Deadline deadline) {
+  uint64_t before;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    Box& box = boxes_[group];
+    // A timeout's diagnosis is the group's end: a second one would say the same.
+    if (kind == ReportKind::Timeout && box.diagnoses > 0) return box.diagnosis;
+    if (root_lost_) return root_lost_text(group);
+    before = box.diagnoses;
+  }
+  Status st = send_msg(MsgType::Report, 0, static_cast<int64_t>(kind), &mine, sizeof mine, deadline, "status report",
+                       group);
+  std::unique_lock<std::mutex> lk(mu_);
+  if (st.ok())
+    cv_.wait_until(lk, deadline.at(), [&] { return boxes_[group].diagnoses != before || root_lost_; });
+  Box& box = boxes_[group];
+  if (box.diagnoses != before) return box.diagnosis;
+  if (root_lost_) return root_lost_text(group);
+  std::string owner = root_rank_ < 0 ? std::string() : "; it runs in the process of " + root_owner_ + ", which is "
+                                                       "stopped, hung or cut off";
+  return "the bootstrap root at " + root_.str() + " did not answer a status report" + owner;
 }
 
 Status Connection::wait_msg(uint64_t group, int me, MsgType want, uint64_t seq, Deadline deadline,
@@ -223,10 +420,8 @@ Status Connection::wait_msg(uint64_t group, int me, MsgType want, uint64_t seq, 
       if (boxes_[group].sticky.ok()) boxes_[group].sticky = st;
       return st;
     }
-    // Wait in short slices so that an abort (on this rank or from the root) is noticed.
-    Deadline slice = Deadline::after_ms(std::max<int64_t>(1, std::min<int64_t>(deadline.remaining_ms(), 100)));
-    if (!reading_) read_some(lk, slice);
-    else cv_.wait_for(lk, std::chrono::milliseconds(20));
+    // Wait in short slices so that an abort on this rank is noticed.
+    cv_.wait_for(lk, std::chrono::milliseconds(std::max<int64_t>(1, std::min<int64_t>(deadline.remaining_ms(), 100))));
   }
 }
 
@@ -239,13 +434,19 @@ Status Connection::join(Deadline deadline) {
   h.pid = static_cast<int32_t>(::getpid());
   if (gethostname(h.host, sizeof h.host - 1) != 0) std::strcpy(h.host, "?");
   std::string what = "bootstrap join (rank " + std::to_string(rank_) + " of " + std::to_string(nranks_) + ")";
-  WEFT_TRY(send_msg(MsgType::Hello, 0, 0, &h, sizeof h, deadline, what.c_str(), 0));
+  const bool hosts_root = find_root_service(id_) != nullptr;
+  WEFT_TRY(send_msg(MsgType::Hello, 0, hosts_root ? 1 : 0, &h, sizeof h, deadline, what.c_str(), 0));
   Msg m;
   std::string waiting = "all " + std::to_string(nranks_) + " ranks to connect to the root at " + root_.str();
   Status st = wait_msg(0, rank_, MsgType::Welcome, 0, deadline, what, waiting, &m);
   joined_ = st.ok();
-  if (joined_ && find_root_service(id_) != nullptr) join_root_process(id_);
-  if (st.code() == weftRemoteError && st.message().find("lost connection") != std::string::npos)
+  bool root_closed;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    root_closed = root_lost_;
+  }
+  if (joined_ && hosts_root) join_root_process(id_);
+  if (st.code() == weftRemoteError && root_closed)
     // The root closes on a stranger without a word; say the likely cause.
     return Status(weftRemoteError, st.message() + "; the root closed the connection during the "
                                                   "join (wrong job secret, or the root exited)");
@@ -259,7 +460,6 @@ Status Connection::run_op(uint64_t group, const std::vector<int32_t>& members, i
   uint64_t seq;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    left_.erase(group);  // a group of that id again
     WEFT_TRY(failure(group));
     seq = boxes_[group].seq;
   }
@@ -306,10 +506,7 @@ Status Connection::run_op(uint64_t group, const std::vector<int32_t>& members, i
 }
 
 Status Connection::poll(uint64_t group) {
-  std::unique_lock<std::mutex> lk(mu_);
-  // A thread waiting in an operation reads the socket itself and will see any
-  // notice; do not wait for it.
-  if (failure(group).ok() && !reading_) read_some(lk, Deadline::after_ms(0));
+  std::lock_guard<std::mutex> lk(mu_);
   return failure(group);
 }
 
@@ -334,12 +531,25 @@ void Connection::leave(uint64_t group) {
   (void)send_msg(MsgType::Leave, 0, 0, nullptr, 0, Deadline::after_ms(1000), "leave", group);
 }
 
+void Connection::stop_reader() {
+  if (!reader_.joinable()) return;
+  stop_.store(true, std::memory_order_release);
+  char b = 1;
+  ssize_t n = ::write(wake_wr_.get(), &b, 1);
+  (void)n;
+  reader_.join();
+}
+
 Connection::~Connection() {
-  if (!joined_) return;  // fd_ closes; the root frees this rank's slot
+  if (!joined_) {  // fd_ closes; the root frees this rank's slot
+    stop_reader();
+    return;
+  }
   // A goodbye tells the root this close is deliberate, so no rank hears "lost".
   Status st = send_msg(MsgType::Goodbye, 0, 0, nullptr, 0, Deadline::after_ms(1000), "goodbye", 0);
   (void)st;
   ::shutdown(fd_.get(), SHUT_WR);
+  stop_reader();
   fd_.reset();
   // The root's process must keep serving until every rank has left: its last
   // rank to leave waits (weftCommInitAll puts every rank in one process, and
@@ -356,9 +566,12 @@ Connection::~Connection() {
 class GroupBootstrap final : public Bootstrap {
  public:
   GroupBootstrap(std::shared_ptr<Connection> conn, uint64_t id, std::vector<int32_t> members, int rank, int nranks)
-      : conn_(std::move(conn)), id_(id), members_(std::move(members)), rank_(rank), nranks_(nranks) {}
+      : conn_(std::move(conn)), id_(id), members_(std::move(members)), rank_(rank), nranks_(nranks) {
+    conn_->open(id_, rank_, members_);
+  }
   // Group 0 ends with the connection (its goodbye).
   ~GroupBootstrap() override {
+    conn_->set_status_source(id_, nullptr);
     if (id_ != 0) conn_->leave(id_);
   }
 
@@ -374,6 +587,10 @@ class GroupBootstrap final : public Bootstrap {
   }
   Status poll() override { return conn_->poll(id_); }
   void abort(const std::string& reason) override { conn_->abort(id_, rank_, reason); }
+  void set_status_source(StatusSource source) override { conn_->set_status_source(id_, std::move(source)); }
+  std::string diagnose(const StatusRow& mine, ReportKind kind, Deadline deadline) override {
+    return conn_->diagnose(id_, mine, kind, deadline);
+  }
   Status subgroup(uint64_t tag, const std::vector<int>& ranks, std::unique_ptr<Bootstrap>* out) override {
     std::vector<int32_t> members;
     int me = -1;
@@ -421,6 +638,7 @@ Status Bootstrap::connect(const UniqueId& id, int rank, int nranks, Deadline dea
   Status st = connect_retry(root, params::BOOT_RETRY_MS(), deadline, &fd);
   if (!st.ok()) return st.prefix("rank " + std::to_string(rank) + ": ");
   auto c = std::make_shared<Connection>(id, root, rank, nranks, std::move(fd));
+  WEFT_TRY(c->start_reader());
   WEFT_TRY(c->join(deadline));
   WEFT_INFO(BOOT, "rank %d of %d joined the bootstrap at %s", rank, nranks, root.str().c_str());
   *out = std::make_unique<GroupBootstrap>(std::move(c), 0, std::vector<int32_t>{}, rank, nranks);

@@ -20,6 +20,7 @@
 
 #include "base/log.h"
 #include "base/params.h"
+#include "bootstrap/diagnosis.h"
 #include "bootstrap/wire.h"
 
 namespace weft::boot {
@@ -72,6 +73,18 @@ struct Group {
   std::vector<bool> op_arrived;
   std::string op_data;
 
+  // A diagnosis round: the members' status rows, gathered until every member
+  // answered or its deadline.
+  struct Round {
+    bool active = false;
+    bool dump = true;  // only dumps were asked for: nobody fails
+    uint64_t id = 0;
+    Clock::time_point began, deadline;
+    std::vector<bool> answered;
+    std::vector<RankStatus> rows;
+  } round;
+  std::string diagnosis;  // a timeout's round result (line, '\n', table): later reports get it at once
+
   int index_of(int rank) const {
     auto it = std::find(members.begin(), members.end(), rank);
     return it == members.end() ? -1 : static_cast<int>(it - members.begin());
@@ -100,6 +113,11 @@ class RootService : public std::enable_shared_from_this<RootService> {
   void on_op(Conn* c, const Msg& m);
   void on_abort(Conn* c, const Msg& m);
   void on_leave(Conn* c, const Msg& m);
+  void on_report(Conn* c, const Msg& m);
+  void on_status_reply(Conn* c, const Msg& m);
+  // Ends rounds that are complete or past their deadline; the time until the next deadline.
+  int64_t finish_rounds();
+  void finish_round(uint64_t id, Group& g);
   void on_closed(Conn* c);
   void fail_all(weftResult_t code, const std::string& msg);
   void fail_group(uint64_t id, Group& g, weftResult_t code, const std::string& msg);
@@ -127,6 +145,7 @@ class RootService : public std::enable_shared_from_this<RootService> {
   // State below is touched only by the service thread.
   std::vector<std::unique_ptr<Conn>> conns_;
   int nranks_ = -1;
+  int32_t root_rank_ = -1;  // the rank whose process runs this service (its hello said so)
   int max_nranks_seen_ = 0;
   int hellos_ = 0;           // connections that proved the secret
   std::vector<RankInfo> ranks_;
@@ -292,6 +311,10 @@ void RootService::on_closed(Conn* c) {
   for (auto& [id, g] : groups_) {
     int lost = g.index_of(r);
     if (lost < 0) continue;
+    if (g.round.active && !g.round.answered[static_cast<size_t>(lost)]) {
+      g.round.answered[static_cast<size_t>(lost)] = true;
+      g.round.rows[static_cast<size_t>(lost)].row.state = static_cast<int32_t>(RowState::Lost);
+    }
     std::string text = describe(lost, info) + " disconnected from the bootstrap";
     for (int m : g.members)
       if (m != r) send(ranks_[static_cast<size_t>(m)].conn, MsgType::Lost, 0, lost, text.data(), text.size(), id);
@@ -360,6 +383,7 @@ void RootService::on_hello(Conn* c, const Msg& m) {
   }
   me.conn = c;
   slot = me;
+  if (m.hdr.arg == 1) root_rank_ = h.rank;
   WEFT_INFO(BOOT, "bootstrap root %s: rank %d joined from %s (%d of %d)", bound_.str().c_str(),
             h.rank, me.addr.c_str(), joined(), nranks_);
   if (joined() == nranks_) {
@@ -368,7 +392,10 @@ void RootService::on_hello(Conn* c, const Msg& m) {
     for (int i = 0; i < nranks_; ++i) all.members.push_back(i);
     all.left.assign(static_cast<size_t>(nranks_), false);
     all.op_arrived.assign(static_cast<size_t>(nranks_), false);
-    for (auto& r : ranks_) send(r.conn, MsgType::Welcome, 0, nranks_, nullptr, 0);
+    // Every rank learns whose process runs the root: if the root goes, that rank went.
+    std::string owner(reinterpret_cast<const char*>(&root_rank_), sizeof(int32_t));
+    if (root_rank_ >= 0) owner += describe(root_rank_, ranks_[static_cast<size_t>(root_rank_)]);
+    for (auto& r : ranks_) send(r.conn, MsgType::Welcome, 0, nranks_, owner.data(), owner.size());
     WEFT_INFO(BOOT, "bootstrap root %s: all %d ranks joined", bound_.str().c_str(), nranks_);
   }
 }
@@ -553,6 +580,113 @@ std::string RootService::waiting_text(uint64_t group) const {
          std::to_string(g.op_seq) + " yet";
 }
 
+// A rank timed out (or asks for a dump): gather every member's status row.
+void RootService::on_report(Conn* c, const Msg& m) {
+  const uint64_t id = m.hdr.group;
+  auto it = groups_.find(id);
+  const auto kind = static_cast<ReportKind>(m.hdr.arg);
+  if (m.payload.size() != sizeof(StatusRow) || (kind != ReportKind::Timeout && kind != ReportKind::Dump)) {
+    drop(c, "malformed status report");
+    on_closed(c);
+    return;
+  }
+  int r = it == groups_.end() ? -1 : it->second.index_of(c->rank);
+  if (r < 0) {
+    // A communicator that never ran a bootstrap operation, or not this rank's.
+    std::string text = "the bootstrap root knows no such communicator of rank " + std::to_string(c->rank);
+    send(c, MsgType::Diagnosis, m.hdr.arg, -1, text.data(), text.size(), id);
+    return;
+  }
+  Group& g = it->second;
+  if (kind == ReportKind::Timeout && !g.diagnosis.empty()) {
+    send(c, MsgType::Diagnosis, m.hdr.arg, -1, g.diagnosis.data(), g.diagnosis.size(), id);
+    return;
+  }
+  Group::Round& round = g.round;
+  const size_t n = g.members.size();
+  if (!round.active) {
+    round.active = true;
+    round.dump = true;
+    ++round.id;
+    round.began = Clock::now();
+    round.deadline = round.began + std::chrono::milliseconds(params::DIAG_WAIT_MS());
+    round.answered.assign(n, false);
+    round.rows.assign(n, RankStatus{});
+    for (size_t i = 0; i < n; ++i) {
+      const RankInfo& info = ranks_[static_cast<size_t>(g.members[i])];
+      RankStatus& rs = round.rows[i];
+      rs.who = "host " + info.host + ", pid " + std::to_string(info.pid);
+      rs.row.peer = -1;
+      if (info.lost || info.conn == nullptr || g.left[i]) {
+        rs.row.state = static_cast<int32_t>(info.lost || info.conn == nullptr ? RowState::Lost : RowState::Gone);
+        round.answered[i] = true;
+      } else if (static_cast<int>(i) != r) {
+        send(info.conn, MsgType::StatusRequest, round.id, 0, nullptr, 0, id);
+      }
+    }
+  }
+  if (kind == ReportKind::Timeout) round.dump = false;
+  std::memcpy(&round.rows[static_cast<size_t>(r)].row, m.payload.data(), sizeof(StatusRow));
+  round.answered[static_cast<size_t>(r)] = true;
+  finish_rounds();
+}
+
+void RootService::on_status_reply(Conn* c, const Msg& m) {
+  auto it = groups_.find(m.hdr.group);
+  if (it == groups_.end()) return;
+  Group& g = it->second;
+  int r = g.index_of(c->rank);
+  if (r < 0 || !g.round.active || m.hdr.seq != g.round.id) return;  // late: that round is over
+  if (m.payload.size() != sizeof(StatusRow)) {
+    drop(c, "malformed status reply");
+    on_closed(c);
+    return;
+  }
+  std::memcpy(&g.round.rows[static_cast<size_t>(r)].row, m.payload.data(), sizeof(StatusRow));
+  g.round.answered[static_cast<size_t>(r)] = true;
+  finish_rounds();
+}
+
+int64_t RootService::finish_rounds() {
+  int64_t next = 100;
+  const auto now = Clock::now();
+  for (auto& [id, g] : groups_) {
+    if (!g.round.active) continue;
+    const bool all = std::all_of(g.round.answered.begin(), g.round.answered.end(), [](bool b) { return b; });
+    if (all || now >= g.round.deadline) {
+      finish_round(id, g);
+      continue;
+    }
+    next = std::min<int64_t>(
+        next, std::chrono::duration_cast<std::chrono::milliseconds>(g.round.deadline - now).count() + 1);
+  }
+  return next;
+}
+
+void RootService::finish_round(uint64_t id, Group& g) {
+  Group::Round& round = g.round;
+  round.active = false;
+  const int64_t waited =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - round.began).count();
+  std::string table;
+  std::string line = diagnose(round.rows, waited, &table);
+  // The lowest rank that answered prints the table.
+  int printer = -1;
+  for (size_t i = 0; i < round.rows.size() && printer < 0; ++i) {
+    auto st = static_cast<RowState>(round.rows[i].row.state);
+    if (round.answered[i] && st != RowState::Lost && st != RowState::Gone && st != RowState::NoAnswer)
+      printer = static_cast<int>(i);
+  }
+  const auto kind = round.dump ? ReportKind::Dump : ReportKind::Timeout;
+  WEFT_WARN(BOOT, "bootstrap root %s: %s of a communicator of %zu ranks: %s", bound_.str().c_str(),
+            round.dump ? "status dump" : "diagnosis", g.members.size(), line.c_str());
+  std::string text = line + "\n" + table;
+  if (!round.dump) g.diagnosis = text;
+  for (int member : g.members)
+    send(ranks_[static_cast<size_t>(member)].conn, MsgType::Diagnosis, static_cast<uint64_t>(kind), printer,
+         text.data(), text.size(), id);
+}
+
 void RootService::on_message(Conn* c, Msg& m) {
   if (!c->hello_ok) {
     on_hello(c, m);
@@ -580,6 +714,12 @@ void RootService::on_message(Conn* c, Msg& m) {
       break;
     case MsgType::Leave:
       on_leave(c, m);
+      break;
+    case MsgType::Report:
+      on_report(c, m);
+      break;
+    case MsgType::StatusReply:
+      on_status_reply(c, m);
       break;
     case MsgType::Goodbye:
       ranks_[r].goodbye = true;
@@ -637,7 +777,7 @@ void RootService::run() {
     fds.push_back({wake_rd_.get(), POLLIN, 0});
     for (auto& c : conns_)
       fds.push_back({c->fd.get(), static_cast<short>(POLLIN | (c->out.empty() ? 0 : POLLOUT)), 0});
-    int rc = ::poll(fds.data(), fds.size(), 100);
+    int rc = ::poll(fds.data(), fds.size(), static_cast<int>(finish_rounds()));
     if (rc < 0 && errno != EINTR) {
       WEFT_WARN(BOOT, "bootstrap root %s: poll failed: %s", bound_.str().c_str(), std::strerror(errno));
       break;

@@ -21,15 +21,16 @@
 namespace weft::boot {
 
 constexpr uint32_t kWireMagic = 0x77667462;  // "weft boot"
-constexpr uint32_t kWireVersion = 2;
+constexpr uint32_t kWireVersion = 3;
 // Error's group for a failure of the whole job (every group of every connection).
 constexpr uint64_t kJobGroup = ~uint64_t{0};
 // Largest payload either side accepts: bounds memory a broken peer can make us allocate.
 constexpr uint32_t kMaxPayload = 1u << 30;
 
 enum class MsgType : uint32_t {
-  Hello = 1,    // rank -> root: HelloBody
-  Welcome = 2,  // root -> rank: every rank has joined
+  Hello = 1,    // rank -> root: HelloBody; arg 1: the root service runs in this rank's process
+  Welcome = 2,  // root -> rank: every rank has joined; payload = int32 rank whose process runs
+                // the root (-1: none), then "rank R (host H, pid P)" of that rank
   Error = 3,    // root -> rank: group, arg = weftResult_t, payload = message; the group is over
   Op = 4,       // rank -> root: group, seq, arg = OpKind, payload = [GroupPrefix] this rank's part
   Reply = 5,    // root -> rank: group, seq, payload = all parts in the group's rank order
@@ -39,7 +40,16 @@ enum class MsgType : uint32_t {
   Query = 9,    // rank -> root: group, seq: I timed out; who is the group waiting for?
   Waiting = 10, // root -> rank: group, seq, payload = which ranks have not arrived
   Leave = 11,   // rank -> root: group (not 0): this rank's communicator of the group is gone
+  // Stuck-collective diagnosis (diagnosis.h): a rank that timed out, or asks for a
+  // dump, reports its StatusRow; the root asks every other member of the group for
+  // theirs, then sends every member the diagnosis.
+  Report = 12,         // rank -> root: group, arg = ReportKind, payload = StatusRow
+  StatusRequest = 13,  // root -> rank: group, seq = round
+  StatusReply = 14,    // rank -> root: group, seq = round, payload = StatusRow
+  Diagnosis = 15,      // root -> rank: group, seq = ReportKind, arg = the member that prints
+                       // the table, payload = the diagnosis line, '\n', the table
 };
+
 
 enum class OpKind : int64_t { Allgather = 1, Barrier = 2 };
 

@@ -341,6 +341,16 @@ weftResult_t weftCommCount(const weftComm_t comm, int* count) {
   return weftSuccess;
 }
 
+weftResult_t weftCommDump(weftComm_t comm, char* line, size_t len) {
+  weftResult_t rc;
+  Use c(comm, "weftCommDump", &rc);
+  if (!c) return rc;
+  if (line != nullptr && len == 0) return invalid("%s: len is 0", "weftCommDump");
+  std::string text = c->dump();
+  if (line != nullptr) std::snprintf(line, len, "%s", text.c_str());
+  return weftSuccess;
+}
+
 weftResult_t weftCommUserRank(const weftComm_t comm, int* rank) {
   weftResult_t rc;
   Use c(comm, "weftCommUserRank", &rc);

@@ -143,6 +143,7 @@ Status Communicator::init(const boot::UniqueId& id, const weftConfig_t* config) 
     exec_->set_trace(lineage_.family_rank, trace_row_);
   }
   queue_ = engine::Engine::get().add_queue();
+  boot_->set_status_source([this] { return status_row(false, false); });
   WEFT_INFO(INIT, "rank %d of %d ready%s%s", rank_, nranks_, name_.empty() ? "" : ", comm ",
             name_.c_str());
   return Status::Ok();
@@ -274,6 +275,7 @@ Status Communicator::connect_transports(const boot::UniqueId& id) {
 }
 
 Communicator::~Communicator() {
+  if (boot_ != nullptr) boot_->set_status_source(nullptr);
   // In-flight operations finish first (promptly once aborted: they fail).
   if (queue_ != nullptr) {
     queue_->drain();
@@ -292,10 +294,19 @@ Status Communicator::check() {
   return st;
 }
 
-// A peer failing under us is often a consequence: it gave up because a third
-// rank died. The bootstrap's first notice names that rank; wait briefly for it.
-void Communicator::explain_remote(Status* st) {
+void Communicator::explain_failure(Status* st) {
+  if (st->code() == weftTimeout) {
+    // Every rank's status, gathered by the root; a rank that already holds the
+    // group's diagnosis (it failed by it) gets it back at once.
+    if (st->message().find("diagnosis: ") != std::string::npos) return;
+    std::string line = boot_->diagnose(status_row(true, true), boot::ReportKind::Timeout,
+                                       Deadline::after_ms(params::DIAG_WAIT_MS() + 300));
+    *st = Status(weftTimeout, st->message() + "; diagnosis: " + line);
+    return;
+  }
   if (st->code() != weftRemoteError) return;
+  // A peer failing under us is often a consequence: it gave up because a third
+  // rank died. The bootstrap's first notice names that rank; wait briefly for it.
   Deadline wait = Deadline::after_ms(200);
   SpinWait spin;
   while (!wait.expired()) {
@@ -307,6 +318,60 @@ void Communicator::explain_remote(Status* st) {
     }
     spin.pause();
   }
+}
+
+void Communicator::waiting(const exec::WaitInfo& w) {
+  std::lock_guard<std::mutex> lock(wait_mu_);
+  boot::StatusRow& r = wait_pos_.row;
+  if (w.plan != wait_pos_.plan || w.plan == nullptr) {
+    // The collective's name, from the key of its cached plan (once per call).
+    const char* op = w.plan == nullptr ? "point-to-point" : "collective";
+    for (const auto& [key, plan] : plans_)
+      if (&plan == w.plan) op = sched::coll_name(static_cast<sched::Coll>(std::get<0>(key.first)));
+    std::snprintf(r.op, sizeof r.op, "%s", op);
+    wait_pos_.plan = w.plan;
+  }
+  r.state = static_cast<int32_t>(boot::RowState::InCall);
+  r.peer = w.peer;
+  r.seq = w.plan == nullptr ? seq_ : w.seq;
+  r.step = static_cast<uint32_t>(w.step);
+  r.nsteps = static_cast<uint32_t>(w.nsteps);
+  r.bytes_done = w.bytes_done;
+  r.bytes = w.bytes;
+  std::snprintf(r.waiting, sizeof r.waiting, "%s", w.what);
+  wait_pos_.at = Clock::now();
+}
+
+boot::StatusRow Communicator::status_row(bool in_call, bool timed_out) {
+  // Nothing queued and nobody driving the queue: no call is in progress, and
+  // holding the drive lock makes seq_ safe to read.
+  if (!in_call && queue_->pending() == 0 && queue_->drive_mu().try_lock()) {
+    boot::StatusRow r{};
+    r.state = static_cast<int32_t>(boot::RowState::Idle);
+    r.peer = -1;
+    r.seq = seq_;
+    queue_->drive_mu().unlock();
+    return r;
+  }
+  std::lock_guard<std::mutex> lock(wait_mu_);
+  boot::StatusRow r = wait_pos_.row;
+  r.state = static_cast<int32_t>(boot::RowState::InCall);
+  if (wait_pos_.plan == nullptr && r.op[0] == '\0') {
+    // In a call that has not waited long yet (or queued behind one).
+    r.peer = -1;
+    std::snprintf(r.op, sizeof r.op, "%s", "collective");
+  }
+  r.age_ms = static_cast<uint32_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - wait_pos_.at).count());
+  r.timed_out = timed_out ? 1 : 0;
+  return r;
+}
+
+std::string Communicator::dump() {
+  std::string line = boot_->diagnose(status_row(false, false), boot::ReportKind::Dump,
+                                     Deadline::after_ms(params::DIAG_WAIT_MS() + 300));
+  WEFT_WARN(COLL, "rank %d: status dump: %s", rank_, line.c_str());
+  return line;
 }
 
 void Communicator::fail(const Status& st) {
@@ -429,7 +494,7 @@ Status Communicator::run_p2p(const std::vector<exec::P2P>& ops, const std::vecto
   Status st = exec_->run_p2p(ops, copies, timeout_ms_);
   if (trace::on()) trace_p2p(ops, began, st);
   if (!st.ok()) {
-    explain_remote(&st);
+    explain_failure(&st);
     st.prefix("point-to-point group: ");
     fail(st);
   }
@@ -739,7 +804,7 @@ const void* Communicator::premul_input(const CollArgs& a) {
 }
 
 Status Communicator::call_failed(const CollArgs& a, Status st) {
-  explain_remote(&st);
+  explain_failure(&st);
   st.prefix(std::string(sched::coll_name(a.coll)) + " #" + std::to_string(seq_) + " (count " +
             std::to_string(a.count) + ", " + reduce::dtype_name(a.dtype) + "): ");
   fail(st);

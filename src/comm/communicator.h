@@ -108,6 +108,11 @@ class Communicator final : public exec::Health {
   Status async_error();
 
   Status check() override;  // exec::Health
+  void waiting(const exec::WaitInfo& where) override;
+
+  // weftCommDump: every rank's status, printed as one table by the lowest rank
+  // that answers; returns the diagnosis line. Any thread.
+  std::string dump();
 
  private:
   friend class CollOp;
@@ -152,7 +157,13 @@ class Communicator final : public exec::Health {
   [[gnu::noinline, gnu::cold]] Status precheck(const CollArgs& a);
   [[gnu::noinline]] const void* premul_input(const CollArgs& a);
   [[gnu::noinline, gnu::cold]] Status call_failed(const CollArgs& a, Status st);
-  void explain_remote(Status* st);
+  // A failed call's error completed: a peer's failure with the bootstrap's first
+  // notice (often a third rank that died); a timeout with the diagnosis of the
+  // whole communicator (who holds it up).
+  void explain_failure(Status* st);
+  // This rank's status row for the diagnosis. in_call: the caller is the thread
+  // running this communicator's call (it holds the drive lock).
+  boot::StatusRow status_row(bool in_call, bool timed_out);
   // WEFT_TUNE_STATE_FILE: rank 0's copy, loaded by every rank at init; rewritten
   // by rank 0 when a class settles.
   Status load_tuning_state();
@@ -210,6 +221,14 @@ class Communicator final : public exec::Health {
 
   // Everything above the error state is touched only under queue_'s drive lock.
   std::shared_ptr<engine::Queue> queue_;
+  // Where the call in progress last waited (exec::Health::waiting), for status rows.
+  struct WaitPosition {
+    boot::StatusRow row{};
+    Clock::time_point at{};
+    const sched::RankPlan* plan = nullptr;
+  };
+  std::mutex wait_mu_;
+  WaitPosition wait_pos_;
   std::atomic<bool> aborted_{false};
   std::mutex err_mu_;
   Status error_;  // sticky: the communicator is unusable after it is set

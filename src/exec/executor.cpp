@@ -281,6 +281,21 @@ Status Executor::advance(Call& call, bool* done) {
 }
 
 Status Executor::check(Call& call) {
+  if (health_ != nullptr && plan_ != nullptr) {
+    WaitInfo w;
+    w.seq = call.seq;
+    w.plan = call.plan;
+    w.step = step_;
+    w.nsteps = plan_->steps.size();
+    w.peer = waiting_ != nullptr ? waiting_->peer() : -1;
+    w.what = waiting_for_;
+    if (receiving_) {
+      if (step_ < plan_->steps.size()) w.what = sched::kind_name(plan_->steps[step_].kind);
+      w.bytes_done = recv_op_.done;
+      w.bytes = recv_op_.bytes;
+    }
+    health_->waiting(w);
+  }
   return step_error(check_waiting(waiting_, call.deadline, waiting_for_));
 }
 
@@ -381,7 +396,14 @@ Status Executor::check_p2p(P2PCall& call) {
   bool sending = call.waiting != nullptr && std::any_of(call.sends.begin(), call.sends.end(), [&](const InFlight& s) {
                    return s.link == call.waiting;
                  });
-  Status st = check_waiting(call.waiting, call.deadline, sending ? "its read of our send" : "receiving");
+  const char* what = sending ? "its read of our send" : "receiving";
+  if (health_ != nullptr) {
+    WaitInfo w;
+    w.peer = call.waiting != nullptr ? call.waiting->peer() : -1;
+    w.what = what;
+    health_->waiting(w);
+  }
+  Status st = check_waiting(call.waiting, call.deadline, what);
   if (st.ok() || call.waiting == nullptr) return st;
   return st.prefix(std::string(sending ? "send to" : "recv from") + " rank " + std::to_string(call.waiting->peer()) +
                    ": ");

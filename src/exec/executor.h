@@ -21,11 +21,23 @@
 
 namespace weft::exec {
 
+// Where a call waits, for the stuck-call diagnosis (Health::waiting).
+struct WaitInfo {
+  uint64_t seq = 0;                       // the collective's sequence number; 0: point-to-point
+  const sched::RankPlan* plan = nullptr;  // the collective's plan
+  size_t step = 0, nsteps = 0;
+  int peer = -1;          // the rank waited on; -1: none (the data engine, a local step)
+  const char* what = "";  // the step's kind, or what is awaited of the peer
+  size_t bytes_done = 0, bytes = 0;  // of the receive in progress
+};
+
 // Communicator-wide checks run between polls while waiting: abort requested,
 // a rank lost according to the bootstrap, ...
 class Health {
  public:
   virtual Status check() = 0;
+  // Called just before check(): where the call is waiting now.
+  virtual void waiting(const WaitInfo& where) = 0;
 
  protected:
   ~Health() = default;

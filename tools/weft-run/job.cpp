@@ -70,6 +70,7 @@ class Job {
   struct Rank {
     pid_t pid = -1;  // also its process group id
     bool running = false;
+    int stopped_by = 0;  // the signal that stopped it (SIGSTOP, ...), 0 while it runs
   };
 
   bool SetUp();
@@ -267,11 +268,24 @@ void Job::HandleSignals() {
 void Job::Reap() {
   int status;
   pid_t pid;
-  while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+  // Stops are reported too: a stopped rank hangs the job, and when another rank
+  // then fails the stopped one is the likely cause.
+  while ((pid = ::waitpid(-1, &status, WNOHANG | WUNTRACED | WCONTINUED)) > 0) {
     auto it = rank_of_pid_.find(pid);
     if (it == rank_of_pid_.end()) continue;
     int r = it->second;
-    ranks_[static_cast<size_t>(r)].running = false;
+    Rank& rk = ranks_[static_cast<size_t>(r)];
+    if (WIFSTOPPED(status)) {
+      rk.stopped_by = WSTOPSIG(status);
+      Say("rank " + std::to_string(r) + " (pid " + std::to_string(pid) + ") stopped by signal " +
+          std::to_string(rk.stopped_by) + " (" + SignalName(rk.stopped_by) + ")");
+      continue;
+    }
+    if (WIFCONTINUED(status)) {
+      rk.stopped_by = 0;
+      continue;
+    }
+    rk.running = false;
     --running_;
     int code = 0;
     std::string how;
@@ -286,7 +300,12 @@ void Job::Reap() {
     // Only the failure that brings the job down is reported; ranks dying of the
     // SIGTERM weft-run sent afterwards are expected and would just be noise.
     if (code != 0 && !terminating_) {
-      Say("rank " + std::to_string(r) + " (pid " + std::to_string(pid) + ") " + how);
+      std::string stopped;
+      for (size_t i = 0; i < ranks_.size(); ++i)
+        if (ranks_[i].running && ranks_[i].stopped_by != 0)
+          stopped += "; rank " + std::to_string(i) + " (pid " + std::to_string(ranks_[i].pid) + ") is stopped (" +
+                     SignalName(ranks_[i].stopped_by) + ")";
+      Say("rank " + std::to_string(r) + " (pid " + std::to_string(pid) + ") " + how + stopped);
       RecordExit(code);
       BeginTermination(SIGTERM);
     }

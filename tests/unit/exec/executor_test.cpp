@@ -341,14 +341,21 @@ TEST(ExecutorErrors, DeadlineOfAPointToPointReceive) {
                   "DeadlineOfAPointToPointReceive", 2);
 }
 
-// The communicator's own check (abort, a rank lost per the bootstrap) also ends a wait.
+// The communicator's own check (abort, a rank lost per the bootstrap) also ends a
+// wait; before it, the executor says where it waits (the stuck-call diagnosis).
 class FailingHealth final : public exec::Health {
  public:
   Status check() override {
     ++calls;
     return Error(weftRemoteError, "bootstrap: rank 3 lost");
   }
+  void waiting(const exec::WaitInfo& w) override {
+    where = w;
+    what = w.what;
+  }
   int calls = 0;
+  exec::WaitInfo where;
+  std::string what;
 };
 
 TEST(ExecutorErrors, HealthCheckEndsTheWait) {
@@ -366,6 +373,15 @@ TEST(ExecutorErrors, HealthCheckEndsTheWait) {
   EXPECT_EQ(st.code(), weftRemoteError) << st.message();
   EXPECT_TRUE(contains(st.message(), "rank 3 lost")) << st.message();
   EXPECT_GE(health.calls, 1);
+  // Rank 1 waits in step 0 of 1, a Recv of 16 bytes from rank 0 of which none came.
+  EXPECT_EQ(health.where.seq, 1u);
+  EXPECT_EQ(health.where.plan, &p);
+  EXPECT_EQ(health.where.step, 0u);
+  EXPECT_EQ(health.where.nsteps, 1u);
+  EXPECT_EQ(health.where.peer, 0);
+  EXPECT_EQ(health.what, "Recv");
+  EXPECT_EQ(health.where.bytes, 16u);
+  EXPECT_EQ(health.where.bytes_done, 0u);
 }
 
 // (f) Point-to-point groups: sends and receives to several peers, posted in a

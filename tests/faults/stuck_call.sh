@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The stuck-call diagnosis, end to end: 4 ranks, one misbehaves at all-reduce #6
+# (weft-stuck-call), and every other rank's error must name it and say how; the
+# lowest rank that answered prints the table once; nothing is left behind.
+# usage: stuck_call.sh WEFT_RUN STUCK_CALL_EXE
+set -u
+run=$1 exe=$2
+out=$(mktemp)
+name=$(basename "$exe")
+cleanup() { pkill -9 -x "$name" 2>/dev/null; rm -f "$out"; }
+trap cleanup EXIT
+before=$(ls /dev/shm | grep -c '^weft-' || true)
+fail=0 checks=0
+# case MODE VICTIM NEEDLE: every rank but the victim fails naming rank VICTIM and NEEDLE.
+case_() {
+  local mode=$1 victim=$2 needle=$3
+  local start=$(date +%s%N)
+  WEFT_TIMEOUT_MS=1500 timeout 60 "$run" -n 4 --timeout 40 -- "$exe" "$mode" "$victim" >"$out" 2>&1
+  local rc=$? ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  pkill -9 -x "$name" 2>/dev/null  # a stopped victim outlives weft-run's grace only by accident
+  local ok=1
+  for r in 0 1 2 3; do
+    [ "$r" -eq "$victim" ] && continue
+    line=$(grep "^RESULT rank=$r " "$out" | head -1)
+    if ! [[ "$line" =~ rank\ $victim[^0-9] ]] || [[ "$line" != *"$needle"* ]]; then
+      echo "FAIL [$mode $victim]: rank $r: ${line:-no RESULT line}"
+      ok=0
+    fi
+  done
+  [ "$rc" -ne 0 ] || { echo "FAIL [$mode $victim]: weft-run exited 0"; ok=0; }
+  checks=$((checks + 1))
+  if [ $ok -eq 1 ]; then echo "ok [$mode $victim] in ${ms} ms"; else fail=1; cat "$out"; fi
+}
+table() {  # the table was printed exactly once
+  local n=$(grep -c "^weft diagnosis (rank" "$out")
+  checks=$((checks + 1))
+  [ "$n" -eq 1 ] || { echo "FAIL [$1]: the table was printed $n times"; fail=1; }
+}
+case_ skip 2 "has not entered allreduce #6"; table skip
+case_ sleep 1 "has not entered allreduce #6"; table sleep
+case_ stop 2 "did not answer"; table stop
+grep -q "weft-run: rank 1 .*rank 2 (pid [0-9]*) is stopped (SIGSTOP)\|weft-run: rank [0-3] .*rank 2 (pid [0-9]*) is stopped (SIGSTOP)" "$out" ||
+  { echo "FAIL [stop 2]: weft-run did not name the stopped rank"; grep "^weft-run" "$out"; fail=1; }
+checks=$((checks + 1))
+# Rank 0's process runs the bootstrap root: stopped, nobody can gather the table,
+# and the survivors must still name rank 0.
+case_ stop 0 "stopped, hung or cut off"
+# A different collective: the transfer sizes disagree, and the ranks say so.
+case_ other 2 "mismatched calls"
+# A dump while rank 3 is outside weft: printed, and every rank then completes #6.
+WEFT_TIMEOUT_MS=3000 timeout 60 "$run" -n 4 --timeout 40 -- "$exe" dump 3 >"$out" 2>&1
+rc=$?
+checks=$((checks + 1))
+if [ $rc -eq 0 ] && grep -q "^DUMP rank=3 rc=0 : rank 3 (.*has not entered allreduce #6" "$out" &&
+   [ "$(grep -c '^RESULT rank=[0-3] rc=0 : ok' "$out")" -eq 4 ]; then
+  echo "ok [dump 3]"
+else
+  echo "FAIL [dump 3]: rc=$rc"; cat "$out"; fail=1
+fi
+table dump
+sleep 0.3
+if pgrep -x "$name" >/dev/null; then echo "FAIL: leftover processes"; fail=1; fi
+after=$(ls /dev/shm | grep -c '^weft-' || true)
+[ "$after" -le "$before" ] || { echo "FAIL: leftover shm segments"; fail=1; }
+[ $fail -eq 0 ] && echo "PASS: $checks checks"
+exit $fail
