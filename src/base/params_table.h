@@ -6,7 +6,7 @@ WEFT_PARAM_STR(DEBUG_SUBSYS, "ALL", "comma list of subsystems to log (INIT,BOOT,
 WEFT_PARAM_STR(TRACE, "", "write a Chrome/Perfetto trace JSON of every collective, point-to-point group, schedule step and online-tuning agreement to this file at exit (%r rank, %p pid, %h host)")
 WEFT_PARAM_STR(DEBUG_FILE, "", "log to this file instead of stderr (%h host, %p pid)")
 WEFT_PARAM_INT(TIMEOUT_MS, 300000, "deadline of every blocking wait, in milliseconds")
-WEFT_PARAM_INT(DIAG_WAIT_MS, 600, "stuck-call diagnosis: how long the bootstrap root waits for every rank's status after one times out (a rank that has not answered by then is named as stopped or hung)")
+WEFT_PARAM_INT(DIAG_WAIT_MS, 500, "stuck-call diagnosis: how long the bootstrap root waits for every rank's status after one times out (a rank that has not answered by then is named as stopped or hung)")
 WEFT_PARAM_INT(SIGUSR1_DUMP, 1, "1: SIGUSR1 makes every communicator print a status table of its ranks (installed only where SIGUSR1 has its default action)")
 WEFT_PARAM_INT(PROGRESS_THREADS, 1, "progress engine threads that drive non-blocking operations (they sleep when none is pending); 0: operations move only while a caller waits")
 WEFT_PARAM_INT(ENGINE_NAP_AFTER_US, 1000, "a progress thread whose pending operations moved no data for this long naps between passes instead of yielding (their peers are elsewhere: the core goes to the caller's compute); -1: never")

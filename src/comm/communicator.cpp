@@ -300,7 +300,7 @@ void Communicator::explain_failure(Status* st) {
     // group's diagnosis (it failed by it) gets it back at once.
     if (st->message().find("diagnosis: ") != std::string::npos) return;
     std::string line = boot_->diagnose(status_row(true, true), boot::ReportKind::Timeout,
-                                       Deadline::after_ms(params::DIAG_WAIT_MS() + 300));
+                                       Deadline::after_ms(params::DIAG_WAIT_MS() + 250));
     *st = Status(weftTimeout, st->message() + "; diagnosis: " + line);
     return;
   }
@@ -369,7 +369,7 @@ boot::StatusRow Communicator::status_row(bool in_call, bool timed_out) {
 
 std::string Communicator::dump() {
   std::string line = boot_->diagnose(status_row(false, false), boot::ReportKind::Dump,
-                                     Deadline::after_ms(params::DIAG_WAIT_MS() + 300));
+                                     Deadline::after_ms(params::DIAG_WAIT_MS() + 250));
   WEFT_WARN(COLL, "rank %d: status dump: %s", rank_, line.c_str());
   return line;
 }

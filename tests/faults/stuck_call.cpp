@@ -9,6 +9,7 @@
 //   stop   the victim stops itself (SIGSTOP) before #6 (the driver kills it)
 //   dump   the victim, outside weft while the others wait in #6, calls
 //          weftCommDump, then joins #6: nothing fails
+//   usr1   the same with SIGUSR1 (raised by the victim) instead of weftCommDump
 //
 // Every rank prints "RESULT rank=R rc=N : message" for call #6 (the victim in
 // dump mode also "DUMP rank=R : line").
@@ -27,7 +28,7 @@
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: %s skip|sleep|other|stop|dump VICTIM\n", argv[0]);
+    std::fprintf(stderr, "usage: %s skip|sleep|other|stop|dump|usr1 VICTIM\n", argv[0]);
     return 2;
   }
   const std::string mode = argv[1];
@@ -66,6 +67,11 @@ int main(int argc, char** argv) {
     char line[1024];
     weftResult_t drc = weftCommDump(comm, line, sizeof line);
     std::printf("DUMP rank=%d rc=%d : %s\n", rank, static_cast<int>(drc), line);
+  }
+  if (rank == victim && mode == "usr1") {
+    std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms / 3));
+    raise(SIGUSR1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms / 3));
   }
   if (rank == victim && mode == "other")
     rc = weftAllGather(buf.data(), all.data(), buf.size(), weftFloat32, comm, nullptr);

@@ -58,6 +58,17 @@ else
   echo "FAIL [dump 3]: rc=$rc"; cat "$out"; fail=1
 fi
 table dump
+# The same through SIGUSR1: the table is a status dump and every rank completes.
+WEFT_TIMEOUT_MS=3000 timeout 60 "$run" -n 4 --timeout 40 -- "$exe" usr1 1 >"$out" 2>&1
+rc=$?
+checks=$((checks + 1))
+if [ $rc -eq 0 ] && grep -q "^weft diagnosis (rank 0 of the communicator, status dump): rank 1 (.*has not entered allreduce #6" "$out" &&
+   [ "$(grep -c '^RESULT rank=[0-3] rc=0 : ok' "$out")" -eq 4 ]; then
+  echo "ok [usr1 1]"
+else
+  echo "FAIL [usr1 1]: rc=$rc"; cat "$out"; fail=1
+fi
+table usr1
 sleep 0.3
 if pgrep -x "$name" >/dev/null; then echo "FAIL: leftover processes"; fail=1; fi
 after=$(ls /dev/shm | grep -c '^weft-' || true)
