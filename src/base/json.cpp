@@ -88,7 +88,7 @@ struct Parser {
       while (true) {
         std::string k = string();
         expect(':');
-        v.obj.emplace_back(std::move(k), value());
+        v.obj.push_back({std::move(k), value()});
         char d = peek();
         i++;
         if (d == '}') break;

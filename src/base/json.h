@@ -5,10 +5,11 @@
 
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 namespace weft::json {
+
+struct Member;
 
 struct Value {
   enum Kind { Null, Bool, Number, String, Array, Object } kind = Null;
@@ -16,9 +17,16 @@ struct Value {
   double num = 0;
   std::string str;
   std::vector<Value> arr;
-  std::vector<std::pair<std::string, Value>> obj;
+  // Members in file order. (Not std::pair: a pair of the still incomplete Value
+  // is ill-formed, though GCC lets it pass.)
+  std::vector<Member> obj;
 
   const Value* find(std::string_view key) const;
+};
+
+struct Member {
+  std::string first;  // the key
+  Value second;
 };
 
 Value parse(std::string_view text);

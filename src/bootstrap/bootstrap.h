@@ -90,6 +90,9 @@ Status unique_id_from_env(const LaunchEnv& env, Deadline deadline, UniqueId* id)
 Status publish_rendezvous(const std::string& path, const std::string& job, const UniqueId& id);
 Status await_rendezvous(const std::string& path, const std::string& job, int rank, Deadline deadline,
                         UniqueId* id);
+// A rendezvous file's text: *file_job gets its job; when that is `job`, *id gets
+// the root. An error says what is wrong with the text (for a message about the file).
+Status parse_rendezvous(const std::string& text, const std::string& job, std::string* file_job, UniqueId* id);
 
 // The identity of this host for grouping ranks per host (shared memory, local
 // rank): "hostname/boot_id/net:[inode]". The boot id tells apart machines that

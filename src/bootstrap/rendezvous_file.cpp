@@ -57,6 +57,24 @@ std::string parse(const std::string& text, std::string* job, std::string* addres
 
 }  // namespace
 
+Status parse_rendezvous(const std::string& text, const std::string& job, std::string* file_job, UniqueId* id) {
+  std::string address;
+  Secret secret{};
+  std::string bad = parse(text, file_job, &address, &secret);
+  if (!bad.empty()) return Error(weftInvalidUsage, "is not a weft rendezvous file: %s", bad.c_str());
+  if (*file_job != job) return Status::Ok();
+  std::string host;
+  uint16_t port = 0;
+  if (!split_host_port(address, &host, &port) || port == 0 || host.size() >= sizeof id->host)
+    return Error(weftInvalidUsage, "holds a bad address '%s'", address.c_str());
+  UniqueId out{};
+  std::memcpy(out.host, host.c_str(), host.size() + 1);
+  out.port = port;
+  out.secret = secret;
+  *id = out;
+  return Status::Ok();
+}
+
 Status publish_rendezvous(const std::string& path, const std::string& job, const UniqueId& id) {
   std::string tmp = path + ".tmp." + std::to_string(getpid());
   std::string text = std::string(kHeader) + "\njob " + job + "\naddress " + address_of(id) + "\nsecret " +
@@ -87,25 +105,14 @@ Status await_rendezvous(const std::string& path, const std::string& job, int ran
     if (in) {
       std::stringstream buf;
       buf << in.rdbuf();
-      std::string file_job, address;
-      Secret secret{};
-      std::string bad = parse(buf.str(), &file_job, &address, &secret);
-      if (!bad.empty())
-        return Error(weftInvalidUsage, "bootstrap: rank %d: WEFT_RENDEZVOUS_FILE=%s is not a weft rendezvous file: %s",
-                     rank, path.c_str(), bad.c_str());
+      std::string file_job;
+      Status st = parse_rendezvous(buf.str(), job, &file_job, id);
+      if (!st.ok())
+        return Error(weftInvalidUsage, "bootstrap: rank %d: WEFT_RENDEZVOUS_FILE=%s %s", rank, path.c_str(),
+                     st.message().c_str());
       if (file_job == job) {
-        std::string host;
-        uint16_t port = 0;
-        if (!split_host_port(address, &host, &port) || port == 0 || host.size() >= sizeof id->host)
-          return Error(weftInvalidUsage, "bootstrap: rank %d: WEFT_RENDEZVOUS_FILE=%s holds a bad address '%s'",
-                       rank, path.c_str(), address.c_str());
-        UniqueId out{};
-        std::memcpy(out.host, host.c_str(), host.size() + 1);
-        out.port = port;
-        out.secret = secret;
-        *id = out;
-        WEFT_INFO(BOOT, "rank %d: bootstrap root %s read from WEFT_RENDEZVOUS_FILE=%s", rank, address.c_str(),
-                  path.c_str());
+        WEFT_INFO(BOOT, "rank %d: bootstrap root %s:%u read from WEFT_RENDEZVOUS_FILE=%s", rank, id->host,
+                  static_cast<unsigned>(id->port), path.c_str());
         return Status::Ok();
       }
       why = "it holds job '" + file_job + "', not this job '" + job + "' (left by an earlier run?)";

@@ -1,5 +1,6 @@
 // The joined system: link classes, NIC choice, JSON, CPU lists.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 #include <stdexcept>
@@ -133,8 +134,14 @@ const json::Value& field(const json::Value& v, const char* key, json::Value::Kin
   return *f;
 }
 
+// Whole numbers that a double holds exactly; anything else (a fraction, 1e66)
+// has no integer to convert to.
 int64_t integer(const json::Value& v, const char* key, const std::string& where) {
-  return int64_t(field(v, key, json::Value::Number, where).num);
+  const double x = field(v, key, json::Value::Number, where).num;
+  constexpr double kExact = 9007199254740992.0;  // 2^53
+  if (!(x >= -kExact && x <= kExact) || x != std::floor(x))
+    throw std::runtime_error("topology file: " + where + ": \"" + key + "\" is not a whole number");
+  return int64_t(x);
 }
 
 std::string text(const json::Value& v, const char* key, const std::string& where) {

@@ -63,8 +63,11 @@ class Collective {
 
 // nullptr for an unknown name.
 std::unique_ptr<Collective> MakeCollective(const std::string& name);
-// The names MakeCollective knows, for the usage text.
-const char* CollectiveNames();
+// The names MakeCollective knows, for the usage text (inline: the argument
+// parser needs it without the collectives).
+inline const char* CollectiveNames() {
+  return "allreduce broadcast reduce allgather reducescatter alltoall sendrecv";
+}
 
 std::unique_ptr<Collective> MakeAllReduce();
 std::unique_ptr<Collective> MakeBroadcast();

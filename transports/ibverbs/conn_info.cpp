@@ -30,7 +30,7 @@ struct In {
 
 // Layout: magic u32, version u16, lid u16, gid[16], gid_index, port, mtu, pad,
 // qpn u32, psn u32, ring_addr u64, ring_rkey u32, ring_slots u32, ring_slot_bytes u32 =
-// 60 bytes.
+// 56 bytes; the last 4 of kConnInfoBytes are spare (left as they are).
 void serialize(const ConnInfo& c, uint8_t out[kConnInfoBytes]) {
   Out w{out};
   w.u32(kMagic);

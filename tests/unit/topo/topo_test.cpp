@@ -211,6 +211,12 @@ TEST(TopoFile, BadFilesNameTheProblem) {
   std::string bad = text;
   bad.replace(bad.find("\"host\": 0"), 9, "\"host\": 7");
   EXPECT_NE(error(bad).find("names host 7 of 1"), std::string::npos) << error(bad);
+  // A number no integer holds (found by fuzz_topology_file: converting it was undefined).
+  for (const char* n : {"1e66", "2.5", "-1e300"}) {
+    bad = text;
+    bad.replace(bad.find("\"host\": 0"), 9, std::string("\"host\": ") + n);
+    EXPECT_NE(error(bad).find("\"host\" is not a whole number"), std::string::npos) << n << ": " << error(bad);
+  }
   bad = text;
   bad.replace(bad.find("\"cpus\": \"0-1\""), 13, "\"cpus\": \"3-1\"");
   EXPECT_NE(error(bad).find("bad CPU list"), std::string::npos) << error(bad);
