@@ -91,7 +91,7 @@ std::string diagnose(const std::vector<RankStatus>& rows, int64_t waited_ms, std
     return s;
   };
   if (!silent.empty())
-    found.push_back(describe_all(silent) + (silent.size() == 1 ? " did" : " did") + " not answer within " +
+    found.push_back(describe_all(silent) + " did not answer within " +
                     std::to_string(waited_ms) + " ms: stopped, hung or cut off");
   if (!lost.empty()) found.push_back(describe_all(lost) + " disconnected (died)");
   if (!gone.empty()) found.push_back(describe_all(gone) + " destroyed " + (gone.size() == 1 ? "its" : "their") +

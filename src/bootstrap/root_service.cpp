@@ -383,7 +383,8 @@ void RootService::on_hello(Conn* c, const Msg& m) {
   }
   me.conn = c;
   slot = me;
-  if (m.hdr.arg == 1) root_rank_ = h.rank;
+  // With several ranks in this process (weftCommInitAll) the lowest names it.
+  if (m.hdr.arg == 1 && (root_rank_ < 0 || h.rank < root_rank_)) root_rank_ = h.rank;
   WEFT_INFO(BOOT, "bootstrap root %s: rank %d joined from %s (%d of %d)", bound_.str().c_str(),
             h.rank, me.addr.c_str(), joined(), nranks_);
   if (joined() == nranks_) {
