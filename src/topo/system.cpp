@@ -134,14 +134,21 @@ const json::Value& field(const json::Value& v, const char* key, json::Value::Kin
   return *f;
 }
 
-// Whole numbers that a double holds exactly; anything else (a fraction, 1e66)
-// has no integer to convert to.
-int64_t integer(const json::Value& v, const char* key, const std::string& where) {
-  const double x = field(v, key, json::Value::Number, where).num;
-  constexpr double kExact = 9007199254740992.0;  // 2^53
-  if (!(x >= -kExact && x <= kExact) || x != std::floor(x))
-    throw std::runtime_error("topology file: " + where + ": \"" + key + "\" is not a whole number");
+constexpr int64_t kMaxInt = 2147483647;
+constexpr int64_t kMaxBytes = int64_t{1} << 53;  // every whole number up to here is a double
+
+// A whole number in [lo, hi] (the fields are counts, sizes, indices; -1 is
+// "unknown" where lo allows it): anything else (a fraction, 1e66, -49152 bytes)
+// has no value of the field's type to stand for.
+int64_t whole(double x, int64_t lo, int64_t hi, const std::string& where, const char* key) {
+  if (!(x >= double(lo) && x <= double(hi)) || x != std::floor(x))
+    throw std::runtime_error("topology file: " + where + ": \"" + key + "\" is not a whole number in [" +
+                             std::to_string(lo) + ", " + std::to_string(hi) + "]");
   return int64_t(x);
+}
+
+int64_t integer(const json::Value& v, const char* key, const std::string& where, int64_t lo, int64_t hi) {
+  return whole(field(v, key, json::Value::Number, where).num, lo, hi, where, key);
 }
 
 std::string text(const json::Value& v, const char* key, const std::string& where) {
@@ -160,17 +167,17 @@ System from_json(const std::string& input) {
     Host x;
     x.identity = text(v, "identity", where);
     x.name = text(v, "name", where);
-    x.packages = int(integer(v, "packages", where));
-    x.cores = int(integer(v, "cores", where));
-    x.pus = int(integer(v, "pus", where));
+    x.packages = int(integer(v, "packages", where, 0, kMaxInt));
+    x.cores = int(integer(v, "cores", where, 0, kMaxInt));
+    x.pus = int(integer(v, "pus", where, 0, kMaxInt));
     for (const json::Value& n : field(v, "numa", json::Value::Array, where).arr)
-      x.numa.push_back({int(integer(n, "os_index", where)), text(n, "cpus", where),
-                        uint64_t(integer(n, "memory_bytes", where))});
+      x.numa.push_back({int(integer(n, "os_index", where, 0, kMaxInt)), text(n, "cpus", where),
+                        uint64_t(integer(n, "memory_bytes", where, 0, kMaxBytes))});
     for (const json::Value& c : field(v, "caches", json::Value::Array, where).arr)
-      x.caches.push_back({int(integer(c, "level", where)), uint64_t(integer(c, "bytes", where)),
-                          int(integer(c, "count", where))});
+      x.caches.push_back({int(integer(c, "level", where, 0, kMaxInt)), uint64_t(integer(c, "bytes", where, 0, kMaxBytes)),
+                          int(integer(c, "count", where, 0, kMaxInt))});
     for (const json::Value& n : field(v, "nics", json::Value::Array, where).arr)
-      x.nics.push_back({text(n, "name", where), int(integer(n, "speed_mbps", where)), int(integer(n, "numa", where))});
+      x.nics.push_back({text(n, "name", where), int(integer(n, "speed_mbps", where, -1, kMaxInt)), int(integer(n, "numa", where, -1, kMaxInt))});
     s.hosts.push_back(x);
   }
   const auto& ranks = field(root, "ranks", json::Value::Array, "the top level").arr;
@@ -178,16 +185,16 @@ System from_json(const std::string& input) {
     const std::string where = "rank " + std::to_string(r);
     const json::Value& v = ranks[r];
     Rank x;
-    x.host = int(integer(v, "host", where));
+    x.host = int(integer(v, "host", where, 0, kMaxInt));
     if (x.host < 0 || size_t(x.host) >= s.hosts.size())
       throw std::runtime_error("topology file: " + where + " names host " + std::to_string(x.host) + " of " +
                                std::to_string(s.hosts.size()));
-    x.pid = int(integer(v, "pid", where));
+    x.pid = int(integer(v, "pid", where, 0, kMaxInt));
     x.cpus = text(v, "cpus", where);
     parse_cpu_list(x.cpus);  // checks it
     for (const json::Value& n : field(v, "numa", json::Value::Array, where).arr) {
       if (n.kind != json::Value::Number) throw std::runtime_error("topology file: " + where + ": numa holds numbers");
-      x.numa.push_back(int(n.num));
+      x.numa.push_back(int(whole(n.num, 0, kMaxInt, where, "numa")));
     }
     s.ranks.push_back(x);
   }

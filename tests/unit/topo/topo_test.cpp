@@ -211,12 +211,17 @@ TEST(TopoFile, BadFilesNameTheProblem) {
   std::string bad = text;
   bad.replace(bad.find("\"host\": 0"), 9, "\"host\": 7");
   EXPECT_NE(error(bad).find("names host 7 of 1"), std::string::npos) << error(bad);
-  // A number no integer holds (found by fuzz_topology_file: converting it was undefined).
-  for (const char* n : {"1e66", "2.5", "-1e300"}) {
+  // Numbers the fields cannot hold (found by fuzz_topology_file: converting 1e66 was
+  // undefined, and -1 bytes loaded as 2^64 - 1, which did not load again once printed).
+  for (const char* n : {"1e66", "2.5", "-1e300", "-1", "2147483648"}) {
     bad = text;
     bad.replace(bad.find("\"host\": 0"), 9, std::string("\"host\": ") + n);
-    EXPECT_NE(error(bad).find("\"host\" is not a whole number"), std::string::npos) << n << ": " << error(bad);
+    EXPECT_NE(error(bad).find("\"host\" is not a whole number in [0, 2147483647]"), std::string::npos)
+        << n << ": " << error(bad);
   }
+  bad = text;
+  bad.replace(bad.find("\"bytes\": "), 9, "\"bytes\": -");
+  EXPECT_NE(error(bad).find("\"bytes\" is not a whole number"), std::string::npos) << error(bad);
   bad = text;
   bad.replace(bad.find("\"cpus\": \"0-1\""), 13, "\"cpus\": \"3-1\"");
   EXPECT_NE(error(bad).find("bad CPU list"), std::string::npos) << error(bad);
