@@ -107,6 +107,7 @@ class RootService : public std::enable_shared_from_this<RootService> {
 
  private:
   void run();
+  void serve();  // the loop, until finished()
   void on_readable(Conn* c);
   void on_message(Conn* c, Msg& m);
   void on_hello(Conn* c, const Msg& m);
@@ -758,6 +759,24 @@ void RootService::on_readable(Conn* c) {
 }
 
 void RootService::run() {
+  serve();
+  // Everything the service holds goes before it says it is done: a waiter may
+  // end the process (or check it for leaks) at once.
+  conns_.clear();
+  listen_.reset();
+  groups_.clear();
+  ranks_.clear();
+  {
+    std::lock_guard<std::mutex> lk(registry_mu());
+    registry().erase(key_of(bound_.port(), secret_));
+  }
+  WEFT_INFO(BOOT, "bootstrap root %s: service finished", bound_.str().c_str());
+  std::lock_guard<std::mutex> lk(done_mu_);
+  done_ = true;
+  done_cv_.notify_all();
+}
+
+void RootService::serve() {
   WEFT_INFO(BOOT, "bootstrap root listening on %s", bound_.str().c_str());
   std::vector<pollfd> fds;
   while (!finished()) {
@@ -808,16 +827,6 @@ void RootService::run() {
     conns_.erase(std::remove_if(conns_.begin(), conns_.end(), [](const auto& c) { return c->dead; }),
                  conns_.end());
   }
-  conns_.clear();
-  listen_.reset();
-  {
-    std::lock_guard<std::mutex> lk(registry_mu());
-    registry().erase(key_of(bound_.port(), secret_));
-  }
-  WEFT_INFO(BOOT, "bootstrap root %s: service finished", bound_.str().c_str());
-  std::lock_guard<std::mutex> lk(done_mu_);
-  done_ = true;
-  done_cv_.notify_all();
 }
 
 Status start_root_service(const SockAddr& addr, const Secret& secret, SockAddr* bound) {

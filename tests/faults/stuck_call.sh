@@ -47,28 +47,23 @@ checks=$((checks + 1))
 case_ stop 0 "stopped, hung or cut off"
 # A different collective: the transfer sizes disagree, and the ranks say so.
 case_ other 2 "mismatched calls"
-# A dump while rank 3 is outside weft: printed, and every rank then completes #6.
-WEFT_TIMEOUT_MS=3000 timeout 60 "$run" -n 4 --timeout 40 -- "$exe" dump 3 >"$out" 2>&1
-rc=$?
-checks=$((checks + 1))
-if [ $rc -eq 0 ] && grep -q "^DUMP rank=3 rc=0 : rank 3 (.*has not entered allreduce #6" "$out" &&
-   [ "$(grep -c '^RESULT rank=[0-3] rc=0 : ok' "$out")" -eq 4 ]; then
-  echo "ok [dump 3]"
-else
-  echo "FAIL [dump 3]: rc=$rc"; cat "$out"; fail=1
-fi
-table dump
-# The same through SIGUSR1: the table is a status dump and every rank completes.
-WEFT_TIMEOUT_MS=3000 timeout 60 "$run" -n 4 --timeout 40 -- "$exe" usr1 1 >"$out" 2>&1
-rc=$?
-checks=$((checks + 1))
-if [ $rc -eq 0 ] && grep -q "^weft diagnosis (rank 0 of the communicator, status dump): rank 1 (.*has not entered allreduce #6" "$out" &&
-   [ "$(grep -c '^RESULT rank=[0-3] rc=0 : ok' "$out")" -eq 4 ]; then
-  echo "ok [usr1 1]"
-else
-  echo "FAIL [usr1 1]: rc=$rc"; cat "$out"; fail=1
-fi
-table usr1
+# dump_case MODE VICTIM PATTERN: the victim asks for a dump while outside weft and
+# the others wait in #6; PATTERN is found in the output, every rank then completes #6.
+dump_case() {
+  local mode=$1 victim=$2 pattern=$3
+  WEFT_TIMEOUT_MS=3000 timeout 60 "$run" -n 4 --timeout 40 -- "$exe" "$mode" "$victim" >"$out" 2>&1
+  local rc=$?
+  checks=$((checks + 1))
+  if [ $rc -eq 0 ] && grep -q "$pattern" "$out" && [ "$(grep -c '^RESULT rank=[0-3] rc=0 : ok' "$out")" -eq 4 ]; then
+    echo "ok [$mode $victim]"
+  else
+    echo "FAIL [$mode $victim]: rc=$rc"; cat "$out"; fail=1
+  fi
+  table "$mode"
+}
+dump_case dump 3 "^DUMP rank=3 rc=0 : rank 3 (.*has not entered allreduce #6"
+# The same through SIGUSR1: rank 0 prints the table as a status dump.
+dump_case usr1 1 "^weft diagnosis (rank 0 of the communicator, status dump): rank 1 (.*has not entered allreduce #6"
 sleep 0.3
 if pgrep -x "$name" >/dev/null; then echo "FAIL: leftover processes"; fail=1; fi
 after=$(ls /dev/shm | grep -c '^weft-' || true)
