@@ -58,20 +58,33 @@ System join(const std::vector<System>& parts) {
 }
 
 std::vector<int> parse_cpu_list(const std::string& list) {
-  std::vector<int> cpus;
+  // Linux numbers CPUs below NR_CPUS (8192 at most in distribution kernels); a
+  // bound keeps "0-2000000000" from a topology file from taking gigabytes.
+  constexpr long kMaxCpus = 1 << 16;
+  std::vector<bool> in(kMaxCpus, false);
+  auto bad = [&] { return std::runtime_error("bad CPU list '" + list + "'"); };
+  auto number = [&](const char*& p) {
+    if (*p < '0' || *p > '9') throw bad();
+    long v = 0;
+    for (; *p >= '0' && *p <= '9'; ++p)
+      if ((v = v * 10 + (*p - '0')) >= kMaxCpus)
+        throw std::runtime_error("CPU list '" + list + "': CPU numbers stop below " + std::to_string(kMaxCpus));
+    return v;
+  };
   std::stringstream ss(list);
   std::string item;
   while (std::getline(ss, item, ',')) {
     if (item.empty()) continue;
-    int a = -1, b = -1;
-    char extra = 0;
-    const int n = std::sscanf(item.c_str(), "%d-%d%c", &a, &b, &extra);
-    if (n == 1) b = a;
-    if ((n != 1 && n != 2) || a < 0 || b < a) throw std::runtime_error("bad CPU list '" + list + "'");
-    for (int c = a; c <= b; c++) cpus.push_back(c);
+    const char* p = item.c_str();
+    const long a = number(p);
+    long b = a;
+    if (*p == '-') b = number(++p);
+    if (*p != '\0' || b < a) throw bad();
+    for (long c = a; c <= b; c++) in[static_cast<size_t>(c)] = true;
   }
-  std::sort(cpus.begin(), cpus.end());
-  cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+  std::vector<int> cpus;
+  for (long c = 0; c < kMaxCpus; c++)
+    if (in[static_cast<size_t>(c)]) cpus.push_back(static_cast<int>(c));
   return cpus;
 }
 

@@ -187,6 +187,15 @@ bool ParsePerfArgs(int argc, char** argv, PerfOptions* opt, bool* help, std::str
     *error = "-i 0 without -f would never reach maxbytes";
     return false;
   }
+  // A sweep by -i of a small step over a large range would run for days (and the
+  // list of sizes alone took gigabytes; found by fuzz_tool_args).
+  if (opt->step_factor <= 1 && opt->step_bytes > 0 &&
+      (opt->max_bytes - opt->min_bytes) / opt->step_bytes >= kMaxSweepSizes) {
+    *error = "-b " + std::to_string(opt->min_bytes) + " -e " + std::to_string(opt->max_bytes) + " -i " +
+             std::to_string(opt->step_bytes) + " gives more than " + std::to_string(kMaxSweepSizes) +
+             " sizes; use a larger -i or -f";
+    return false;
+  }
   return true;
 }
 

@@ -35,6 +35,9 @@ struct PerfOptions {
 // "8", "64K", "1M", "2G" (binary multiples, either case).
 bool ParseBytes(const std::string& text, size_t* out);
 
+// The most sizes one sweep may have (-b, -e, -i).
+inline constexpr size_t kMaxSweepSizes = size_t{1} << 16;
+
 // Returns false and sets *error on bad input; *help when -h was given.
 bool ParsePerfArgs(int argc, char** argv, PerfOptions* opt, bool* help, std::string* error);
 

@@ -235,6 +235,19 @@ TEST(TopoCpuList, ParsesAndFormats) {
   EXPECT_EQ(parse_cpu_list(""), std::vector<int>{});
   EXPECT_THROW(parse_cpu_list("2-1"), std::runtime_error);
   EXPECT_THROW(parse_cpu_list("x"), std::runtime_error);
+  EXPECT_THROW(parse_cpu_list("1-"), std::runtime_error);
+  EXPECT_THROW(parse_cpu_list("-1"), std::runtime_error);
+  EXPECT_THROW(parse_cpu_list("3 "), std::runtime_error);
+  // Found by fuzz_topology_file: a range like this took 8 GB; numbers past int were undefined.
+  for (const char* huge : {"0-2000000000", "99999999999999999999", "65536"}) {
+    try {
+      parse_cpu_list(huge);
+      ADD_FAILURE() << huge << " parsed";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("CPU numbers stop below 65536"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(parse_cpu_list("65535,0-1,1"), (std::vector<int>{0, 1, 65535}));
 }
 
 }  // namespace
