@@ -78,7 +78,11 @@ struct Parser {
     }
     return out;
   }
-  Value value() {
+  // Nesting is bounded: each level is a stack frame here (and in ~Value), and a
+  // file of 10,000 '[' overflowed the stack (found by fuzz_topology_file).
+  static constexpr int kMaxDepth = 256;
+  Value value(int depth = 0) {
+    if (depth > kMaxDepth) fail("nesting deeper than 256 levels");
     Value v;
     char c = peek();
     if (c == '{') {
@@ -88,7 +92,7 @@ struct Parser {
       while (true) {
         std::string k = string();
         expect(':');
-        v.obj.push_back({std::move(k), value()});
+        v.obj.push_back({std::move(k), value(depth + 1)});
         char d = peek();
         i++;
         if (d == '}') break;
@@ -99,7 +103,7 @@ struct Parser {
       v.kind = Value::Array;
       if (peek() == ']') { i++; return v; }
       while (true) {
-        v.arr.push_back(value());
+        v.arr.push_back(value(depth + 1));
         char d = peek();
         i++;
         if (d == ']') break;

@@ -226,6 +226,8 @@ TEST(TopoFile, BadFilesNameTheProblem) {
   bad.replace(bad.find("\"cpus\": \"0-1\""), 13, "\"cpus\": \"3-1\"");
   EXPECT_NE(error(bad).find("bad CPU list"), std::string::npos) << error(bad);
   EXPECT_NE(error(text.substr(0, text.size() / 2)).find("JSON"), std::string::npos);
+  // Found by fuzz_topology_file: 10,000 nested arrays overflowed the parser's stack.
+  EXPECT_NE(error(std::string(10000, '[')).find("JSON: nesting deeper than 256 levels"), std::string::npos);
 }
 
 TEST(TopoCpuList, ParsesAndFormats) {
