@@ -180,10 +180,12 @@ std::string Connection::root_lost_text(uint64_t group) const {
     auto pos = std::find(m.begin(), m.end(), root_rank_);
     in_group = pos == m.end() ? -1 : static_cast<int>(pos - m.begin());
   }
-  // The root's process is a rank's: its loss is that rank's death (or its host's).
-  std::string who = in_group >= 0 ? "rank " + std::to_string(in_group) : "the first communicator's " + root_owner_;
-  if (in_group >= 0 && in_group != root_rank_) who += " (the first communicator's " + root_owner_ + ")";
-  else if (in_group >= 0) who = root_owner_;
+  // The root's process is a rank's: its loss is that rank's death (or its host's),
+  // named in this group's numbering where that differs from the first communicator's.
+  std::string who;
+  if (in_group < 0) who = "the first communicator's " + root_owner_;
+  else if (in_group == root_rank_) who = root_owner_;
+  else who = "rank " + std::to_string(in_group) + " (the first communicator's " + root_owner_ + ")";
   return sticky_.message() + ", which ran in the process of " + who + ": that rank died, exited or is cut off";
 }
 
