@@ -129,6 +129,20 @@ weftResult_t weftCommInitFromEnv(weftComm_t* comm, weftConfig_t* config);
  * *newcomm is NULL. config (may be NULL) applies to the new communicator. */
 #define WEFT_SPLIT_NOCOLOR (-1)
 weftResult_t weftCommSplit(weftComm_t comm, int color, int key, weftComm_t* newcomm, weftConfig_t* config);
+/* Recovery after a failure (NCCL 2.27's ncclCommShrink): a communicator of
+ * comm's ranks except the n in excludeRanks (those that died, hung or should
+ * leave), keeping their order, built without a launcher or the excluded ranks,
+ * also when rank 0 and the bootstrap root are gone. Only the ranks that stay
+ * call it, each with the same list (in any order); a rank whose list differs
+ * cannot join and times out. comm may have failed; its pending operations are
+ * left alone: abort or destroy it afterwards. The new communicator's root runs
+ * in the process of the lowest rank that stays, on a socket each rank bound at
+ * init for this, which serves one shrink: a second shrink in the same family
+ * (comm and those split from it) with the same lowest rank fails with
+ * weftInvalidUsage; to lose more ranks later, shrink the new communicator.
+ * config as for weftCommSplit. */
+weftResult_t weftCommShrink(weftComm_t comm, const int* excludeRanks, int n, weftComm_t* newcomm,
+                            weftConfig_t* config);
 /* ndev communicators of one job, all ranks in this process (rank i in comms[i]).
  * devlist must be NULL (host memory). Drive them with the *Async calls, or one
  * thread per rank. */

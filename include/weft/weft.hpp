@@ -118,6 +118,12 @@ class Communicator {
     return n;
   }
   weftComm_t handle() const { return comm_; }
+  // weftCommShrink: the ranks that stay, after a failure; only they call it.
+  Communicator shrink(std::span<const int> exclude) const {
+    weftComm_t out = nullptr;
+    check(weftCommShrink(comm_, exclude.data(), static_cast<int>(exclude.size()), &out, nullptr), comm_);
+    return Communicator(out);
+  }
   void abort() {
     if (comm_ != nullptr) check(weftCommAbort(std::exchange(comm_, nullptr)));
   }

@@ -167,6 +167,14 @@ class Bootstrap {
   // failing, with a reason that the others put in their errors.
   virtual void abort(const std::string& reason) = 0;
 
+  // Recovery (weftCommShrink): the unique id of a new root in the process of
+  // `leader` (this group's numbering), listening on the standby socket that
+  // rank's connection bound when it joined, with `secret`. Works when the root
+  // and other ranks are gone: it needs only what the welcome said. On the
+  // leader it starts that root (once per connection). Survivors connect there
+  // with Bootstrap::connect; the kernel queues them until the leader is serving.
+  virtual Status shrink_root(int leader, const Secret& secret, UniqueId* id) = 0;
+
   // The bootstrap of a communicator of some of these ranks (`ranks`, in its rank
   // order, this rank among them), on the same connection to the same root: no
   // new thread, listener or connection. Every member calls it with the same

@@ -99,6 +99,7 @@ class Connection {
                 size_t size, void* all, Deadline deadline);
   Status poll(uint64_t group);
   void abort(uint64_t group, int me, const std::string& reason);
+  Status shrink_root(uint64_t group, int leader, const Secret& secret, UniqueId* id);
   // A communicator's group is gone here: its box goes, and the root hears of it.
   void leave(uint64_t group);
 
@@ -149,6 +150,10 @@ class Connection {
   std::set<uint64_t> left_;  // groups whose communicator is gone here
   Status sticky_;  // the connection's failure: every group's
   bool joined_ = false;  // only a joined rank says goodbye and waits for the root
+  // Recovery: this rank's standby listener (handed to the root of a shrunk
+  // communicator, once) and every rank's, from the welcome.
+  Fd standby_;
+  std::vector<StandbyAddr> standby_addrs_;
 };
 
 Status Connection::send_msg(MsgType type, uint64_t seq, int64_t arg, const void* data, size_t len,
@@ -204,17 +209,22 @@ void Connection::dispatch(Msg& m, std::vector<Msg>* later) {
   const uint64_t group = m.hdr.group;
   if (left_.count(group) != 0) return;  // late news of a communicator gone here
   switch (m.type()) {
-    case MsgType::Welcome:
-      if (m.payload.size() >= sizeof(int32_t)) {
-        int32_t r;
-        std::memcpy(&r, m.payload.data(), sizeof r);
-        if (r >= 0 && r < nranks_) {
-          root_rank_ = r;
-          root_owner_ = m.payload.substr(sizeof r, 200);
+    case MsgType::Welcome: {
+      WelcomeHead head{};
+      if (m.payload.size() >= sizeof head) std::memcpy(&head, m.payload.data(), sizeof head);
+      const size_t owner_end = sizeof head + head.owner_len;
+      if (head.owner_len <= 256 && m.payload.size() == owner_end + size_t(nranks_) * sizeof(StandbyAddr)) {
+        if (head.root_rank >= 0 && head.root_rank < nranks_) {
+          root_rank_ = head.root_rank;
+          root_owner_ = m.payload.substr(sizeof head, head.owner_len);
         }
+        standby_addrs_.resize(static_cast<size_t>(nranks_));
+        std::memcpy(standby_addrs_.data(), m.payload.data() + owner_end, standby_addrs_.size() * sizeof(StandbyAddr));
+        for (StandbyAddr& a : standby_addrs_) a.host[sizeof a.host - 1] = '\0';
       }
       boxes_[group].replies.push_back(std::move(m));
       return;
+    }
     case MsgType::Reply:
     case MsgType::Waiting:
       boxes_[group].replies.push_back(std::move(m));
@@ -435,6 +445,19 @@ Status Connection::join(Deadline deadline) {
   h.nranks = nranks_;
   h.pid = static_cast<int32_t>(::getpid());
   if (gethostname(h.host, sizeof h.host - 1) != 0) std::strcpy(h.host, "?");
+  // Bound to the address this rank reaches the root from, so that whoever reached
+  // the root can reach it too. A failure only costs weftCommShrink its option of
+  // putting a new root in this rank's process.
+  SockAddr local;
+  if (local_address(fd_.get(), &local).ok()) {
+    local.set_port(0);
+    Fd listener;
+    SockAddr bound;
+    if (listen_on(local, &listener).ok() && local_address(listener.get(), &bound).ok()) {
+      h.standby_port = bound.port();
+      standby_ = std::move(listener);
+    }
+  }
   std::string what = "bootstrap join (rank " + std::to_string(rank_) + " of " + std::to_string(nranks_) + ")";
   const bool hosts_root = find_root_service(id_) != nullptr;
   WEFT_TRY(send_msg(MsgType::Hello, 0, hosts_root ? 1 : 0, &h, sizeof h, deadline, what.c_str(), 0));
@@ -523,6 +546,28 @@ void Connection::abort(uint64_t group, int me, const std::string& reason) {
   if (!st.ok()) WEFT_WARN(BOOT, "rank %d: could not tell the root about the abort: %s", me, st.message().c_str());
 }
 
+Status Connection::shrink_root(uint64_t group, int leader, const Secret& secret, UniqueId* id) {
+  std::lock_guard<std::mutex> lk(mu_);
+  const Box& box = boxes_[group];
+  const int on_conn = box.members.empty() ? leader : box.members[static_cast<size_t>(leader)];
+  if (static_cast<size_t>(on_conn) >= standby_addrs_.size() || standby_addrs_[static_cast<size_t>(on_conn)].port == 0)
+    return Error(weftInternalError, "rank %d: the bootstrap root did not say where rank %d can host a new root", box.me,
+                 leader);
+  const StandbyAddr& a = standby_addrs_[static_cast<size_t>(on_conn)];
+  std::memset(id, 0, sizeof *id);
+  std::snprintf(id->host, sizeof id->host, "%s", a.host);
+  id->port = static_cast<uint16_t>(a.port);
+  id->secret = secret;
+  if (leader != box.me) return Status::Ok();
+  if (!standby_.valid())
+    return Error(weftInvalidUsage,
+                 "rank %d: this rank's process already hosts the root of a communicator shrunk from this one "
+                 "(a communicator can be shrunk once; shrink the new one)",
+                 box.me);
+  SockAddr bound;
+  return start_root_service_on(std::move(standby_), secret, &bound);
+}
+
 void Connection::leave(uint64_t group) {
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -589,6 +634,9 @@ class GroupBootstrap final : public Bootstrap {
   }
   Status poll() override { return conn_->poll(id_); }
   void abort(const std::string& reason) override { conn_->abort(id_, rank_, reason); }
+  Status shrink_root(int leader, const Secret& secret, UniqueId* id) override {
+    return conn_->shrink_root(id_, leader, secret, id);
+  }
   void set_status_source(StatusSource source) override { conn_->set_status_source(id_, std::move(source)); }
   std::string diagnose(const StatusRow& mine, ReportKind kind, Deadline deadline) override {
     return conn_->diagnose(id_, mine, kind, deadline);

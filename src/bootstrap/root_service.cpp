@@ -47,6 +47,7 @@ struct RankInfo {
   std::string host;
   int pid = 0;
   std::string addr;
+  StandbyAddr standby{};
 };
 
 std::string describe(int rank, const RankInfo& r) {
@@ -351,7 +352,11 @@ void RootService::on_hello(Conn* c, const Msg& m) {
     send(c, MsgType::Error, 0, fail_code_, fail_msg_.data(), fail_msg_.size());
     return;
   }
-  RankInfo me{nullptr, false, false, h.host, h.pid, c->peer.str()};
+  RankInfo me{nullptr, false, false, h.host, h.pid, c->peer.str(), StandbyAddr{}};
+  if (h.standby_port > 0 && h.standby_port <= 65535) {
+    std::snprintf(me.standby.host, sizeof me.standby.host, "%s", c->peer.host().c_str());
+    me.standby.port = h.standby_port;
+  }
   if (nranks_ < 0) {
     nranks_ = h.nranks;
     ranks_.assign(static_cast<size_t>(std::max(nranks_, 0)), RankInfo{});
@@ -394,10 +399,14 @@ void RootService::on_hello(Conn* c, const Msg& m) {
     for (int i = 0; i < nranks_; ++i) all.members.push_back(i);
     all.left.assign(static_cast<size_t>(nranks_), false);
     all.op_arrived.assign(static_cast<size_t>(nranks_), false);
-    // Every rank learns whose process runs the root: if the root goes, that rank went.
-    std::string owner(reinterpret_cast<const char*>(&root_rank_), sizeof(int32_t));
-    if (root_rank_ >= 0) owner += describe(root_rank_, ranks_[static_cast<size_t>(root_rank_)]);
-    for (auto& r : ranks_) send(r.conn, MsgType::Welcome, 0, nranks_, owner.data(), owner.size());
+    // Every rank learns whose process runs the root (if the root goes, that rank
+    // went) and where each rank's process could host a new one.
+    std::string owner = root_rank_ >= 0 ? describe(root_rank_, ranks_[static_cast<size_t>(root_rank_)]) : "";
+    WelcomeHead head{root_rank_, static_cast<uint32_t>(owner.size())};
+    std::string welcome(reinterpret_cast<const char*>(&head), sizeof head);
+    welcome += owner;
+    for (const auto& r : ranks_) welcome.append(reinterpret_cast<const char*>(&r.standby), sizeof r.standby);
+    for (auto& r : ranks_) send(r.conn, MsgType::Welcome, 0, nranks_, welcome.data(), welcome.size());
     WEFT_INFO(BOOT, "bootstrap root %s: all %d ranks joined", bound_.str().c_str(), nranks_);
   }
 }
@@ -832,6 +841,10 @@ void RootService::serve() {
 Status start_root_service(const SockAddr& addr, const Secret& secret, SockAddr* bound) {
   Fd fd;
   WEFT_TRY(listen_on(addr, &fd));
+  return start_root_service_on(std::move(fd), secret, bound);
+}
+
+Status start_root_service_on(Fd fd, const Secret& secret, SockAddr* bound) {
   WEFT_TRY(local_address(fd.get(), bound));
   auto svc = std::make_shared<RootService>(std::move(fd), *bound, secret);
   {

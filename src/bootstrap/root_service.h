@@ -21,6 +21,8 @@ class RootService;
 // Binds to addr (port 0: ephemeral), starts the service thread and registers it.
 // *bound gets the address actually listened on.
 Status start_root_service(const SockAddr& addr, const Secret& secret, SockAddr* bound);
+// The same on a socket already listening (a connection's standby listener).
+Status start_root_service_on(Fd listen_fd, const Secret& secret, SockAddr* bound);
 
 // The service of this process serving `id`, or null.
 std::shared_ptr<RootService> find_root_service(const UniqueId& id);

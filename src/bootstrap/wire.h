@@ -21,7 +21,7 @@
 namespace weft::boot {
 
 constexpr uint32_t kWireMagic = 0x77667462;  // "weft boot"
-constexpr uint32_t kWireVersion = 3;
+constexpr uint32_t kWireVersion = 4;
 // Error's group for a failure of the whole job (every group of every connection).
 constexpr uint64_t kJobGroup = ~uint64_t{0};
 // Largest payload either side accepts: bounds memory a broken peer can make us allocate.
@@ -29,8 +29,9 @@ constexpr uint32_t kMaxPayload = 1u << 30;
 
 enum class MsgType : uint32_t {
   Hello = 1,    // rank -> root: HelloBody; arg 1: the root service runs in this rank's process
-  Welcome = 2,  // root -> rank: every rank has joined; payload = int32 rank whose process runs
-                // the root (-1: none), then "rank R (host H, pid P)" of that rank
+  Welcome = 2,  // root -> rank: every rank has joined; payload = WelcomeHead, the text
+                // "rank R (host H, pid P)" of the rank whose process runs the root, then
+                // every rank's StandbyAddr in rank order
   Error = 3,    // root -> rank: group, arg = weftResult_t, payload = message; the group is over
   Op = 4,       // rank -> root: group, seq, arg = OpKind, payload = [GroupPrefix] this rank's part
   Reply = 5,    // root -> rank: group, seq, payload = all parts in the group's rank order
@@ -87,8 +88,23 @@ struct HelloBody {
   int32_t nranks;
   int32_t pid;
   char host[64];  // hostname, for messages about this rank
+  uint32_t standby_port;  // this connection's standby listener (weftCommShrink); 0: none
 };
-static_assert(sizeof(HelloBody) == 96);
+static_assert(sizeof(HelloBody) == 100);
+
+struct WelcomeHead {
+  int32_t root_rank;   // whose process runs the root; -1: none of the ranks'
+  uint32_t owner_len;  // length of the text naming it
+};
+
+// Where a rank's process can host the root of a communicator shrunk from this
+// one: its standby listener, bound when it joined, so that survivors can meet
+// there after the root's process died. The host is the address the root saw the
+// rank connect from.
+struct StandbyAddr {
+  char host[64];  // numeric, NUL-terminated
+  uint32_t port;  // 0: none
+};
 
 struct Msg {
   MsgHeader hdr{};

@@ -256,6 +256,32 @@ weftResult_t weftCommSplit(weftComm_t comm, int color, int key, weftComm_t* newc
   return init(newcomm, id, nranks, rank, config, lineage, std::move(boot));
 }
 
+weftResult_t weftCommShrink(weftComm_t comm, const int* excludeRanks, int n, weftComm_t* newcomm,
+                            weftConfig_t* config) {
+  if (newcomm == nullptr) return invalid("%s: newcomm is NULL", "weftCommShrink");
+  *newcomm = nullptr;
+  weft::boot::UniqueId id;
+  int nranks = 0, rank = 0, old_rank = 0;
+  {
+    weftResult_t rc;
+    Use c(comm, "weftCommShrink", &rc);
+    if (!c) return rc;
+    old_rank = c->rank();
+    weft::Status st = c->shrink(excludeRanks, n, &id, &nranks, &rank);
+    if (!st.ok()) return report(st.prefix("rank " + std::to_string(old_rank) + ": weftCommShrink: "));
+  }
+  weftResult_t rc = init(newcomm, id, nranks, rank, config);
+  if (rc != weftSuccess && rc != weftInProgress) {
+    // Its errors number ranks as the new communicator does: say how that maps.
+    std::string host(id.host, strnlen(id.host, sizeof id.host));
+    t_last_error = "rank " + std::to_string(old_rank) + ": weftCommShrink (rank " + std::to_string(rank) + " of " +
+                   std::to_string(nranks) + " in the new communicator, whose root is at " + host + ":" +
+                   std::to_string(id.port) + "): " + t_last_error +
+                   " (every rank that stays must call weftCommShrink, with the same excludeRanks)";
+  }
+  return rc;
+}
+
 weftResult_t weftCommInitAll(weftComm_t* comms, int ndev, const int* devlist) {
   if (comms == nullptr) return invalid("%s: comms is NULL", "weftCommInitAll");
   if (ndev < 1) return report(weft::Error(weftInvalidArgument, "weftCommInitAll: ndev must be >= 1, got %d", ndev));

@@ -101,7 +101,10 @@ Status Communicator::init(const boot::UniqueId& id, const weftConfig_t* config) 
   const bool first_of_family = boot_ == nullptr;
   Status st = boot_ != nullptr ? Status::Ok()
                                : boot::Bootstrap::connect(id, rank_, nranks_, Deadline::after_ms(timeout_ms_), &boot_);
-  if (!st.ok()) return st.prefix("rank " + std::to_string(rank_) + ": bootstrap: ");
+  // The bootstrap's own errors already name the rank and say "bootstrap".
+  if (!st.ok() && st.message().rfind("rank " + std::to_string(rank_) + ": ", 0) != 0)
+    return st.prefix("rank " + std::to_string(rank_) + ": bootstrap: ");
+  if (!st.ok()) return st;
   st = agree_on_settings(*boot_, nranks_, shared_settings(topt), Deadline::after_ms(timeout_ms_));
   if (!st.ok()) return st.prefix("rank " + std::to_string(rank_) + ": init: ");
   st = connect_transports(id);
@@ -528,6 +531,43 @@ Status Communicator::split(int color, int key, boot::UniqueId* id, int* nranks, 
   *nranks = static_cast<int>(members.size());
   *rank = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
   *lineage = lineage_;
+  return Status::Ok();
+}
+
+Status Communicator::shrink(const int* exclude, int nexclude, boot::UniqueId* id, int* nranks, int* rank) {
+  if (nexclude < 0 || (nexclude > 0 && exclude == nullptr))
+    return Error(weftInvalidArgument, "excludeRanks is %s with n = %d", exclude == nullptr ? "NULL" : "set",
+                 nexclude);
+  std::vector<bool> out(static_cast<size_t>(nranks_), false);
+  std::string gone;  // the excluded ranks in increasing order, for the new job's secret
+  for (int i = 0; i < nexclude; ++i) {
+    const int r = exclude[i];
+    if (r < 0 || r >= nranks_)
+      return Error(weftInvalidArgument, "excludeRanks[%d] = %d is out of range [0, %d)", i, r, nranks_);
+    if (out[static_cast<size_t>(r)]) return Error(weftInvalidArgument, "excludeRanks lists rank %d twice", r);
+    out[static_cast<size_t>(r)] = true;
+  }
+  if (out[static_cast<size_t>(rank_)])
+    return Error(weftInvalidArgument, "rank %d is in excludeRanks: only the ranks that stay call weftCommShrink",
+                 rank_);
+  std::vector<int> stay;
+  for (int r = 0; r < nranks_; ++r) {
+    if (out[static_cast<size_t>(r)]) gone += std::to_string(r) + ",";
+    else stay.push_back(r);
+  }
+  // Survivors that disagree on who left derive different secrets: the new root
+  // refuses whoever is not of its job, and they time out instead of joining.
+  const uint64_t nth = shrinks_.fetch_add(1);
+  boot::Secret secret =
+      boot::derive_secret(boot::secret_hex(id_.secret) + " shrink #" + std::to_string(nth) + " of family " +
+                              std::to_string(lineage_.family) + " without " + gone,
+                          std::to_string(nranks_));
+  // The first half stays the job's: shared-memory names start with it, and
+  // launchers remove a dead job's segments by that prefix.
+  std::memcpy(secret.bytes, id_.secret.bytes, sizeof secret.bytes / 2);
+  WEFT_TRY(boot_->shrink_root(stay.front(), secret, id));
+  *nranks = static_cast<int>(stay.size());
+  *rank = static_cast<int>(std::find(stay.begin(), stay.end(), rank_) - stay.begin());
   return Status::Ok();
 }
 

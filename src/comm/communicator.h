@@ -86,6 +86,12 @@ class Communicator final : public exec::Health {
   Status split(int color, int key, boot::UniqueId* id, int* nranks, int* rank, Lineage* lineage,
                std::unique_ptr<boot::Bootstrap>* boot);
 
+  // weftCommShrink's plan: the new communicator's size, this rank's place in it
+  // (the survivors keep their order) and the unique id of its root, which runs in
+  // the lowest survivor's process (started here when that is this rank). Does not
+  // wait for this communicator's queue: it may be stuck or broken.
+  Status shrink(const int* exclude, int nexclude, boot::UniqueId* id, int* nranks, int* rank);
+
   // Online tuning's settled picks (tune::Tuner::settled_state), after queued work.
   Status tuning_state(std::string* out);
 
@@ -230,6 +236,7 @@ class Communicator final : public exec::Health {
   std::mutex wait_mu_;
   WaitPosition wait_pos_;
   std::atomic<bool> aborted_{false};
+  std::atomic<uint64_t> shrinks_{0};  // weftCommShrink calls so far (any thread)
   std::mutex err_mu_;
   Status error_;  // sticky: the communicator is unusable after it is set
   std::atomic<bool> failed_{false};  // error_ is set

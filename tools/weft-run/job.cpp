@@ -107,6 +107,7 @@ class Job {
   bool killed_ = false;
   Clock::time_point kill_at_{};
   int exit_code_ = -1;  // first recorded outcome wins
+  int succeeded_ = 0;    // ranks that exited 0
 };
 
 Job::~Job() {
@@ -297,9 +298,13 @@ void Job::Reap() {
       how = "killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
             SignalName(WTERMSIG(status)) + ")";
     }
+    if (code == 0) ++succeeded_;
     // Only the failure that brings the job down is reported; ranks dying of the
     // SIGTERM weft-run sent afterwards are expected and would just be noise.
-    if (code != 0 && !terminating_) {
+    if (code != 0 && !terminating_ && o_.elastic) {
+      Say("rank " + std::to_string(r) + " (pid " + std::to_string(pid) + ") " + how + "; the others go on (--elastic)");
+      RecordExit(code);
+    } else if (code != 0 && !terminating_) {
       std::string stopped;
       for (size_t i = 0; i < ranks_.size(); ++i)
         if (ranks_[i].running && ranks_[i].stopped_by != 0)
@@ -406,6 +411,8 @@ int Job::Run() {
   Launch();
   Supervise();
   Finish();
+  // --elastic forgives lost ranks when the survivors finished the work; not a timeout or a signal to weft-run.
+  if (o_.elastic && succeeded_ > 0 && !terminating_) return 0;
   return exit_code_ < 0 ? 0 : exit_code_;
 }
 

@@ -39,7 +39,7 @@ ParseResult Fail(std::string msg) {
 
 void PrintUsage(FILE* out) {
   std::fprintf(out,
-      "usage: weft-run -n N [--timeout S] [--tag-output] [--] CMD [ARGS...]\n"
+      "usage: weft-run -n N [--timeout S] [--tag-output] [--elastic] [--] CMD [ARGS...]\n"
       "\n"
       "Runs N local ranks of CMD with WEFT_RANK, WEFT_NRANKS, WEFT_LOCAL_RANK,\n"
       "WEFT_LOCAL_SIZE, WEFT_COMM_ID and WEFT_JOB_SECRET set.\n"
@@ -47,11 +47,15 @@ void PrintUsage(FILE* out) {
       "  -n N            number of ranks, 1..%d\n"
       "  --timeout S     end the job after S seconds, exit 124 (env WEFT_RUN_TIMEOUT)\n"
       "  --tag-output    prefix every line of a rank's stdout/stderr with [rank]\n"
+      "  --elastic       a failing rank does not end the job: the others go on\n"
+      "                  (weftCommShrink, weft-train --elastic)\n"
       "  -h, --help      this text\n"
       "\n"
       "If a rank fails (non-zero exit or a signal) the others get SIGTERM, then SIGKILL\n"
       "after a grace period, and weft-run exits with the first failing rank's code\n"
-      "(128+signal for a signal). SIGINT, SIGTERM and SIGHUP are forwarded to every rank.\n",
+      "(128+signal for a signal). With --elastic failures are reported and the job\n"
+      "runs on; it exits 0 if at least one rank exits 0, else with the first failing\n"
+      "rank's code. SIGINT, SIGTERM and SIGHUP are forwarded to every rank.\n",
       kMaxRanks);
 }
 
@@ -109,6 +113,10 @@ ParseResult ParseArgs(int argc, char** argv, const char* timeout_env) {
     }
     if (a == "--tag-output") {
       o.tag_output = true;
+      continue;
+    }
+    if (a == "--elastic") {
+      o.elastic = true;
       continue;
     }
     if (a.size() > 1 && a[0] == '-') return Fail("unknown option '" + a + "'");

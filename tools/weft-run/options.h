@@ -1,4 +1,4 @@
-// weft-run's command line: `weft-run -n N [--timeout S] [--tag-output] [--] CMD ARGS...`
+// weft-run's command line: `weft-run -n N [--timeout S] [--tag-output] [--elastic] [--] CMD ARGS...`
 #pragma once
 
 #include <string>
@@ -13,6 +13,7 @@ struct Options {
   double timeout_s = 0;      // 0: no timeout
   std::string timeout_text;  // as the user wrote it, for the timeout message
   bool tag_output = false;
+  bool elastic = false;  // a failed rank does not end the job (its survivors shrink)
   std::vector<std::string> command;  // CMD ARGS...
 };
 
