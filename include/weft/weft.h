@@ -143,6 +143,15 @@ weftResult_t weftCommSplit(weftComm_t comm, int color, int key, weftComm_t* newc
  * config as for weftCommSplit. */
 weftResult_t weftCommShrink(weftComm_t comm, const int* excludeRanks, int n, weftComm_t* newcomm,
                             weftConfig_t* config);
+/* The ranks of comm this rank has learnt are gone, ascending: their connection
+ * to the bootstrap closed without a goodbye (the process died, exited or was cut
+ * off), or the bootstrap root was lost with the process of the rank that ran it.
+ * The first min(*n, max) go to ranks; *n gets how many there are. A hung rank is
+ * not among them (the stuck-call diagnosis names it). Local and non-blocking:
+ * the news may arrive a moment after a call failed on a dead peer, and ranks
+ * learn it at different moments; after a single failure every survivor soon
+ * sees the same list, which is then weftCommShrink's excludeRanks. */
+weftResult_t weftCommGetFailedRanks(weftComm_t comm, int* ranks, int max, int* n);
 /* ndev communicators of one job, all ranks in this process (rank i in comms[i]).
  * devlist must be NULL (host memory). Drive them with the *Async calls, or one
  * thread per rank. */

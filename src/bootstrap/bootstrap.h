@@ -174,6 +174,10 @@ class Bootstrap {
   // leader it starts that root (once per connection). Survivors connect there
   // with Bootstrap::connect; the kernel queues them until the leader is serving.
   virtual Status shrink_root(int leader, const Secret& secret, UniqueId* id) = 0;
+  // The members this rank has heard are gone, ascending: their connection to the
+  // root closed without a goodbye, or the root itself was lost with the process
+  // of the member that ran it. Local; grows as news arrives.
+  virtual std::vector<int> lost_ranks() = 0;
 
   // The bootstrap of a communicator of some of these ranks (`ranks`, in its rank
   // order, this rank among them), on the same connection to the same root: no

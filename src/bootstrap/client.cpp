@@ -100,6 +100,7 @@ class Connection {
   Status poll(uint64_t group);
   void abort(uint64_t group, int me, const std::string& reason);
   Status shrink_root(uint64_t group, int leader, const Secret& secret, UniqueId* id);
+  std::vector<int> lost_ranks(uint64_t group);
   // A communicator's group is gone here: its box goes, and the root hears of it.
   void leave(uint64_t group);
 
@@ -110,6 +111,7 @@ class Connection {
     Status sticky;  // the group's failure: its later calls return it
     int me = 0;
     std::vector<int32_t> members;  // empty: every rank, in connection order
+    std::set<int> lost;            // members whose connection closed (Lost)
     std::string diagnosis;         // the root's latest diagnosis line
     uint64_t diagnoses = 0;        // how many arrived
   };
@@ -231,6 +233,7 @@ void Connection::dispatch(Msg& m, std::vector<Msg>* later) {
       return;
     case MsgType::Lost:
     case MsgType::Abort:
+      if (m.type() == MsgType::Lost) boxes_[group].lost.insert(static_cast<int>(m.hdr.arg));
       if (boxes_[group].sticky.ok()) boxes_[group].sticky = Status(weftRemoteError, m.payload);
       return;
     case MsgType::Error: {
@@ -568,6 +571,19 @@ Status Connection::shrink_root(uint64_t group, int leader, const Secret& secret,
   return start_root_service_on(std::move(standby_), secret, &bound);
 }
 
+std::vector<int> Connection::lost_ranks(uint64_t group) {
+  std::lock_guard<std::mutex> lk(mu_);
+  const Box& box = boxes_[group];
+  std::set<int> lost = box.lost;
+  if (root_lost_ && root_rank_ >= 0) {
+    const auto& m = box.members;
+    auto pos = std::find(m.begin(), m.end(), root_rank_);
+    if (m.empty()) lost.insert(root_rank_);
+    else if (pos != m.end()) lost.insert(static_cast<int>(pos - m.begin()));
+  }
+  return {lost.begin(), lost.end()};
+}
+
 void Connection::leave(uint64_t group) {
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -637,6 +653,7 @@ class GroupBootstrap final : public Bootstrap {
   Status shrink_root(int leader, const Secret& secret, UniqueId* id) override {
     return conn_->shrink_root(id_, leader, secret, id);
   }
+  std::vector<int> lost_ranks() override { return conn_->lost_ranks(id_); }
   void set_status_source(StatusSource source) override { conn_->set_status_source(id_, std::move(source)); }
   std::string diagnose(const StatusRow& mine, ReportKind kind, Deadline deadline) override {
     return conn_->diagnose(id_, mine, kind, deadline);

@@ -282,6 +282,18 @@ weftResult_t weftCommShrink(weftComm_t comm, const int* excludeRanks, int n, wef
   return rc;
 }
 
+weftResult_t weftCommGetFailedRanks(weftComm_t comm, int* ranks, int max, int* n) {
+  if (n == nullptr || max < 0 || (max > 0 && ranks == nullptr))
+    return invalid("%s: n is NULL, max is negative, or ranks is NULL with max > 0", "weftCommGetFailedRanks");
+  weftResult_t rc;
+  Use c(comm, "weftCommGetFailedRanks", &rc);
+  if (!c) return rc;
+  const std::vector<int> lost = c->failed_ranks();
+  *n = static_cast<int>(lost.size());
+  std::copy_n(lost.begin(), std::min<size_t>(lost.size(), static_cast<size_t>(max)), ranks);
+  return weftSuccess;
+}
+
 weftResult_t weftCommInitAll(weftComm_t* comms, int ndev, const int* devlist) {
   if (comms == nullptr) return invalid("%s: comms is NULL", "weftCommInitAll");
   if (ndev < 1) return report(weft::Error(weftInvalidArgument, "weftCommInitAll: ndev must be >= 1, got %d", ndev));

@@ -92,6 +92,9 @@ class Communicator final : public exec::Health {
   // wait for this communicator's queue: it may be stuck or broken.
   Status shrink(const int* exclude, int nexclude, boot::UniqueId* id, int* nranks, int* rank);
 
+  // weftCommGetFailedRanks: the ranks the bootstrap says are gone. Any thread.
+  std::vector<int> failed_ranks() { return boot_->lost_ranks(); }
+
   // Online tuning's settled picks (tune::Tuner::settled_state), after queued work.
   Status tuning_state(std::string* out);
 

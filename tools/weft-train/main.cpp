@@ -22,6 +22,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "train/data.h"
 #include "train/dist/trace.h"
@@ -77,6 +78,10 @@ const char* kUsage =
     "                          warm start (DDP; PyTorch's powerSGD_hook semantics)\n"
     "  --powersgd-start S      plain all-reduce for the first S steps (10)\n"
     "  --powersgd-no-error-feedback  drop the compression error instead of carrying it over\n"
+    "  --elastic               when a rank is lost the others shrink the communicator (weftCommShrink),\n"
+    "                          reload the last checkpoint (--save-every) and go on with the same global\n"
+    "                          batch through more --grad-accum: ranks x --grad-accum must divide by the\n"
+    "                          ranks left (4 x 3 survives any loss); start with weft-run --elastic\n"
     "pipeline parallelism (instead of data parallelism):\n"
     "  --pp P                  P stages, one per rank (the job's ranks): the blocks cut into contiguous\n"
     "                          stages balanced by estimated compute, embeddings with the first, the\n"
@@ -166,6 +171,29 @@ std::string fmtRate(double r) {
   return b;
 }
 
+// --elastic: the survivors of a lost rank agree on who is gone (the bootstrap's
+// news may trail the failed call a little), build a communicator of themselves
+// and drop the broken one.
+weftComm_t shrinkAfterLoss(weftComm_t comm, int world, const std::string& why) {
+  std::vector<int> gone(size_t(world), -1);
+  int n = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (weftCommGetFailedRanks(comm, gone.data(), world, &n) == weftSuccess && n == 0 &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (n == 0) die(why + "; --elastic: no rank is known to be gone (a hung rank or a cut link?), nothing to shrink");
+  std::string names;
+  for (int i = 0; i < n; i++) names += (i ? ", " : "") + std::to_string(gone[size_t(i)]);
+  std::printf("%slost rank %s (%s); shrinking to %d ranks\n", gRankPrefix.c_str(), names.c_str(), why.c_str(),
+              world - n);
+  std::fflush(stdout);
+  weftComm_t next = nullptr;
+  if (weftCommShrink(comm, gone.data(), n, &next, nullptr) != weftSuccess)
+    die(std::string("--elastic: ") + weftGetLastError(comm));
+  weftCommAbort(comm);
+  return next;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -199,7 +227,7 @@ int main(int argc, char** argv) {
   double lr = -1, minLr = 1e-4, wd = 0.1, clip = 1.0;
   uint64_t seed = 1337;
   double lossScale = 65536.0, dropout = 0.0;
-  bool prepareOnly = false, ckptActs = false, verbose = false, powerSgdFeedback = true;
+  bool prepareOnly = false, ckptActs = false, verbose = false, powerSgdFeedback = true, elastic = false;
   int threads = 0, zero = 0;
   double bucketMb = 25;
   std::string reduceDtype, gradCompress, traceFile;
@@ -254,6 +282,7 @@ int main(int argc, char** argv) {
     else if (a == "--reduce-dtype") reduceDtype = val();
     else if (a == "--grad-compress") gradCompress = val();
     else if (a == "--verbose") verbose = true;
+    else if (a == "--elastic") elastic = true;
     else if (a == "--trace") traceFile = val();
     else if (a == "--powersgd") powerSgd = int(num());
     else if (a == "--powersgd-start") powerSgdStart = int(num());
@@ -288,7 +317,7 @@ int main(int argc, char** argv) {
         gRankPrefix = "rank " + std::to_string(rank) + ": ";
       }
     }
-    const bool lead = rank == 0;
+    bool lead = rank == 0;
     if (threads <= 0) threads = std::max(1, int(std::thread::hardware_concurrency()) / localRanks());
     omp_set_num_threads(threads);
     if (lead && (!fs::exists(trainPath) || !fs::exists(valPath))) {
@@ -360,6 +389,8 @@ int main(int argc, char** argv) {
       opt.dp.commDtype = c;
     }
     if (ppStages < 1) die("--pp must be >= 1");
+    if (!initHF.empty() && !resume.empty()) die("--init-hf and --resume exclude each other");
+    if (elastic && (ppStages > 1 || !comm)) die("--elastic is for data-parallel runs under a launcher (not --pp)");
     const bool pipelined = ppStages > 1;
     if (!pipelined && (microbatches || chunks || !ppSplit.empty() || !plotSchedule.empty() || ppReplicas != 1))
       die("--microbatches, --chunks, --stages, --dp and --plot-schedule are for --pp");
@@ -406,263 +437,293 @@ int main(int argc, char** argv) {
         die("the training options of rank(s) " + differ + " differ from rank 0's (every rank must be started with the "
             "same model, precision, batch, schedule, data-parallel and resume options)");
     }
-    Trainer tr(opt, &trainData.tokens, &valData.tokens);
-    tr.model().setActivationCheckpointing(ckptActs);
-    tr.scaler().scale = lossScale;
-    // Lines every rank prints carry its rank when there are several.
-    auto say = [&](const char* fmt, auto... args) {
-      std::printf("%s", gRankPrefix.c_str());
-      std::printf(fmt, args...);
-    };
-    if (!initHF.empty()) {
-      if (!resume.empty()) die("--init-hf and --resume exclude each other");
-      HFModel hf = importHF(initHF);
-      const GPT2Config& c = opt.model;
-      if (hf.config.vocabSize != c.vocabSize || hf.config.maxSeq != c.maxSeq || hf.config.numLayers != c.numLayers ||
-          hf.config.numHeads != c.numHeads || hf.config.channels != c.channels)
-        die(initHF + ": model config differs from preset " + preset);
-      std::vector<char> raw(hf.params.size() * dtypeSize(opt.dtype));
-      convertFromFloat(opt.dtype, hf.params.data(), raw.data(), hf.params.size());
-      const std::vector<float> zeros(hf.params.size(), 0.0f);
-      tr.setState(raw.data(), hf.params, zeros, zeros);
-      if (lead) std::printf("initialized from HF weights in %s\n", initHF.c_str());
-    }
-    if (!resume.empty()) {
-      tr.load(resume);
-      if (lead)
-        std::printf("resumed from %s at step %d (loss scale %g)\n", resume.c_str(), tr.step(), tr.scaler().current());
-    }
-    const fs::path csvPath = fs::path(out) / "metrics.csv";
-    std::ofstream csv;
-    if (lead) {
-      fs::create_directories(out);
-      const bool csvAppend = !resume.empty() && fs::exists(csvPath);
-      csv.open(csvPath, csvAppend ? std::ios::app : std::ios::trunc);
-      if (!csvAppend)
-        csv << "step,loss,val_loss,lr,grad_norm,loss_scale,skipped,tokens_per_s,elapsed_s,comm_bytes,"
-               "model_state_bytes,peak_rss_bytes,bubble,peak_activation_bytes\n";
-    }
-
-    Pipeline* pp = tr.pipeline();
-    const long tokPerStep =
-        long(opt.batch) * opt.seq * (pp ? pp->schedule().microbatches * pp->replicas() : opt.gradAccum * world);
-    DataParallel* dp = pp ? nullptr : &tr.dataParallel();
-    const char* zeroName[] = {"DDP", "ZeRO-1 (optimizer state sharded)", "ZeRO-2 (optimizer state and gradients sharded)",
-                              "ZeRO-3 (optimizer state, gradients and parameters sharded; buckets are blocks)"};
-    if (lead) {
-      std::printf("weft-train: preset %s, %s, %zu parameters (%d layers, %d heads, width %d, context %d)\n",
-                  preset.c_str(), dtypeName(opt.dtype), tr.model().numParams(), opt.model.numLayers,
-                  opt.model.numHeads, opt.model.channels, opt.model.maxSeq);
-      if (pp)
-        std::printf("  batch %d x seq %d x micro-batches %d x pipeline copies %d = %ld tokens/step, %d steps, "
-                    "lr %g -> %g (warmup %d), data %zu train / %zu val tokens, out %s\n",
-                    opt.batch, opt.seq, pp->schedule().microbatches, pp->replicas(), tokPerStep, opt.steps, opt.lr,
-                    opt.minLr, opt.warmup, trainData.tokens.size(), valData.tokens.size(), out.c_str());
-      else
-        std::printf("  batch %d x seq %d x accum %d x ranks %d = %ld tokens/step, %d steps, lr %g -> %g (warmup %d), "
-                    "data %zu train / %zu val tokens, out %s\n",
-                    opt.batch, opt.seq, opt.gradAccum, world, tokPerStep, opt.steps, opt.lr, opt.minLr, opt.warmup,
-                    trainData.tokens.size(), valData.tokens.size(), out.c_str());
-      if (pp) {
-        std::string cut;
-        for (size_t v = 0; v < pp->split().size(); v++)
-          cut += (v ? ", " : "") + std::to_string(v) + ": " + std::to_string(pp->split()[v].first) + "-" +
-                 std::to_string(pp->split()[v].second - 1);
-        std::printf("  pipeline: %d stages x %d chunks (x %d data-parallel copies), schedule %s, %d micro-batches; "
-                    "blocks per virtual stage %s; bubble by formula %.3f\n",
-                    pp->stages(), pp->schedule().chunks, pp->replicas(), pp->schedule().name.c_str(), pp->schedule().microbatches,
-                    cut.c_str(), pp->formulaBubble());
-      } else if (world > 1)
-        std::printf("  data-parallel: %d ranks x %d threads, %s, %zu gradient buckets (cap %g MiB, first 1 MiB), "
-                    "gradients reduced in %s%s\n",
-                    world, threads, zeroName[zero], dp->buckets().size(), bucketMb,
-                    dtypeName(opt.dp.commDtype.value_or(opt.dtype)),
-                    powerSgd ? (", PowerSGD rank " + std::to_string(powerSgd) + " from step " +
-                                std::to_string(powerSgdStart)).c_str() : "");
-    }
-    size_t modelState = 0;
-    auto reportMemory = [&](const char* when) {
-      const MemoryReport mem = pp ? pp->memory() : dp->memory();
-      modelState = mem.params + mem.grads + mem.optimizer;
-      if (lead || world > 1)
-        say("memory %s: parameters %.1f MiB, gradients %.1f MiB, optimizer %.1f MiB (fp32 master and moments%s): "
-            "model state %.1f MiB; fp32 gradient %.1f MiB, communication buffers %.1f MiB, peak resident %.1f MiB\n",
-            when, mib(mem.params), mib(mem.grads), mib(mem.optimizer),
-            zero ? ", this rank's shard" : pp ? ", this stage's parameters" : "",
-            mib(modelState), mib(mem.fp32Grads), mib(mem.commBuffers), mib(peakRssBytes()));
-      std::fflush(stdout);
-    };
-    reportMemory("at start");
-    std::fflush(stdout);
-
-    const bool tty = lead && isatty(STDOUT_FILENO);
-    using clock = std::chrono::steady_clock;
-    const auto t0 = clock::now();
-    double trainSeconds = 0, emaRate = 0, lastVal = NAN, firstLoss = NAN, lastLoss = NAN;
-    double computeSum = 0, commSum = 0, optimSum = 0, timedSum = 0;  // steps after the first
-    const int startStep = tr.step();
-    // Under ZeRO-3 evaluation gathers the parameters: every rank takes part.
-    // So does a pipeline: the stages share their parameters for it.
-    const bool evaluates = lead || zero == 3 || pp;
-    double bubbleSum = 0, simulatedSum = 0;
-    size_t peakActivations = 0, workBuffers = 0;
-    if (startStep == 0 && evaluates) lastVal = tr.evalLoss();
-    if (startStep == 0 && lead) {
-      std::printf("activations: %.1f MiB (%s)\n", double(tr.model().activationBytes()) / (1 << 20),
-                  ckptActs ? "checkpointed per block" : "all kept");
-      std::printf("step %d: val loss %.4f\n", 0, lastVal);
-      csv << 0 << ",," << lastVal << ",,,,,,0,,,\n";
-    }
-    bool lastStep = false;
-    struct sigaction sa{};
-    sa.sa_handler = onTerminate;
-    sigaction(SIGTERM, &sa, nullptr);
-    while (tr.step() < opt.steps) {
-      if (gTerminate) {
-        // One more step after the signal: if a peer died, its first collective fails
-        // naming it (a barrier here could meet a peer already inside the step).
-        if (comm && !lastStep) lastStep = true;
-        else die("terminated (SIGTERM) after step " + std::to_string(tr.step()));
+    // Once; again for the survivors of a lost rank under --elastic, from the last checkpoint.
+    const int globalMicro = world * opt.gradAccum;
+    for (;;) try {
+      Trainer tr(opt, &trainData.tokens, &valData.tokens);
+      tr.model().setActivationCheckpointing(ckptActs);
+      tr.scaler().scale = lossScale;
+      // Lines every rank prints carry its rank when there are several.
+      auto say = [&](const char* fmt, auto... args) {
+        std::printf("%s", gRankPrefix.c_str());
+        std::printf(fmt, args...);
+      };
+      if (!initHF.empty() && resume.empty()) {
+        HFModel hf = importHF(initHF);
+        const GPT2Config& c = opt.model;
+        if (hf.config.vocabSize != c.vocabSize || hf.config.maxSeq != c.maxSeq || hf.config.numLayers != c.numLayers ||
+            hf.config.numHeads != c.numHeads || hf.config.channels != c.channels)
+          die(initHF + ": model config differs from preset " + preset);
+        std::vector<char> raw(hf.params.size() * dtypeSize(opt.dtype));
+        convertFromFloat(opt.dtype, hf.params.data(), raw.data(), hf.params.size());
+        const std::vector<float> zeros(hf.params.size(), 0.0f);
+        tr.setState(raw.data(), hf.params, zeros, zeros);
+        if (lead) std::printf("initialized from HF weights in %s\n", initHF.c_str());
       }
-      const bool traceNow =
-          (!traceFile.empty() || !plotSchedule.empty()) && tr.step() + 1 == std::min(traceStep, opt.steps);
-      if (traceNow && dp) dp->traceOn();
-      const auto s0 = clock::now();
-      StepStats s = tr.trainStep();
-      if (traceNow && !traceFile.empty()) {
-        if (dp) dp->traceOff();
-        if (dp) writeChromeTrace(comm, dp->traceEvents(), traceFile);
-        else writeChromeTrace(comm, pp->lastActions(), traceFile, {"compute", "waiting on receives"});
-        if (lead) std::printf("trace of step %d: %s (chrome://tracing or ui.perfetto.dev)\n", s.step, traceFile.c_str());
+      if (!resume.empty()) {
+        tr.load(resume);
+        if (lead)
+          std::printf("resumed from %s at step %d (loss scale %g)\n", resume.c_str(), tr.step(), tr.scaler().current());
       }
-      if (traceNow && !plotSchedule.empty()) {
-        std::vector<std::vector<ScheduleBox>> rows;
-        for (const auto& events : gatherTraceEvents(comm, pp->lastActions())) {
-          rows.emplace_back();
-          for (const TraceEvent& e : events)
-            if (e.track == 0) rows.back().push_back({e.name, e.begin, e.end});
+      const fs::path csvPath = fs::path(out) / "metrics.csv";
+      std::ofstream csv;
+      if (lead) {
+        fs::create_directories(out);
+        const bool csvAppend = !resume.empty() && fs::exists(csvPath) && fs::file_size(csvPath) > 0;
+        // A lead killed mid-write leaves a torn last line: the next rows start on a fresh one.
+        bool torn = false;
+        if (csvAppend) {
+          std::ifstream tail(csvPath, std::ios::binary | std::ios::ate);
+          tail.seekg(-1, std::ios::end);
+          torn = tail.get() != '\n';
         }
-        if (lead) {
-          writeSchedulePlot(plotSchedule, rows);
-          std::printf("schedule of step %d as measured: %s\n", s.step, plotSchedule.c_str());
-        }
+        csv.open(csvPath, csvAppend ? std::ios::app : std::ios::trunc);
+        if (torn) csv << "\n";
+        if (!csvAppend)
+          csv << "step,loss,val_loss,lr,grad_norm,loss_scale,skipped,tokens_per_s,elapsed_s,comm_bytes,"
+                 "model_state_bytes,peak_rss_bytes,bubble,peak_activation_bytes\n";
       }
-      const double dt = std::chrono::duration<double>(clock::now() - s0).count();
-      trainSeconds += dt;
-      // Communication buffers and ZeRO-2/3 pools are allocated during the first step.
-      if (s.step == startStep + 1 && world > 1) reportMemory("after the first step");
-      const double rate = tokPerStep / dt;
-      emaRate = emaRate == 0 ? rate : 0.9 * emaRate + 0.1 * rate;
-      if (!std::isnan(firstLoss)) {
-        computeSum += s.computeSeconds;
-        bubbleSum += s.bubble;
-        simulatedSum += s.simulatedBubble;
-        commSum += s.commSeconds;
-        optimSum += s.optimizerSeconds;
-        timedSum += dt;
-      }
-      peakActivations = std::max(peakActivations, s.peakActivationBytes);
-      workBuffers = std::max(workBuffers, s.workBufferBytes);
-      if (std::isnan(firstLoss)) firstLoss = s.loss;
-      lastLoss = s.loss;
-      const double eta = (opt.steps - s.step) * tokPerStep / emaRate;
-      const bool logNow = s.step % logEvery == 0 || s.step == startStep + 1 || s.step == opt.steps || s.skipped;
-      if (verbose && pp && logNow) {
-        say("step %d | loss %.4f | grad norm %.3f | %.2f s | busy %.0f ms, waiting on receives %.0f ms | "
-            "bubble %.3f (simulated %.3f) | peak activations %.1f MiB\n",
-            s.step, s.loss, s.gradNorm, dt, s.computeSeconds * 1e3, s.commSeconds * 1e3, s.bubble,
-            s.simulatedBubble, mib(s.peakActivationBytes));
-        std::fflush(stdout);
-      } else if (verbose && world > 1 && logNow) {
-        const CommVolume v = dp->volume();
-        say("step %d | loss %.4f | grad norm %.3f | %.2f s | sent to weft %.1f MiB gradients, %.1f MiB parameters\n",
-            s.step, s.loss, s.gradNorm, dt, mib(v.gradientBytes), mib(v.paramBytes));
-        std::fflush(stdout);
-      }
-      const bool evalNow = s.step == opt.steps || (evalEvery > 0 && s.step % evalEvery == 0);
-      double val = NAN;
-      if (evalNow && evaluates) val = lastVal = tr.evalLoss();
-      if (!lead) {
-        if (saveEvery > 0 && s.step % saveEvery == 0 && s.step != opt.steps) tr.save(out);
-        continue;
-      }
-      const double elapsed = std::chrono::duration<double>(clock::now() - t0).count();
-      const CommVolume v = dp ? dp->volume() : CommVolume{};
-      csv << s.step << "," << s.loss << ",";
-      if (evalNow) csv << val;
-      csv << "," << s.lr << "," << s.gradNorm << "," << s.lossScale << "," << int(s.skipped) << "," << rate
-          << "," << elapsed << "," << (v.gradientBytes + v.paramBytes + v.statsBytes) << "," << modelState << ","
-          << peakRssBytes() << ",";
-      if (pp) csv << s.bubble;
-      csv << "," << (pp ? s.peakActivationBytes : tr.model().activationBytes()) << "\n";
 
-      char scaleInfo[96] = "";
-      if (tr.scaler().enabled) {
-        if (s.skipped)
-          std::snprintf(scaleInfo, sizeof scaleInfo, " | scale %g SKIPPED (inf/nan grads), scale -> %g",
-                        s.lossScale, tr.scaler().current());
-        else
-          std::snprintf(scaleInfo, sizeof scaleInfo, " | scale %g", s.lossScale);
-      }
-      if (tty) {
-        const int width = 24;
-        const int done = int(double(s.step) / opt.steps * width);
-        std::string bar(size_t(done), '#');
-        bar.append(size_t(width - done), '.');
-        std::printf("\r[%s] %d/%d loss %.4f lr %.2e %s tok/s ETA %s%s\033[K", bar.c_str(), s.step, opt.steps,
-                    s.loss, s.lr, fmtRate(emaRate).c_str(), fmtTime(eta).c_str(), scaleInfo);
-        if (evalNow || s.skipped) std::printf("\n");
-        if (evalNow) std::printf("step %d: val loss %.4f\n", s.step, val);
-      } else if (logNow || evalNow) {
-        std::printf("step %5d/%d | loss %.4f | lr %.2e | grad norm %.3f | %s tok/s | ETA %s%s", s.step,
-                    opt.steps, s.loss, s.lr, s.gradNorm, fmtRate(emaRate).c_str(), fmtTime(eta).c_str(),
-                    scaleInfo);
-        if (pp) std::printf(" | bubble %.3f", s.bubble);
-        if (evalNow) std::printf(" | val loss %.4f", val);
-        std::printf("\n");
-      }
-      std::fflush(stdout);
-      if (saveEvery > 0 && s.step % saveEvery == 0 && s.step != opt.steps) tr.save(out);
-    }
-    tr.save(out);
-    tr.materialize();  // ZeRO-3, pipeline: the whole model on every rank for sampling and export
-    if (pp && (lead || verbose))
-      say("pipeline stage %d: peak activations %.1f MiB (saved by the micro-batches in flight on this stage), "
-          "backward work buffers %.1f MiB\n",
-          pp->stage(), mib(peakActivations), mib(workBuffers));
-    if (lead) {
-      csv.flush();
-      const double total = std::chrono::duration<double>(clock::now() - t0).count();
-      const int ran = tr.step() - startStep;
-      std::printf("done: %d steps in %.1f s (%.1f s training, %s tok/s); train loss %.4f -> %.4f; val loss %.4f\n",
-                  ran, total, trainSeconds, fmtRate(ran > 0 ? ran * tokPerStep / trainSeconds : 0).c_str(),
-                  firstLoss, lastLoss, lastVal);
-      if (ran > 1) {
-        const double n = ran - 1;
-        std::printf("time per step (after the first): %.1f ms = compute %.1f ms + exposed communication %.1f ms "
-                    "(%.1f%%) + optimizer %.1f ms\n",
-                    timedSum / n * 1e3, computeSum / n * 1e3, commSum / n * 1e3, 100 * commSum / timedSum,
-                    optimSum / n * 1e3);
+      Pipeline* pp = tr.pipeline();
+      const long tokPerStep =
+          long(opt.batch) * opt.seq * (pp ? pp->schedule().microbatches * pp->replicas() : opt.gradAccum * world);
+      DataParallel* dp = pp ? nullptr : &tr.dataParallel();
+      const char* zeroName[] = {"DDP", "ZeRO-1 (optimizer state sharded)", "ZeRO-2 (optimizer state and gradients sharded)",
+                                "ZeRO-3 (optimizer state, gradients and parameters sharded; buckets are blocks)"};
+      if (lead) {
+        std::printf("weft-train: preset %s, %s, %zu parameters (%d layers, %d heads, width %d, context %d)\n",
+                    preset.c_str(), dtypeName(opt.dtype), tr.model().numParams(), opt.model.numLayers,
+                    opt.model.numHeads, opt.model.channels, opt.model.maxSeq);
         if (pp)
-          std::printf("pipeline bubble (after the first step): measured %.3f, simulated with the measured action "
-                      "times %.3f, formula %.3f\n",
-                      bubbleSum / n, simulatedSum / n, pp->formulaBubble());
+          std::printf("  batch %d x seq %d x micro-batches %d x pipeline copies %d = %ld tokens/step, %d steps, "
+                      "lr %g -> %g (warmup %d), data %zu train / %zu val tokens, out %s\n",
+                      opt.batch, opt.seq, pp->schedule().microbatches, pp->replicas(), tokPerStep, opt.steps, opt.lr,
+                      opt.minLr, opt.warmup, trainData.tokens.size(), valData.tokens.size(), out.c_str());
+        else
+          std::printf("  batch %d x seq %d x accum %d x ranks %d = %ld tokens/step, %d steps, lr %g -> %g (warmup %d), "
+                      "data %zu train / %zu val tokens, out %s\n",
+                      opt.batch, opt.seq, opt.gradAccum, world, tokPerStep, opt.steps, opt.lr, opt.minLr, opt.warmup,
+                      trainData.tokens.size(), valData.tokens.size(), out.c_str());
+        if (pp) {
+          std::string cut;
+          for (size_t v = 0; v < pp->split().size(); v++)
+            cut += (v ? ", " : "") + std::to_string(v) + ": " + std::to_string(pp->split()[v].first) + "-" +
+                   std::to_string(pp->split()[v].second - 1);
+          std::printf("  pipeline: %d stages x %d chunks (x %d data-parallel copies), schedule %s, %d micro-batches; "
+                      "blocks per virtual stage %s; bubble by formula %.3f\n",
+                      pp->stages(), pp->schedule().chunks, pp->replicas(), pp->schedule().name.c_str(), pp->schedule().microbatches,
+                      cut.c_str(), pp->formulaBubble());
+        } else if (world > 1)
+          std::printf("  data-parallel: %d ranks x %d threads, %s, %zu gradient buckets (cap %g MiB, first 1 MiB), "
+                      "gradients reduced in %s%s\n",
+                      world, threads, zeroName[zero], dp->buckets().size(), bucketMb,
+                      dtypeName(opt.dp.commDtype.value_or(opt.dtype)),
+                      powerSgd ? (", PowerSGD rank " + std::to_string(powerSgd) + " from step " +
+                                  std::to_string(powerSgdStart)).c_str() : "");
       }
-      csv.close();
-      Curve trainCurve, valCurve;
-      readMetricsCsv(csvPath.string(), &trainCurve, &valCurve);
-      writeLossPlot((fs::path(out) / "loss.png").string(), trainCurve, valCurve);
-      std::printf("checkpoint: %s/checkpoint.bin, metrics: %s, plot: %s/loss.png\n", out.c_str(),
-                  csvPath.string().c_str(), out.c_str());
-      if (!exportDir.empty()) {
-        exportHF(exportDir, tr.model());
-        std::printf("exported HF GPT2LMHeadModel to %s (config.json, model.safetensors)\n", exportDir.c_str());
+      size_t modelState = 0;
+      auto reportMemory = [&](const char* when) {
+        const MemoryReport mem = pp ? pp->memory() : dp->memory();
+        modelState = mem.params + mem.grads + mem.optimizer;
+        if (lead || world > 1)
+          say("memory %s: parameters %.1f MiB, gradients %.1f MiB, optimizer %.1f MiB (fp32 master and moments%s): "
+              "model state %.1f MiB; fp32 gradient %.1f MiB, communication buffers %.1f MiB, peak resident %.1f MiB\n",
+              when, mib(mem.params), mib(mem.grads), mib(mem.optimizer),
+              zero ? ", this rank's shard" : pp ? ", this stage's parameters" : "",
+              mib(modelState), mib(mem.fp32Grads), mib(mem.commBuffers), mib(peakRssBytes()));
+        std::fflush(stdout);
+      };
+      reportMemory("at start");
+      std::fflush(stdout);
+
+      const bool tty = lead && isatty(STDOUT_FILENO);
+      using clock = std::chrono::steady_clock;
+      const auto t0 = clock::now();
+      double trainSeconds = 0, emaRate = 0, lastVal = NAN, firstLoss = NAN, lastLoss = NAN;
+      double computeSum = 0, commSum = 0, optimSum = 0, timedSum = 0;  // steps after the first
+      const int startStep = tr.step();
+      // Under ZeRO-3 evaluation gathers the parameters: every rank takes part.
+      // So does a pipeline: the stages share their parameters for it.
+      const bool evaluates = lead || zero == 3 || pp;
+      double bubbleSum = 0, simulatedSum = 0;
+      size_t peakActivations = 0, workBuffers = 0;
+      if (startStep == 0 && evaluates) lastVal = tr.evalLoss();
+      if (startStep == 0 && lead) {
+        std::printf("activations: %.1f MiB (%s)\n", double(tr.model().activationBytes()) / (1 << 20),
+                    ckptActs ? "checkpointed per block" : "all kept");
+        std::printf("step %d: val loss %.4f\n", 0, lastVal);
+        csv << 0 << ",," << lastVal << ",,,,,,0,,,\n";
       }
-      if (sampleLen > 0) {
-        std::string text = tr.generate("", sampleLen, 0.8, opt.seed);
-        std::ofstream(fs::path(out) / "sample.txt") << text;
-        std::printf("sample (temperature 0.8):\n%s\n", text.c_str());
+      bool lastStep = false;
+      struct sigaction sa{};
+      sa.sa_handler = onTerminate;
+      sigaction(SIGTERM, &sa, nullptr);
+      while (tr.step() < opt.steps) {
+        if (gTerminate) {
+          // One more step after the signal: if a peer died, its first collective fails
+          // naming it (a barrier here could meet a peer already inside the step).
+          if (comm && !lastStep) lastStep = true;
+          else die("terminated (SIGTERM) after step " + std::to_string(tr.step()));
+        }
+        const bool traceNow =
+            (!traceFile.empty() || !plotSchedule.empty()) && tr.step() + 1 == std::min(traceStep, opt.steps);
+        if (traceNow && dp) dp->traceOn();
+        const auto s0 = clock::now();
+        StepStats s = tr.trainStep();
+        if (traceNow && !traceFile.empty()) {
+          if (dp) dp->traceOff();
+          if (dp) writeChromeTrace(comm, dp->traceEvents(), traceFile);
+          else writeChromeTrace(comm, pp->lastActions(), traceFile, {"compute", "waiting on receives"});
+          if (lead) std::printf("trace of step %d: %s (chrome://tracing or ui.perfetto.dev)\n", s.step, traceFile.c_str());
+        }
+        if (traceNow && !plotSchedule.empty()) {
+          std::vector<std::vector<ScheduleBox>> rows;
+          for (const auto& events : gatherTraceEvents(comm, pp->lastActions())) {
+            rows.emplace_back();
+            for (const TraceEvent& e : events)
+              if (e.track == 0) rows.back().push_back({e.name, e.begin, e.end});
+          }
+          if (lead) {
+            writeSchedulePlot(plotSchedule, rows);
+            std::printf("schedule of step %d as measured: %s\n", s.step, plotSchedule.c_str());
+          }
+        }
+        const double dt = std::chrono::duration<double>(clock::now() - s0).count();
+        trainSeconds += dt;
+        // Communication buffers and ZeRO-2/3 pools are allocated during the first step.
+        if (s.step == startStep + 1 && world > 1) reportMemory("after the first step");
+        const double rate = tokPerStep / dt;
+        emaRate = emaRate == 0 ? rate : 0.9 * emaRate + 0.1 * rate;
+        if (!std::isnan(firstLoss)) {
+          computeSum += s.computeSeconds;
+          bubbleSum += s.bubble;
+          simulatedSum += s.simulatedBubble;
+          commSum += s.commSeconds;
+          optimSum += s.optimizerSeconds;
+          timedSum += dt;
+        }
+        peakActivations = std::max(peakActivations, s.peakActivationBytes);
+        workBuffers = std::max(workBuffers, s.workBufferBytes);
+        if (std::isnan(firstLoss)) firstLoss = s.loss;
+        lastLoss = s.loss;
+        const double eta = (opt.steps - s.step) * tokPerStep / emaRate;
+        const bool logNow = s.step % logEvery == 0 || s.step == startStep + 1 || s.step == opt.steps || s.skipped;
+        if (verbose && pp && logNow) {
+          say("step %d | loss %.4f | grad norm %.3f | %.2f s | busy %.0f ms, waiting on receives %.0f ms | "
+              "bubble %.3f (simulated %.3f) | peak activations %.1f MiB\n",
+              s.step, s.loss, s.gradNorm, dt, s.computeSeconds * 1e3, s.commSeconds * 1e3, s.bubble,
+              s.simulatedBubble, mib(s.peakActivationBytes));
+          std::fflush(stdout);
+        } else if (verbose && world > 1 && logNow) {
+          const CommVolume v = dp->volume();
+          say("step %d | loss %.4f | grad norm %.3f | %.2f s | sent to weft %.1f MiB gradients, %.1f MiB parameters\n",
+              s.step, s.loss, s.gradNorm, dt, mib(v.gradientBytes), mib(v.paramBytes));
+          std::fflush(stdout);
+        }
+        const bool evalNow = s.step == opt.steps || (evalEvery > 0 && s.step % evalEvery == 0);
+        double val = NAN;
+        if (evalNow && evaluates) val = lastVal = tr.evalLoss();
+        if (!lead) {
+          if (saveEvery > 0 && s.step % saveEvery == 0 && s.step != opt.steps) tr.save(out);
+          continue;
+        }
+        const double elapsed = std::chrono::duration<double>(clock::now() - t0).count();
+        const CommVolume v = dp ? dp->volume() : CommVolume{};
+        csv << s.step << "," << s.loss << ",";
+        if (evalNow) csv << val;
+        csv << "," << s.lr << "," << s.gradNorm << "," << s.lossScale << "," << int(s.skipped) << "," << rate
+            << "," << elapsed << "," << (v.gradientBytes + v.paramBytes + v.statsBytes) << "," << modelState << ","
+            << peakRssBytes() << ",";
+        if (pp) csv << s.bubble;
+        csv << "," << (pp ? s.peakActivationBytes : tr.model().activationBytes()) << "\n";
+        csv.flush();  // a lead that dies loses no row it reported
+
+        char scaleInfo[96] = "";
+        if (tr.scaler().enabled) {
+          if (s.skipped)
+            std::snprintf(scaleInfo, sizeof scaleInfo, " | scale %g SKIPPED (inf/nan grads), scale -> %g",
+                          s.lossScale, tr.scaler().current());
+          else
+            std::snprintf(scaleInfo, sizeof scaleInfo, " | scale %g", s.lossScale);
+        }
+        if (tty) {
+          const int width = 24;
+          const int done = int(double(s.step) / opt.steps * width);
+          std::string bar(size_t(done), '#');
+          bar.append(size_t(width - done), '.');
+          std::printf("\r[%s] %d/%d loss %.4f lr %.2e %s tok/s ETA %s%s\033[K", bar.c_str(), s.step, opt.steps,
+                      s.loss, s.lr, fmtRate(emaRate).c_str(), fmtTime(eta).c_str(), scaleInfo);
+          if (evalNow || s.skipped) std::printf("\n");
+          if (evalNow) std::printf("step %d: val loss %.4f\n", s.step, val);
+        } else if (logNow || evalNow) {
+          std::printf("step %5d/%d | loss %.4f | lr %.2e | grad norm %.3f | %s tok/s | ETA %s%s", s.step,
+                      opt.steps, s.loss, s.lr, s.gradNorm, fmtRate(emaRate).c_str(), fmtTime(eta).c_str(),
+                      scaleInfo);
+          if (pp) std::printf(" | bubble %.3f", s.bubble);
+          if (evalNow) std::printf(" | val loss %.4f", val);
+          std::printf("\n");
+        }
+        std::fflush(stdout);
+        if (saveEvery > 0 && s.step % saveEvery == 0 && s.step != opt.steps) tr.save(out);
       }
+      tr.save(out);
+      tr.materialize();  // ZeRO-3, pipeline: the whole model on every rank for sampling and export
+      if (pp && (lead || verbose))
+        say("pipeline stage %d: peak activations %.1f MiB (saved by the micro-batches in flight on this stage), "
+            "backward work buffers %.1f MiB\n",
+            pp->stage(), mib(peakActivations), mib(workBuffers));
+      if (lead) {
+        csv.flush();
+        const double total = std::chrono::duration<double>(clock::now() - t0).count();
+        const int ran = tr.step() - startStep;
+        std::printf("done: %d steps in %.1f s (%.1f s training, %s tok/s); train loss %.4f -> %.4f; val loss %.4f\n",
+                    ran, total, trainSeconds, fmtRate(ran > 0 ? ran * tokPerStep / trainSeconds : 0).c_str(),
+                    firstLoss, lastLoss, lastVal);
+        if (ran > 1) {
+          const double n = ran - 1;
+          std::printf("time per step (after the first): %.1f ms = compute %.1f ms + exposed communication %.1f ms "
+                      "(%.1f%%) + optimizer %.1f ms\n",
+                      timedSum / n * 1e3, computeSum / n * 1e3, commSum / n * 1e3, 100 * commSum / timedSum,
+                      optimSum / n * 1e3);
+          if (pp)
+            std::printf("pipeline bubble (after the first step): measured %.3f, simulated with the measured action "
+                        "times %.3f, formula %.3f\n",
+                        bubbleSum / n, simulatedSum / n, pp->formulaBubble());
+        }
+        csv.close();
+        Curve trainCurve, valCurve;
+        readMetricsCsv(csvPath.string(), &trainCurve, &valCurve);
+        writeLossPlot((fs::path(out) / "loss.png").string(), trainCurve, valCurve);
+        std::printf("checkpoint: %s/checkpoint.bin, metrics: %s, plot: %s/loss.png\n", out.c_str(),
+                    csvPath.string().c_str(), out.c_str());
+        if (!exportDir.empty()) {
+          exportHF(exportDir, tr.model());
+          std::printf("exported HF GPT2LMHeadModel to %s (config.json, model.safetensors)\n", exportDir.c_str());
+        }
+        if (sampleLen > 0) {
+          std::string text = tr.generate("", sampleLen, 0.8, opt.seed);
+          std::ofstream(fs::path(out) / "sample.txt") << text;
+          std::printf("sample (temperature 0.8):\n%s\n", text.c_str());
+        }
+      }
+      break;
+    } catch (const weft::Error& e) {
+      if (!elastic || !comm) throw;
+      comm = shrinkAfterLoss(comm, world, e.what());
+      weftCommUserRank(comm, &rank);
+      weftCommCount(comm, &world);
+      lead = rank == 0;
+      gRankPrefix = "rank " + std::to_string(rank) + ": ";
+      if (globalMicro % world != 0)
+        die(std::to_string(globalMicro) + " micro-batches per step do not divide among " + std::to_string(world) +
+            " ranks: choose ranks x --grad-accum divisible by every count of survivors (12 for 4 ranks)");
+      opt.comm = comm;
+      opt.gradAccum = globalMicro / world;
+      resume = fs::exists(fs::path(out) / "checkpoint.bin") ? out : "";
+      if (lead)
+        std::printf("elastic: going on with %d ranks x --grad-accum %d (the same %d micro-batches per step) from %s\n",
+                    world, opt.gradAccum, globalMicro, resume.empty() ? "the start (no checkpoint yet)" : "the last checkpoint");
+      std::fflush(stdout);
     }
     if (comm) weftCommDestroy(comm);
   } catch (const std::exception& e) {
