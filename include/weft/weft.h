@@ -269,7 +269,10 @@ weftResult_t weftReduceScatter(const void* sendbuff, void* recvbuff, size_t recv
 weftResult_t weftAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
                           weftDataType_t datatype, weftComm_t comm, weftStream_t stream);
 /* Point to point. A send completes when the buffer may be reused. Post a send
- * and a receive to different peers together inside weftGroupStart/End. */
+ * and a receive to different peers together inside weftGroupStart/End. A rank
+ * may send to itself inside a group: the group's k-th receive from itself gets
+ * its k-th send to itself (same size; a local copy); outside a group that is
+ * weftInvalidUsage, as it could never complete. */
 weftResult_t weftSend(const void* sendbuff, size_t count, weftDataType_t datatype, int peer,
                       weftComm_t comm, weftStream_t stream);
 weftResult_t weftRecv(void* recvbuff, size_t count, weftDataType_t datatype, int peer,

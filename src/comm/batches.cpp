@@ -113,4 +113,25 @@ Status alltoallv_batch(const char* fn, const void* sendbuff, const size_t* sendc
   return Status::Ok();
 }
 
+Status pair_self(const char* fn, int rank, std::vector<exec::P2P>* ops, std::vector<exec::LocalCopy>* copies) {
+  std::vector<exec::P2P> sends, recvs;
+  auto self = std::stable_partition(ops->begin(), ops->end(), [&](const exec::P2P& p) { return p.peer != rank; });
+  for (auto it = self; it != ops->end(); ++it) (it->send ? sends : recvs).push_back(*it);
+  ops->erase(self, ops->end());
+  for (size_t k = 0; k < std::max(sends.size(), recvs.size()); ++k) {
+    if (k >= sends.size() || k >= recvs.size())
+      return Error(weftInvalidUsage, "%s: the group's %s %zu to this rank itself (rank %d) has no matching %s", fn,
+                   k >= sends.size() ? "receive" : "send", k + 1, rank, k >= sends.size() ? "send" : "receive");
+    const exec::P2P &s = sends[k], &r = recvs[k];
+    if (s.bytes != r.bytes)
+      return Error(weftInvalidUsage, "%s: the group's send %zu to this rank itself (rank %d) has %zu bytes, its "
+                   "receive %zu", fn, k + 1, rank, s.bytes, r.bytes);
+    if (overlaps(s.buf, s.bytes, r.buf, r.bytes) && s.buf != r.buf)
+      return Error(weftInvalidArgument, "%s: the group's send %zu to this rank itself (rank %d) overlaps its receive "
+                   "buffer", fn, k + 1, rank);
+    if (s.bytes > 0 && s.buf != r.buf) copies->push_back({r.buf, s.buf, s.bytes});
+  }
+  return Status::Ok();
+}
+
 }  // namespace weft

@@ -33,4 +33,10 @@ Status alltoallv_batch(const char* fn, const void* sendbuff, const size_t* sendc
                        void* recvbuff, const size_t* recvcounts, const size_t* rdispls, weftDataType_t dtype,
                        int rank, int nranks, P2PBatch* out);
 
+// A group's sends to this rank itself and receives from itself become local
+// copies: the k-th such send fills the k-th such receive (as messages between two
+// ranks match in order), of the same size, without overlap. They leave *ops; one
+// without its match is an error (it would wait for ever).
+Status pair_self(const char* fn, int rank, std::vector<exec::P2P>* ops, std::vector<exec::LocalCopy>* copies);
+
 }  // namespace weft

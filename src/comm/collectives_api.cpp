@@ -81,6 +81,10 @@ weftResult_t point_to_point(bool send, void* buf, size_t count, weftDataType_t d
   const char* fn = request != nullptr ? (send ? "weftSendAsync" : "weftRecvAsync") : send ? "weftSend" : "weftRecv";
   return batch(comm, fn, stream, request, [&](weft::Communicator& c, weft::P2PBatch* b) {
     WEFT_TRY(c.validate_p2p(send, buf, count, dtype, peer));
+    // Only a group holds both halves of an exchange with itself (weftGroupEnd pairs them).
+    if (peer == c.rank() && (request != nullptr || !in_group()))
+      return weft::Error(weftInvalidUsage, "%s: peer %d is this rank itself: a send to itself and its receive "
+                         "go together in one weftGroupStart/End", fn, peer);
     b->ops.push_back({send, peer, buf, count * weft::reduce::dtype_size(dtype)});
     return weft::Status::Ok();
   });
@@ -292,7 +296,9 @@ weftResult_t weftGroupEnd(void) {
       ops.insert(ops.end(), r.batch.ops.begin(), r.batch.ops.end());
       copies.insert(copies.end(), r.batch.copies.begin(), r.batch.copies.end());
     }
-    if (!ops.empty() || !copies.empty()) rc = with_rank(c.get(), c->run_p2p(ops, copies));
+    weft::Status paired = weft::pair_self("weftGroupEnd", c->rank(), &ops, &copies);
+    if (!paired.ok()) rc = with_rank(c.get(), paired);
+    else if (!ops.empty() || !copies.empty()) rc = with_rank(c.get(), c->run_p2p(ops, copies));
     for (const Recorded& r : group)
       if (rc == weftSuccess && r.comm == comm && !r.p2p) rc = with_rank(c.get(), c->run(r.coll));
     if (first == weftSuccess) first = rc;

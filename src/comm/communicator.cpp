@@ -465,9 +465,8 @@ Status Communicator::validate_p2p(bool send, const void* buf, size_t count, weft
   const char* what = send ? "send" : "recv";
   if (static_cast<int>(dtype) < 0 || dtype >= weftNumTypes)
     return Error(weftInvalidArgument, "%s: invalid datatype %d", what, static_cast<int>(dtype));
-  if (peer < 0 || peer >= nranks_ || peer == rank_)
-    return Error(weftInvalidArgument, "%s: peer %d is not another rank of [0, %d)", what, peer,
-                 nranks_);
+  if (peer < 0 || peer >= nranks_)
+    return Error(weftInvalidArgument, "%s: peer %d is out of range [0, %d)", what, peer, nranks_);
   if (count > SIZE_MAX / reduce::dtype_size(dtype))
     return Error(weftInvalidArgument, "%s: count %zu overflows the address space", what, count);
   if (count > 0 && buf == nullptr)
@@ -726,7 +725,16 @@ sched::BuildArgs Communicator::build_args(const CollArgs& a) const {
 
 const sched::RankPlan& Communicator::plan_of(const CollArgs& a, const algo::Algorithm* alg,
                                              const sched::BuildArgs& b) {
-  auto [pos, inserted] = plans_.try_emplace({plan_key(a), alg});
+  const auto key = std::make_pair(plan_key(a), alg);
+  // Calls whose counts never repeat (variable sequence lengths) would grow the
+  // cache without end. No plan is in use here (one collective runs at a time per
+  // communicator, and this one has not started), so dropping them all costs only
+  // rebuilding those still wanted.
+  if (plans_.size() >= static_cast<size_t>(std::max<int64_t>(1, params::PLAN_CACHE())) && !plans_.count(key)) {
+    plans_.clear();
+    last_plan_ = nullptr;
+  }
+  auto [pos, inserted] = plans_.try_emplace(key);
   if (inserted) {
     if (sched::relabelable(a.coll)) {
       pos->second = alg->build(b, position_);

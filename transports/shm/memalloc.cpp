@@ -115,7 +115,10 @@ const void* PeerMappings::map(const Region& r, uint64_t addr) {
     return nullptr;
   }
   struct stat st;
-  bool same = fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_ino) == r.ino;
+  // The file must be as large as the region said: a mapping past its end faults
+  // (SIGBUS) when read.
+  bool same = fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_ino) == r.ino && st.st_size >= 0 &&
+              static_cast<uint64_t>(st.st_size) >= r.size;
   void* p = same ? mmap(nullptr, r.size, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
   close(fd);
   if (p == MAP_FAILED) return nullptr;

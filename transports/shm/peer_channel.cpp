@@ -23,6 +23,12 @@ const void* slot_data(const SlotHeader* h, const unsigned char* payload) {
   return h->bytes <= kInlineBytes ? static_cast<const void*>(h->inline_data) : payload;
 }
 
+// What post_slot writes and nothing else: a peer that is broken, of another
+// build or not weft at all must not make us read past its slot.
+bool slot_sane(uint32_t kind, uint32_t bytes, size_t slot_bytes) {
+  return kind == kRndv ? bytes == sizeof(RndvDescriptor) : kind == kEager && bytes <= slot_bytes;
+}
+
 }  // namespace
 
 PeerChannel::PeerChannel(pid_t peer_pid, ChannelView out, ChannelView in, LinkOptions opts)
@@ -224,12 +230,17 @@ void PeerChannel::release(InContext& c) {
 void PeerChannel::set_aside(const SlotHeader* h, const void* payload) {
   size_t i = h->ctx;
   if (i >= ins_.size() || !ins_[i]->open || ins_[i]->gen != h->gen) return;  // a closed context's: dropped
+  // A malformed slot keeps its header only; its context fails on it.
+  const uint32_t bytes = slot_sane(h->kind, h->bytes, in_.layout.slot_bytes) ? h->bytes : 0;
   const auto* p = static_cast<const unsigned char*>(slot_data(h, static_cast<const unsigned char*>(payload)));
-  ins_[i]->aside.push_back({h->tag, h->msg_bytes, h->bytes, h->kind, std::vector<unsigned char>(p, p + h->bytes)});
+  ins_[i]->aside.push_back({h->tag, h->msg_bytes, h->bytes, h->kind, std::vector<unsigned char>(p, p + bytes)});
 }
 
 Status PeerChannel::pull(const RndvDescriptor& d, InContext& c, transport::RecvOp& op, int peer) {
-  if (d.region_base != 0) {
+  // A region must hold the whole message (a descriptor saying otherwise would make
+  // us read outside the mapping); else the kernel checks each read below.
+  if (d.region_base != 0 && d.addr >= d.region_base && op.bytes <= d.region_size &&
+      d.addr - d.region_base <= d.region_size - op.bytes) {
     Region r{d.region_base, d.region_size, d.region_ino, d.region_fd};
     std::lock_guard<std::mutex> lock(map_mu_);  // the mapping stays while we read it
     if (const void* p = mappings_.map(r, d.addr)) {
@@ -303,6 +314,11 @@ Status PeerChannel::poll_recv(uint32_t in, transport::RecvOp& op, bool* complete
       tag = h->tag, msg_bytes = h->msg_bytes, bytes = h->bytes, kind = h->kind;
       data = slot_data(h, in_.payload(recv_slots_));
     }
+    if (!slot_sane(kind, bytes, in_.layout.slot_bytes))
+      return Error(weftRemoteError,
+                   "rank %d (pid %d) wrote a malformed shared-memory slot (kind %u, %u bytes; a slot holds %zu): "
+                   "its process is not running this build of weft, or its memory is corrupt",
+                   peer, peer_pid_, kind, bytes, in_.layout.slot_bytes);
     if (!op.started) {
       if (tag != op.tag || msg_bytes != op.bytes)
         return Error(weftInvalidUsage,
@@ -315,8 +331,14 @@ Status PeerChannel::poll_recv(uint32_t in, transport::RecvOp& op, bool* complete
     }
     RndvDescriptor d;
     bool kept = false;
-    if (kind == kRndv) std::memcpy(&d, data, sizeof(d));
-    else {
+    if (kind == kRndv) {
+      std::memcpy(&d, data, sizeof(d));
+    } else if (bytes > op.bytes - op.done) {
+      return Error(weftRemoteError,
+                   "rank %d (pid %d) sent %u bytes more of a %zu-byte message of which %zu had arrived: "
+                   "its process is not running this build of weft, or its memory is corrupt",
+                   peer, peer_pid_, bytes, op.bytes, op.done);
+    } else {
       kept = !deliver(op, data, op.done, bytes);
       op.done += bytes;
     }
