@@ -3,7 +3,7 @@
 // X-macro: WEFT_PARAM_INT(name, default, help) / WEFT_PARAM_STR(name, default, help)
 WEFT_PARAM_STR(DEBUG, "WARN", "log level: NONE, VERSION, WARN, INFO, TRACE")
 WEFT_PARAM_STR(DEBUG_SUBSYS, "ALL", "comma list of subsystems to log (INIT,BOOT,TRANSPORT,COLL,TUNE,ALL; ^X excludes)")
-WEFT_PARAM_STR(TRACE, "", "write a Chrome/Perfetto trace JSON of every collective, point-to-point group, schedule step and online-tuning agreement to this file at exit (%r rank, %p pid, %h host)")
+WEFT_PARAM_STR(TRACE, "", "write a Chrome/Perfetto trace JSON of every collective, point-to-point group, schedule step and online-tuning agreement to this file, each call as it ends (%r rank, %p pid, %h host)")
 WEFT_PARAM_STR(DEBUG_FILE, "", "log to this file instead of stderr (%h host, %p pid)")
 WEFT_PARAM_INT(TIMEOUT_MS, 300000, "deadline of every blocking wait, in milliseconds")
 WEFT_PARAM_INT(DIAG_WAIT_MS, 500, "stuck-call diagnosis: how long the bootstrap root waits for every rank's status after one times out (a rank that has not answered by then is named as stopped or hung)")

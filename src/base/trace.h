@@ -1,9 +1,11 @@
-// WEFT_TRACE=FILE: a Chrome / Perfetto trace (JSON "traceEvents", open it in
-// ui.perfetto.dev or chrome://tracing) of this process's collectives, point-to-point
-// groups and schedule steps, and online tuning's agreements, written when the
-// process exits. In FILE, %r is the rank of the first communicator made here, %p
-// the pid and %h the host. Events carry pid = rank and tid = the communicator, so
-// per-rank files merge by concatenation (tools/weft-trace/merge.py).
+// WEFT_TRACE=FILE: a Chrome / Perfetto trace (a JSON array of trace events, open it
+// in ui.perfetto.dev or chrome://tracing) of this process's collectives,
+// point-to-point groups and schedule steps, and online tuning's agreements,
+// written as each call ends (a process killed by a signal leaves its trace up to
+// its last finished call, without the closing bracket, which the viewers do not
+// need) and closed at exit. In FILE, %r is the rank of the first communicator made
+// here, %p the pid and %h the host. Events carry pid = rank and tid = the
+// communicator, so per-rank files merge by concatenation (tools/weft-trace/merge.py).
 //
 // Off (the default), the only cost is on(): one relaxed load of a flag, tested
 // before any event is built.

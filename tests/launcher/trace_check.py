@@ -12,7 +12,11 @@ point-to-point spans required, collectives optional)
 """
 import bisect
 import json
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "weft-trace"))
+from merge import load_trace  # noqa: E402
 
 
 def fail(msg):
@@ -26,7 +30,9 @@ def main():
     total = 0
     calls_per_rank = []
     for rank, path in enumerate(paths):
-        events = json.load(open(path))["traceEvents"]
+        events, _, complete = load_trace(path)
+        if not complete:
+            fail(f"{path}: not closed although the process exited")
         total += len(events)
         rows = [e for e in events if e["ph"] == "M" and e["name"] == "thread_name"]
         if not rows:
