@@ -15,21 +15,11 @@
 
 #include "transports/shm/peer_channel.h"
 
+#include "sink.h"
+
 using namespace weft;
 
 namespace {
-
-class Sink final : public transport::Consumer {
- public:
-  explicit Sink(size_t bytes) : seen(bytes, 0) {}
-  bool consume(const void* piece, size_t offset, size_t bytes) override {
-    if (offset > seen.size() || bytes > seen.size() - offset) __builtin_trap();
-    if (bytes > 0) std::memcpy(seen.data() + offset, piece, bytes);  // an empty message's vector has no data()
-    return true;
-  }
-  bool released() override { return true; }
-  std::vector<unsigned char> seen;
-};
 
 struct Channel {
   explicit Channel(shm::ChannelLayout l) : mem(static_cast<unsigned char*>(std::aligned_alloc(4096, round(l.bytes())))) {
@@ -58,7 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   data += 8;
   size -= 8;
   std::vector<unsigned char> dst(bytes);
-  Sink sink(bytes);
+  fuzz::Sink sink(bytes);
   transport::RecvOp op;
   op.tag = tag;
   op.bytes = bytes;

@@ -13,24 +13,9 @@
 #include "transports/tcp/tcp_link.h"
 #include "transports/tcp/wire.h"
 
+#include "sink.h"
+
 using namespace weft;
-
-namespace {
-
-class Sink final : public transport::Consumer {
- public:
-  explicit Sink(size_t bytes) : seen(bytes, 0) {}
-  bool consume(const void* piece, size_t offset, size_t bytes) override {
-    // The link must hand on pieces inside the message only.
-    if (offset > seen.size() || bytes > seen.size() - offset) __builtin_trap();
-    std::memcpy(seen.data() + offset, piece, bytes);
-    return true;
-  }
-  bool released() override { return true; }
-  std::vector<unsigned char> seen;
-};
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < sizeof(tcp::Hello) + 8) return 0;
@@ -69,7 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   opts.block_us = 0;
   tcp::TcpLink link(1, "fuzz", std::move(mine), opts);
   std::vector<unsigned char> dst(bytes);
-  Sink sink(bytes);
+  fuzz::Sink sink(bytes);
   transport::RecvOp op;
   op.tag = tag;
   op.bytes = bytes;

@@ -16,7 +16,6 @@
 //   nonblocking-init  weftConfig_t.blocking = 0, polled until ready
 //   settings-mismatch  ranks with another WEFT_CHUNK_BYTES: init fails, naming it
 // Expected values are computed here from closed forms, not by the library.
-#include <dirent.h>
 #include <dlfcn.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -30,7 +29,11 @@
 #include <thread>
 #include <vector>
 
+#include "process_usage.h"
 #include "weft/weft.h"
+
+using weft_test::count_fds;
+using weft_test::count_shm_segments;
 
 namespace {
 
@@ -57,23 +60,6 @@ float contribution(int r, size_t i) { return static_cast<float>((r + 1) * (1 + s
 // The sum over ranks 0..n-1: (1 + i % 7) * n(n+1)/2.
 float sum_of(int n, size_t i) { return static_cast<float>((1 + static_cast<int>(i % 7)) * n * (n + 1) / 2); }
 
-int count_fds() {
-  int n = 0;
-  if (DIR* d = opendir("/proc/self/fd")) {
-    while (readdir(d) != nullptr) ++n;
-    closedir(d);
-  }
-  return n;
-}
-
-int count_shm_segments() {
-  int n = 0;
-  if (DIR* d = opendir("/dev/shm")) {
-    while (dirent* e = readdir(d)) n += std::strncmp(e->d_name, "weft-", 5) == 0 ? 1 : 0;
-    closedir(d);
-  }
-  return n;
-}
 
 // 4 communicators split from world with all ranks (keys reversed in two, so
 // ranks are numbered differently), plus one per parity; every one gets several

@@ -4,10 +4,11 @@
 # non-zero, and no process or shared-memory segment is left behind.
 # usage: kill_rank.sh WEFT_RUN KILL_RANK_EXE [split]
 set -u
+. "$(dirname "$0")/job_helpers.sh"
 run=$1 exe=$2 mode=${3:-}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-before=$(ls /dev/shm | grep -c '^weft-' || true)
+before=$(shm_segments)
 start=$(date +%s)
 WEFT_TIMEOUT_MS=20000 timeout 120 "$run" -n 4 --timeout 90 -- "$exe" 2 $mode >"$out" 2>&1
 rc=$?
@@ -18,10 +19,6 @@ fail=0
 named=$(grep -c "names the dead peer" "$out")
 [ "$named" -eq 3 ] || { echo "FAIL: $named of 3 survivors named rank 2"; fail=1; }
 [ $elapsed -lt 60 ] || { echo "FAIL: took ${elapsed}s"; fail=1; }
-sleep 0.5
-name=$(basename "$exe")
-if pgrep -x "$name" >/dev/null; then echo "FAIL: leftover processes"; pkill -9 -x "$name"; fail=1; fi
-after=$(ls /dev/shm | grep -c '^weft-' || true)
-[ "$after" -le "$before" ] || { echo "FAIL: leftover shm segments: $(ls /dev/shm | grep '^weft-')"; fail=1; }
+no_leftovers "$exe" "$before" || fail=1
 [ $fail -eq 0 ] && echo "PASS: 3 survivors named the dead rank in ${elapsed}s; weft-run rc=$rc"
 exit $fail

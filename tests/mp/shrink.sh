@@ -4,10 +4,11 @@
 # shared-memory segment may be left.
 # usage: shrink.sh WEFT_RUN SHRINK_EXE MODE SURVIVORS
 set -u
+. "$(dirname "$0")/job_helpers.sh"
 run=$1 exe=$2 mode=$3 survivors=$4
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-before=$(ls /dev/shm | grep -c '^weft-' || true)
+before=$(shm_segments)
 start=$(date +%s)
 WEFT_TIMEOUT_MS=${WEFT_TIMEOUT_MS:-10000} timeout 150 "$run" --elastic -n 4 --timeout 120 -- "$exe" "$mode" >"$out" 2>&1
 rc=$?
@@ -24,10 +25,6 @@ fi
 [ "$ok" -eq "$survivors" ] || { echo "FAIL: $ok of $survivors ranks passed"; fail=1; }
 [ $rc -eq $want_rc ] || { echo "FAIL: weft-run exited $rc"; fail=1; }
 if grep -q "FAIL" "$out"; then fail=1; fi
-sleep 0.5
-name=$(basename "$exe")
-if pgrep -x "$name" >/dev/null; then echo "FAIL: leftover processes"; pkill -9 -x "$name"; fail=1; fi
-after=$(ls /dev/shm | grep -c '^weft-' || true)
-[ "$after" -le "$before" ] || { echo "FAIL: leftover shm segments: $(ls /dev/shm | grep '^weft-')"; fail=1; }
+no_leftovers "$exe" "$before" || fail=1
 [ $fail -eq 0 ] && echo "PASS: $mode: $survivors ranks went on in ${elapsed}s; weft-run rc=$rc"
 exit $fail

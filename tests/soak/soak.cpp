@@ -17,7 +17,6 @@
 // Prints per rank "SOAK rank R: ..." with a digest of every result, equal for equal
 // seeds (and job sizes); exit 0 when nothing was wrong, 3 on a wrong element, 4 on
 // a leak, 1 on an error from weft.
-#include <dirent.h>
 #include <malloc.h>
 #include <unistd.h>
 
@@ -34,6 +33,7 @@
 #include <vector>
 
 #include "exact_values.h"
+#include "process_usage.h"
 
 namespace {
 using namespace weft_test;
@@ -115,24 +115,6 @@ struct Stats {
   uint64_t colls = 0, p2p = 0, splits = 0, destroys = 0, async = 0, groups = 0, inplace = 0;
 };
 
-int count_fds() {
-  int n = 0;
-  if (DIR* d = opendir("/proc/self/fd")) {
-    while (readdir(d) != nullptr) ++n;
-    closedir(d);
-  }
-  return n;
-}
-int count_shm() {
-  int n = 0;
-  if (DIR* d = opendir("/dev/shm")) {
-    while (dirent* e = readdir(d)) n += std::strncmp(e->d_name, "weft-", 5) == 0;
-    closedir(d);
-  }
-  return n;
-}
-// Bytes the program holds from malloc (mmapped chunks included): unlike the
-// resident size, not inflated by freed memory the allocator keeps.
 long live_kib() {
   const struct mallinfo2 m = mallinfo2();
   return static_cast<long>((m.uordblks + m.hblkhd) / 1024);
@@ -456,7 +438,7 @@ class Soak {
     flush();
     ok(weftBarrier(pool_[0].comm), "weftBarrier", pool_[0].comm);  // every rank's segments gone
     u->fds = count_fds();
-    u->shm = count_shm();
+    u->shm = count_shm_segments();
     u->live = live_kib();
     u->rss = rss_kib();
   }

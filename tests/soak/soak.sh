@@ -6,13 +6,14 @@
 # leak and dropping plans between calls is exercised.
 # usage: soak.sh WEFT_RUN WEFT_SOAK [RANKS:OPS:SEED ...]   (default: the CI set)
 set -u
+. "$(dirname "$0")/../mp/job_helpers.sh"
 run=$1 exe=$2
 shift 2
 jobs=("$@")
 [ ${#jobs[@]} -gt 0 ] || jobs=(1:10000:11 2:10000:12 3:10000:13 4:10000:14 5:10000:15 6:10000:16 7:10000:17 8:10000:18 4:10000:14)
 out=$(mktemp)
 trap 'rm -f "$out" "$out".*' EXIT
-before=$(ls /dev/shm | grep -c '^weft-' || true)
+before=$(shm_segments)
 fail=0 total=0 k=0
 for job in "${jobs[@]}"; do
   IFS=: read -r n ops seed <<<"$job"
@@ -37,10 +38,6 @@ for job in "${jobs[@]}"; do
     else echo "FAIL: seed $seed gave other results the second time"; fail=1; fi
   done
 done
-sleep 0.5
-name=$(basename "$exe")
-if pgrep -x "$name" >/dev/null; then echo "FAIL: leftover processes"; pkill -9 -x "$name"; fail=1; fi
-after=$(ls /dev/shm | grep -c '^weft-' || true)
-[ "$after" -le "$before" ] || { echo "FAIL: leftover shm segments"; fail=1; }
+no_leftovers "$exe" "$before" || fail=1
 [ $fail -eq 0 ] && echo "PASS: $total verified operations, 0 wrong elements, no leak"
 exit $fail

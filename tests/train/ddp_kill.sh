@@ -7,23 +7,21 @@
 # micro-batches). Needs the Debian fortunes corpus (exit 77 = skipped without it).
 # usage: ddp_kill.sh WEFT_RUN WEFT_TRAIN [weft-train arguments of the 3-rank run]
 set -u
+. "$(dirname "$0")/../mp/job_helpers.sh"
 run=$1 exe=$2
 shift 2
 [ -d "${WEFT_FORTUNE_DIR:-/usr/share/games/fortunes}" ] || { echo "SKIPPED: fortunes not installed"; exit 77; }
 tmp=$(mktemp -d)
 cleanup() { pkill -9 -f -- "--out $tmp/run" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
-before=$(ls /dev/shm | grep -c '^weft-' || true)
+before=$(shm_segments)
 args=(--preset tiny --batch 4 --seq 32 --steps 100000 --save-every 5 --eval-every 0 --sample 0 --data "$tmp/data")
 OMP_WAIT_POLICY=passive WEFT_TIMEOUT_MS=10000 timeout 150 "$run" -n 3 --timeout 120 -- \
   "$exe" "${args[@]}" "$@" --out "$tmp/run" >"$tmp/log" 2>&1 &
 job=$!
 for _ in $(seq 1200); do [ -f "$tmp/run/checkpoint.bin" ] && break; sleep 0.1; done
 sleep 0.5  # a few steps past the first checkpoint
-victim=
-for p in $(pgrep -f -- "--out $tmp/run"); do
-  tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'WEFT_RANK=1' && victim=$p
-done
+victim=$(rank_pid "--out $tmp/run" 1)
 fail=0
 [ -n "$victim" ] || { echo "FAIL: rank 1 not found (no checkpoint after 120 s?)"; cat "$tmp/log"; exit 1; }
 start=$(date +%s.%N)
@@ -40,8 +38,7 @@ grep -q "weft-run: rank 1 .*signal" "$tmp/log" || { echo "FAIL: weft-run did not
 awk -v e="$elapsed" 'BEGIN { exit !(e < 12) }' || { echo "FAIL: took ${elapsed}s (deadline 10 s)"; fail=1; }
 sleep 0.5
 if pgrep -f -- "--out $tmp/run" >/dev/null; then echo "FAIL: leftover processes"; fail=1; fi
-after=$(ls /dev/shm | grep -c '^weft-' || true)
-[ "$after" -le "$before" ] || { echo "FAIL: leftover shm segments"; fail=1; }
+[ "$(shm_segments)" -le "$before" ] || { echo "FAIL: leftover shm segments"; fail=1; }
 # The checkpoint's step (int64 after magic, version, 5 config ints, dtype).
 step=$(od -An -t d8 -j 36 -N 8 "$tmp/run/checkpoint.bin" | tr -d ' ')
 if OMP_WAIT_POLICY=passive timeout 120 "$exe" "${args[@]/100000/$((step + 2))}" --grad-accum 3 \

@@ -7,12 +7,13 @@
 # may be left behind. Needs the Debian fortunes corpus (exit 77 = skipped).
 # usage: elastic.sh WEFT_RUN WEFT_TRAIN VICTIM
 set -u
+. "$(dirname "$0")/../mp/job_helpers.sh"
 run=$1 exe=$2 victim_rank=$3
 [ -d "${WEFT_FORTUNE_DIR:-/usr/share/games/fortunes}" ] || { echo "SKIPPED: fortunes not installed"; exit 77; }
 tmp=$(mktemp -d)
 cleanup() { pkill -9 -f -- "--out $tmp/" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
-before=$(ls /dev/shm | grep -c '^weft-' || true)
+before=$(shm_segments)
 args=(--preset tiny --batch 4 --seq 32 --steps 40 --eval-every 0 --sample 0 --log-every 1 --data "$tmp/data")
 # The data files first, so that both runs read the same tokens.
 timeout 120 "$exe" --prepare-data --data "$tmp/data" >/dev/null || { echo "FAIL: --prepare-data"; exit 1; }
@@ -21,10 +22,7 @@ OMP_WAIT_POLICY=passive WEFT_TIMEOUT_MS=10000 timeout 200 "$run" --elastic -n 4 
 job=$!
 for _ in $(seq 1200); do [ -f "$tmp/run/checkpoint.bin" ] && break; sleep 0.1; done
 sleep 0.5  # a few steps past the first checkpoint
-victim=
-for p in $(pgrep -f -- "--out $tmp/run"); do
-  tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "WEFT_RANK=$victim_rank" && victim=$p
-done
+victim=$(rank_pid "--out $tmp/run" "$victim_rank")
 fail=0
 [ -n "$victim" ] || { echo "FAIL: rank $victim_rank not found (no checkpoint after 120 s?)"; cat "$tmp/log"; exit 1; }
 kill -9 "$victim"
@@ -41,8 +39,7 @@ step=$(sed -n 's/^resumed from .* at step \([0-9]*\) .*/\1/p' "$tmp/log" | tail 
 grep -q "^done: $((40 - step)) steps" "$tmp/log" || { echo "FAIL: the survivors did not finish step 40"; fail=1; }
 sleep 0.5
 if pgrep -f -- "--out $tmp/run" >/dev/null; then echo "FAIL: leftover processes"; fail=1; fi
-after=$(ls /dev/shm | grep -c '^weft-' || true)
-[ "$after" -le "$before" ] || { echo "FAIL: leftover shm segments"; fail=1; }
+[ "$(shm_segments)" -le "$before" ] || { echo "FAIL: leftover shm segments"; fail=1; }
 # The reference: one process, the same 12 micro-batches per step, never interrupted.
 OMP_WAIT_POLICY=passive timeout 300 "$exe" "${args[@]}" --grad-accum 12 --out "$tmp/ref" >"$tmp/ref.log" 2>&1 ||
   { cat "$tmp/ref.log"; echo "FAIL: reference run"; exit 1; }
