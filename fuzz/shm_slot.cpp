@@ -47,13 +47,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool consumer = data[0] & 2;
   data += 8;
   size -= 8;
-  std::vector<unsigned char> dst(bytes);
-  fuzz::Sink sink(bytes);
-  transport::RecvOp op;
-  op.tag = tag;
-  op.bytes = bytes;
-  if (consumer) op.consumer = &sink;
-  else op.dst = dst.data();
+  fuzz::Receive rx(bytes, tag, consumer);
   // Each slot: the header line's fields after seq, then the payload, as the input has them.
   const size_t record = shm::kCacheLine - sizeof(uint64_t) + layout.slot_bytes;
   bool complete = false;
@@ -64,7 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::memcpy(reinterpret_cast<unsigned char*>(h) + sizeof(uint64_t), data, shm::kCacheLine - sizeof(uint64_t));
     std::memcpy(in.view.payload(n), data + shm::kCacheLine - sizeof(uint64_t), layout.slot_bytes);
     h->seq.store(n + 1, std::memory_order_release);
-    if (!ch.poll_recv(ctx, op, &complete, 1).ok()) break;
+    if (!ch.poll_recv(ctx, rx.op, &complete, 1).ok()) break;
   }
   return 0;
 }

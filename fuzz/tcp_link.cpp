@@ -53,15 +53,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   opts.spin_polls = ~uint64_t{0};  // never wait in ppoll: everything is there already
   opts.block_us = 0;
   tcp::TcpLink link(1, "fuzz", std::move(mine), opts);
-  std::vector<unsigned char> dst(bytes);
-  fuzz::Sink sink(bytes);
-  transport::RecvOp op;
-  op.tag = tag;
-  op.bytes = bytes;
-  if (consumer) op.consumer = &sink;
-  else op.dst = dst.data();
+  fuzz::Receive rx(bytes, tag, consumer);
   bool complete = false;
   for (int i = 0; i < 256 && !complete; ++i)
-    if (!link.poll_recv(op, &complete).ok()) break;
+    if (!link.poll_recv(rx.op, &complete).ok()) break;
   return 0;
 }
