@@ -138,8 +138,9 @@ weftResult_t weftCommSplit(weftComm_t comm, int color, int key, weftComm_t* newc
  * left alone: abort or destroy it afterwards. The new communicator's root runs
  * in the process of the lowest rank that stays, on a socket each rank bound at
  * init for this, which serves one shrink: a second shrink in the same family
- * (comm and those split from it) with the same lowest rank fails with
- * weftInvalidUsage; to lose more ranks later, shrink the new communicator.
+ * (comm and those split from it) with the same lowest rank fails (that rank
+ * gets weftInvalidUsage, the others are refused by the first shrink's root); to
+ * lose more ranks later, shrink the new communicator.
  * config as for weftCommSplit. */
 weftResult_t weftCommShrink(weftComm_t comm, const int* excludeRanks, int n, weftComm_t* newcomm,
                             weftConfig_t* config);

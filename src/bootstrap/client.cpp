@@ -564,8 +564,9 @@ Status Connection::shrink_root(uint64_t group, int leader, const Secret& secret,
   if (leader != box.me) return Status::Ok();
   if (!standby_.valid())
     return Error(weftInvalidUsage,
-                 "rank %d: this rank's process already hosts the root of a communicator shrunk from this one "
-                 "(a communicator can be shrunk once; shrink the new one)",
+                 "rank %d: this rank's standby socket already serves the root of an earlier shrink in this "
+                 "communicator's family (one per family and lowest staying rank; to lose more ranks, shrink the "
+                 "new communicator)",
                  box.me);
   SockAddr bound;
   return start_root_service_on(std::move(standby_), secret, &bound);

@@ -2,14 +2,16 @@
 // middle of large all-reduces) or leave, and the others shrink their
 // communicator with weftCommShrink and carry on, checked exactly.
 //
-//   weft-shrink kill-2 | kill-0 | kill-0-then-1 | leave-3 | mismatch
+//   weft-shrink kill-2 | kill-0 | kill-0-then-1 | leave-3 | twice | mismatch
 //
 // kill-R...: the listed original ranks die one after another; after each death
 // every survivor must get an error naming the dead rank, shrink, abort the old
 // communicator promptly, and then run all-reduce, all-gather and broadcast on the
 // new one with results computed here from the surviving ranks. kill-0 takes the
 // bootstrap root's process with it. leave-3: rank 3 destroys its communicator and
-// exits 0; the others shrink without any failure. mismatch: rank 3 dies and rank
+// exits 0; the others shrink without any failure. twice: after rank 3 dies the
+// others shrink, then try to shrink the same communicator again, which must fail
+// (rank 0's standby socket serves the first), and go on. mismatch: rank 3 dies and rank
 // 2 names rank 1 as gone too: every survivor's weftCommShrink must fail before
 // its deadline instead of building a wrong communicator or hanging.
 // Exit code 0: this rank saw what it should; a victim never exits by itself.
@@ -128,7 +130,7 @@ weftComm_t shrink(weftComm_t comm, std::vector<int>* alive, const std::vector<in
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    std::fprintf(stderr, "usage: %s kill-2|kill-0|kill-0-then-1|leave-3|mismatch\n", argv[0]);
+    std::fprintf(stderr, "usage: %s kill-2|kill-0|kill-0-then-1|leave-3|twice|mismatch\n", argv[0]);
     return 2;
   }
   const std::string mode = argv[1];
@@ -151,6 +153,22 @@ int main(int argc, char** argv) {
       return 0;
     }
     comm = shrink(comm, &alive, {3});
+    verify(comm, alive);
+  } else if (mode == "twice") {
+    // Rank 0's standby socket serves the first shrink's root: shrinking the same
+    // communicator again must fail (at once on rank 0, refused on the others),
+    // and the first new communicator must work on.
+    run_until_failure(comm, g_rank == 3);
+    const int gone[] = {3};
+    weftComm_t first = nullptr, second = nullptr;
+    if (weftCommShrink(comm, gone, 1, &first, nullptr) != weftSuccess) fail("weftCommShrink", weftGetLastError(comm));
+    const weftResult_t rc = weftCommShrink(comm, gone, 1, &second, nullptr);
+    if (rc == weftSuccess) fail("second weftCommShrink", "succeeded although rank 0's standby socket is taken");
+    if (g_rank == 0 && rc != weftInvalidUsage) fail("second weftCommShrink on rank 0", weftGetLastError(comm));
+    std::printf("rank %d: the second weftCommShrink failed as it should: %s\n", g_rank, weftGetLastError(comm));
+    weftCommAbort(comm);
+    comm = first;
+    alive = {0, 1, 2};
     verify(comm, alive);
   } else if (mode == "mismatch") {
     if (g_rank != 3) run_until_failure(comm, false);
