@@ -172,8 +172,8 @@ class Soak {
   }
   bool leaked() const {
     // A leak grows in most windows between samples; a buffer or plan cache reaching a
-    // new high-water mark grows in one (and stays: a 40,000-op run's last 30,000 ops
-    // add 0.05 MiB), and caches of size classes fill slowly (10-20 bytes per
+    // new high-water mark grows in one (and stays: a 40,000-op run adds
+    // 0.03 MiB after step 12,000), and caches of size classes fill slowly (10-20 bytes per
     // operation at first). 32 KiB per window of 1,000 ops: a leak of one small
     // object per call is seen.
     size_t grew = 0;
