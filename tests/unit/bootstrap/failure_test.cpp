@@ -14,7 +14,9 @@
 #include <functional>
 #include <memory>
 #include <thread>
+#include <vector>
 
+#include "base/log.h"
 #include "bootstrap/socket.h"
 #include "bootstrap/wire.h"
 #include "tests/unit/bootstrap/helpers.h"
@@ -26,6 +28,11 @@ using std::chrono::milliseconds;
 
 // Runs body in a child process that cannot outlive 30 s; returns its pid.
 pid_t fork_rank(const std::function<int()>& body) {
+  // The child inherits every lock held at the fork, also by the root's thread:
+  // the logger's one-time setup is done here first, so that the thread is not
+  // inside it (a child whose first log line waited on it hung until its alarm,
+  // when a test ran alone).
+  (void)log::enabled(log::Level::Warn, log::Subsys::BOOT);
   pid_t pid = fork();
   if (pid == 0) {
     alarm(30);
@@ -326,6 +333,51 @@ TEST(BootstrapFailure, DeadRankIsReportedByPoll) {
     EXPECT_TRUE(contains(st, "disconnected from the bootstrap")) << st.message();
     EXPECT_LT(took, 2000);
   });
+  EXPECT_EQ(reap(child), 0);
+}
+
+// Recovery: the survivors learn who is gone (lost_ranks), then meet at the lowest
+// survivor's standby socket under a new secret and work as a new job of two; the
+// same standby socket cannot serve a second shrink.
+TEST(BootstrapRecovery, SurvivorsOfADeadRankMeetAtTheLeadersStandbySocket) {
+  UniqueId id = loopback_root();
+  const int n = 3;
+  pid_t child = fork_rank([&] { return dying_rank(id, 1, n); });
+  ASSERT_GT(child, 0);
+  const Secret secret = random_secret();
+  UniqueId fresh[2];
+  run_ranks(2, [&](int i) {
+    const int rank = i == 0 ? 0 : 2;  // the survivors
+    std::unique_ptr<Bootstrap> b;
+    Status st = Bootstrap::connect(id, rank, n, Deadline::after_ms(10000), &b);
+    ASSERT_TRUE(st.ok()) << st.message();
+    int v = rank, all[3];
+    st = b->allgather(&v, sizeof v, all, Deadline::after_ms(10000));
+    ASSERT_TRUE(st.ok()) << st.message();
+    int64_t took = 0;
+    EXPECT_EQ(poll_until_error(*b, 2000, &took).code(), weftRemoteError);
+    EXPECT_EQ(b->lost_ranks(), std::vector<int>{1});
+    st = b->shrink_root(0, secret, &fresh[i]);
+    ASSERT_TRUE(st.ok()) << st.message();
+    std::unique_ptr<Bootstrap> nb;
+    st = Bootstrap::connect(fresh[i], i, 2, Deadline::after_ms(10000), &nb);
+    ASSERT_TRUE(st.ok()) << st.message();
+    int mine = 100 + rank, both[2] = {-1, -1};
+    ASSERT_TRUE(nb->allgather(&mine, sizeof mine, both, Deadline::after_ms(10000)).ok());
+    EXPECT_EQ(both[0], 100);
+    EXPECT_EQ(both[1], 102);
+    ASSERT_TRUE(nb->barrier(Deadline::after_ms(10000)).ok());
+    if (rank == 0) {
+      UniqueId again;
+      st = b->shrink_root(0, random_secret(), &again);
+      EXPECT_EQ(st.code(), weftInvalidUsage) << st.message();
+      EXPECT_TRUE(contains(st, "standby socket already serves")) << st.message();
+    }
+  });
+  // Both computed the same meeting place: rank 0's standby socket, not the old root.
+  EXPECT_EQ(std::string(fresh[0].host), std::string(fresh[1].host));
+  EXPECT_EQ(fresh[0].port, fresh[1].port);
+  EXPECT_NE(fresh[0].port, id.port);
   EXPECT_EQ(reap(child), 0);
 }
 
