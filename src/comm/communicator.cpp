@@ -559,8 +559,8 @@ Status Communicator::shrink(const int* exclude, int nexclude, boot::UniqueId* id
   const uint64_t nth = shrinks_.fetch_add(1);
   boot::Secret secret =
       boot::derive_secret(boot::secret_hex(id_.secret) + " shrink #" + std::to_string(nth) + " of family " +
-                              std::to_string(lineage_.family) + " without " + gone,
-                          std::to_string(nranks_));
+                              std::to_string(lineage_.family) + " of " + std::to_string(nranks_) + " without " + gone,
+                          "");
   // The first half stays the job's: shared-memory names start with it, and
   // launchers remove a dead job's segments by that prefix.
   std::memcpy(secret.bytes, id_.secret.bytes, sizeof secret.bytes / 2);

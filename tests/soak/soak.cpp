@@ -59,14 +59,8 @@ struct Slot {
 };
 
 const char* kColls[] = {"allreduce", "broadcast", "reduce", "allgather", "reducescatter", "alltoall"};
-// The algorithms a split communicator may force, per collective (hierarchical needs
-// several hosts; the soak runs on one).
-const std::vector<std::vector<const char*>> kAlgos = {
-    {"ring", "tree", "double_tree", "butterfly", "recdoubling", "rabenseifner", "direct", "naive", "oneshot"},
-    {"ring", "tree", "naive", "scatter_allgather"},
-    {"ring", "tree", "naive", "reducescatter_gather"},
-    {"ring", "bruck", "naive"},
-    {"ring", "butterfly", "naive"}};
+// Collectives with a choice of algorithm (all-to-all has one).
+constexpr size_t kChoosable = 5;
 
 const size_t kCounts[] = {0, 1, 2, 3, 5, 7, 13, 31, 127, 1021, 4099, 16381, 65537, 262147};
 
@@ -136,6 +130,14 @@ class Soak {
     weftCommUserRank(world, &w.me);
     world_n_ = w.n;
     pool_.push_back(w);
+    // What a split communicator may force, per collective: the candidates weft
+    // weighs on this job's layout (the same on every rank), so a new algorithm is
+    // soaked too and one this layout cannot run (hierarchical on one host) is not.
+    for (size_t i = 0; i < kChoosable; ++i) {
+      weftAlgoExplanation_t ex;
+      ok(weftCommExplainAlgorithm(world, kColls[i], 4099, weftFloat32, 0, &ex), "weftCommExplainAlgorithm", world);
+      algos_[i].assign(ex.candidates, ex.candidates + ex.ncandidates);
+    }
   }
 
   void run(uint64_t ops) {
@@ -401,8 +403,8 @@ class Soak {
     }
     std::string algo;
     if (draw(2) == 0)
-      for (size_t i = 0; i < kAlgos.size(); ++i)  // every collective but all-to-all (one algorithm)
-        algo += std::string(i ? "," : "") + kColls[i] + ":" + kAlgos[i][draw(kAlgos[i].size())];
+      for (size_t i = 0; i < kChoosable; ++i)
+        algo += std::string(i ? "," : "") + kColls[i] + ":" + algos_[i][draw(algos_[i].size())].algorithm;
     flush();  // a split is ordered after everything posted; wait here so buffers stay simple
     Slot& parent = pool_[from];
     Slot child;
@@ -444,6 +446,7 @@ class Soak {
   }
 
   std::mt19937_64 rng_;
+  std::vector<weftAlgoCandidate_t> algos_[kChoosable];
   int world_n_ = 0;
   std::vector<Slot> pool_;
   std::deque<std::unique_ptr<Call>> pending_;

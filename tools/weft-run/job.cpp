@@ -301,10 +301,12 @@ void Job::Reap() {
     if (code == 0) ++succeeded_;
     // Only the failure that brings the job down is reported; ranks dying of the
     // SIGTERM weft-run sent afterwards are expected and would just be noise.
-    if (code != 0 && !terminating_ && o_.elastic) {
-      Say("rank " + std::to_string(r) + " (pid " + std::to_string(pid) + ") " + how + "; the others go on (--elastic)");
-      RecordExit(code);
-    } else if (code != 0 && !terminating_) {
+    if (code != 0 && !terminating_) {
+      if (o_.elastic) {
+        Say("rank " + std::to_string(r) + " (pid " + std::to_string(pid) + ") " + how + "; the others go on (--elastic)");
+        RecordExit(code);
+        continue;
+      }
       std::string stopped;
       for (size_t i = 0; i < ranks_.size(); ++i)
         if (ranks_[i].running && ranks_[i].stopped_by != 0)
