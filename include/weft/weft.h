@@ -82,7 +82,13 @@ typedef struct {
 typedef struct weftComm* weftComm_t;
 typedef struct weftRequestImpl* weftRequest_t;
 
-/* Host-memory collectives ignore the stream; pass NULL. */
+/* A cudaStream_t. NULL: the call's buffers are host memory. Otherwise they are
+ * device memory and the collective is enqueued on this stream as NCCL does it:
+ * the call returns once the work is ordered on the stream, later work on the
+ * stream sees the result, and the thread does not wait for the GPU (use
+ * cudaStreamLegacy for the legacy default stream). Errors of an enqueued call
+ * are reported by weftCommGetAsyncError and by the communicator's next call.
+ * Point-to-point calls and groups take host memory only (for now). */
 typedef void* weftStream_t;
 
 /* Communicator options. Initialize with WEFT_CONFIG_INITIALIZER; a field left at
@@ -178,6 +184,9 @@ weftResult_t weftCommDump(weftComm_t comm, char* line, size_t len);
 weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* asyncError);
 weftResult_t weftCommCount(const weftComm_t comm, int* count);
 weftResult_t weftCommUserRank(const weftComm_t comm, int* rank);
+/* The CUDA device current on the thread that created the communicator (NCCL's
+ * ncclCommCuDevice), or -1 when that thread had no CUDA context. */
+weftResult_t weftCommCuDevice(const weftComm_t comm, int* device);
 /* The algorithm this communicator runs a collective of this shape with, e.g.
  * "ring": what WEFT_ALGO or weftConfig_t.algo force, else the automatic choice.
  * collective: "allreduce", "broadcast", "reduce", "allgather", "reducescatter" or
@@ -232,7 +241,8 @@ weftResult_t weftMemAlloc(void** ptr, size_t size);
 weftResult_t weftMemFree(void* ptr);
 
 /* Blocking for host memory when stream is NULL: returns when recvbuff holds the
- * result. sendbuff == recvbuff is an in-place all-reduce. */
+ * result. With a stream, device memory, enqueued (weftStream_t). sendbuff ==
+ * recvbuff is an in-place all-reduce. */
 weftResult_t weftAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                            weftDataType_t datatype, weftRedOp_t op, weftComm_t comm,
                            weftStream_t stream);
@@ -254,7 +264,7 @@ weftResult_t weftTest(weftRequest_t* request, int* done);
 weftResult_t weftWait(weftRequest_t* request);
 
 /* The other collectives, with NCCL's signatures. Host memory: stream must be NULL
- * and the call returns when the result is in place. In-place forms follow NCCL:
+ * and the call returns when the result is in place; device memory: on a stream. In-place forms follow NCCL:
  * all-gather sendbuff == recvbuff + rank * sendcount; reduce-scatter
  * recvbuff == sendbuff + rank * recvcount; otherwise sendbuff == recvbuff. */
 weftResult_t weftBroadcast(const void* sendbuff, void* recvbuff, size_t count,

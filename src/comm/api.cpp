@@ -398,6 +398,15 @@ weftResult_t weftCommUserRank(const weftComm_t comm, int* rank) {
   return weftSuccess;
 }
 
+weftResult_t weftCommCuDevice(const weftComm_t comm, int* device) {
+  weftResult_t rc;
+  Use c(comm, "weftCommCuDevice", &rc);
+  if (!c) return rc;
+  if (device == nullptr) return invalid("%s: device is NULL", "weftCommCuDevice");
+  *device = c->cu_device();
+  return weftSuccess;
+}
+
 weftResult_t weftCommGetAlgorithm(weftComm_t comm, const char* collective, size_t count, weftDataType_t datatype,
                                   int root, const char** algorithm, int* settled) {
   weftResult_t rc;

@@ -41,9 +41,12 @@ weftResult_t dispatch(weftComm_t comm, const char* fn, const weft::CollArgs& a,
   weftResult_t rc;
   Use c(comm, fn, &rc);
   if (!c) return rc;
-  if (stream != nullptr)
-    return report(weft::Error(weftInvalidArgument,
-                              "%s: streams are not supported yet (host memory only); pass NULL", fn));
+  if (stream != nullptr) {
+    if (in_group())
+      return report(weft::Error(weftInvalidUsage, "%s: calls on a stream inside weftGroupStart/End are not "
+                                "supported yet (device buffers go one call at a time)", fn));
+    return with_rank(c.get(), c->enqueue(a, stream));
+  }
   if (request != nullptr) return with_rank(c.get(), c->post(a, request));
   if (in_group()) {
     weft::Status st = c->validate(a);
@@ -63,7 +66,8 @@ weftResult_t batch(weftComm_t comm, const char* fn, weftStream_t stream, weftReq
   if (!c) return rc;
   if (stream != nullptr)
     return report(weft::Error(weftInvalidArgument,
-                              "%s: streams are not supported yet (host memory only); pass NULL", fn));
+                              "%s: point-to-point calls on a stream (device memory) are not supported yet; "
+                              "host memory takes stream NULL", fn));
   weft::P2PBatch b;
   weft::Status st = build(*c.get(), &b);
   if (!st.ok()) return with_rank(c.get(), st);

@@ -45,12 +45,17 @@ reduce::Op elementwise_op(weftRedOp_t op) {
 
 }  // namespace
 
-Status check_memory(const char* what, const char* which, const void* p) {
+Status check_memory(const char* what, const char* which, const void* p, bool on_stream) {
   exec::BufferKind k = exec::buffer_kind(p);
-  if (exec::data_engine_for(k) != nullptr) return Status::Ok();
+  if (k.device == on_stream) return Status::Ok();
+  if (on_stream)
+    return Error(weftInvalidArgument,
+                 "%s: %s %p is host memory, but the call has a stream: a call on a stream moves device memory "
+                 "(host memory takes stream NULL)",
+                 what, which, p);
   return Error(weftInvalidArgument,
-               "%s: %s %p is device memory (GPU %d): this build moves host memory only (device buffers need "
-               "the CUDA data engine, not built yet)",
+               "%s: %s %p is device memory (GPU %d): device buffers are ordered on a CUDA stream, pass it "
+               "(cudaStreamLegacy for the default stream); stream NULL means host memory",
                what, which, p, k.gpu);
 }
 
@@ -77,6 +82,7 @@ Status Communicator::create(const boot::UniqueId& id, int nranks, int rank,
 Status Communicator::init(const boot::UniqueId& id, const weftConfig_t* config) {
   timeout_ms_ = params::TIMEOUT_MS();
   check_ = params::CHECK() != 0;
+  cu_device_ = exec::cuda::current_device();
   tune::Options topt = tune::Options::from_params();
   if (config != nullptr) {
     // A program built against an older weft.h passes a shorter struct (size set by
@@ -92,6 +98,7 @@ Status Communicator::init(const boot::UniqueId& id, const weftConfig_t* config) 
       topt.algo_source = "weftConfig_t.algo";
     }
   }
+  staging_.set_timeout_ms(timeout_ms_);
   if (rank_ == 0) {
     WEFT_INFO(INIT, "weft %s, %d ranks, reduce kernels: %s", WEFT_VERSION_STRING,
               nranks_, reduce::kernel_name());
@@ -399,7 +406,7 @@ void Communicator::abort(const std::string& reason) {
   fail(Error(weftRemoteError, "rank %d: %s", rank_, reason.c_str()));
 }
 
-Status Communicator::validate(const CollArgs& a) const {
+Status Communicator::validate(const CollArgs& a, bool on_stream) const {
   // Runs on every call: the names for messages are looked up only on errors.
   auto what = [&] { return sched::coll_name(a.coll); };
   if (static_cast<int>(a.dtype) < 0 || a.dtype >= weftNumTypes)
@@ -435,9 +442,9 @@ Status Communicator::validate(const CollArgs& a) const {
     return Error(weftInvalidArgument, "%s: sendbuff is NULL with count %zu", what(), a.count);
   if (a.count > 0 && uses_recv && a.recv == nullptr)
     return Error(weftInvalidArgument, "%s: recvbuff is NULL with count %zu", what(), a.count);
-  if (a.count > 0 && uses_send) WEFT_TRY(check_memory(what(), "sendbuff", a.send));
+  if (a.count > 0 && uses_send) WEFT_TRY(check_memory(what(), "sendbuff", a.send, on_stream));
   if (a.count > 0 && uses_recv && !(uses_send && a.recv == a.send))
-    WEFT_TRY(check_memory(what(), "recvbuff", a.recv));
+    WEFT_TRY(check_memory(what(), "recvbuff", a.recv, on_stream));
   if (a.count == 0 || !uses_send || !uses_recv) return Status::Ok();
   // Buffers may overlap only in the collective's in-place position.
   auto s = reinterpret_cast<uintptr_t>(a.send), r = reinterpret_cast<uintptr_t>(a.recv);
@@ -471,7 +478,7 @@ Status Communicator::validate_p2p(bool send, const void* buf, size_t count, weft
     return Error(weftInvalidArgument, "%s: count %zu overflows the address space", what, count);
   if (count > 0 && buf == nullptr)
     return Error(weftInvalidArgument, "%s: buffer is NULL with count %zu", what, count);
-  if (count > 0) WEFT_TRY(check_memory(what, "buffer", buf));
+  if (count > 0) WEFT_TRY(check_memory(what, "buffer", buf, false));
   return Status::Ok();
 }
 

@@ -17,6 +17,7 @@
 
 #include "base/status.h"
 #include "bootstrap/bootstrap.h"
+#include "comm/device_staging.h"
 #include "engine/engine.h"
 #include "exec/executor.h"
 #include "reduce/reduce.h"
@@ -30,9 +31,9 @@ struct weftRequestImpl;
 
 namespace weft {
 
-// weftInvalidArgument, naming the call (what) and the buffer (which), if no data
-// engine of this build can touch the memory at p.
-Status check_memory(const char* what, const char* which, const void* p);
+// weftInvalidArgument, naming the call (what) and the buffer (which), unless p
+// is device memory for a call on a stream (on_stream), host memory otherwise.
+Status check_memory(const char* what, const char* which, const void* p, bool on_stream = false);
 
 // One collective call, as posted.
 struct CollArgs {
@@ -70,6 +71,12 @@ class Communicator final : public exec::Health {
   // Non-blocking: posted behind earlier operations; *req is owned by the caller
   // until weftWait/weftTest frees it.
   Status post(const CollArgs& args, weftRequestImpl** req);
+  // On device memory: enqueued on the CUDA stream (device_staging.h); returns
+  // without waiting for the GPU. Errors of the call itself come later, from
+  // weftCommGetAsyncError and the next call.
+  Status enqueue(const CollArgs& args, void* stream);
+  // The CUDA device current on the thread that created this communicator (-1: none).
+  int cu_device() const { return cu_device_; }
 
   // A group's point-to-point operations and local copies, run together (after
   // earlier posts).
@@ -108,7 +115,8 @@ class Communicator final : public exec::Health {
   Status create_premul(const void* scalar, weftDataType_t dtype, weftRedOp_t* op);
   Status destroy_premul(weftRedOp_t op);
 
-  Status validate(const CollArgs& args) const;
+  // on_stream: the buffers must be device memory (a call with a stream), else host memory.
+  Status validate(const CollArgs& args, bool on_stream = false) const;
 
   // Unblocks every wait of this communicator; pending operations fail. Any
   // thread, also while a call of this communicator is blocked.
@@ -227,6 +235,8 @@ class Communicator final : public exec::Health {
   std::map<int, PreMul> premul_;  // guarded by the queue's drive lock
   int next_premul_ = weftNumOps;
   std::vector<unsigned char> premul_input_;  // the scaled input of a pre-multiplied sum
+  DeviceStaging staging_;  // pinned host copies of the calls on device memory
+  int cu_device_ = -1;
 
   // Everything above the error state is touched only under queue_'s drive lock.
   std::shared_ptr<engine::Queue> queue_;

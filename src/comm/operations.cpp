@@ -26,6 +26,7 @@ std::unique_ptr<CollOp> CollOp::agreement(Communicator* c, const CollArgs& tuned
 Status CollOp::advance(bool* done) {
   *done = false;
   if (!started_) {
+    if (slot_ != nullptr && !slot_->reached(DeviceStaging::kStaged, gen_)) return Status::Ok();
     if (trace::on()) began_us_ = trace::now_us();
     WEFT_TRY(c_->begin(a_, forced_, &call_, &trial_, &algo_));
     started_ = true;
@@ -38,7 +39,18 @@ Status CollOp::advance(bool* done) {
   return Status::Ok();
 }
 
-Status CollOp::check() { return started_ ? c_->exec_->check(*call_) : Status::Ok(); }
+Status CollOp::check() {
+  if (started_) return c_->exec_->check(*call_);
+  if (slot_ == nullptr) return Status::Ok();
+  // Waiting for the stream to reach the call.
+  WEFT_TRY(c_->check());
+  if (staged_by_.expired())
+    return Error(weftTimeout,
+                 "%s: the stream has not reached this call after WEFT_TIMEOUT_MS=%lld ms (is earlier work "
+                 "on the stream stuck?)",
+                 sched::coll_name(a_.coll), static_cast<long long>(timeout_ms_));
+  return Status::Ok();
+}
 
 std::unique_ptr<engine::Op> CollOp::complete(Status st) {
   std::unique_ptr<engine::Op> next;
@@ -70,7 +82,11 @@ std::unique_ptr<engine::Op> CollOp::complete(Status st) {
     st = c_->call_failed(a_, std::move(st));
   }
   // Errors before the start are final already (the communicator's own error, a
-  // WEFT_CHECK mismatch, a tuner refusal).
+  // WEFT_CHECK mismatch, a tuner refusal), except a stream that never got here.
+  if (slot_ != nullptr) {
+    if (!st.ok() && !started_ && !c_->failed_.load(std::memory_order_acquire)) c_->fail(st);
+    slot_->raise(DeviceStaging::kDone, gen_);  // the stream goes on; the error is the communicator's
+  }
   if (req_ != nullptr) {
     req_->result = std::move(st);
     req_->done.store(true, std::memory_order_release);

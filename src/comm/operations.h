@@ -21,6 +21,15 @@ class CollOp final : public engine::Op {
   static std::unique_ptr<CollOp> agreement(Communicator* c, const CollArgs& tuned, tune::Trial* trial,
                                            std::vector<double> times, const algo::Algorithm* alg);
 
+  // A call on device memory: it starts once the stream has staged its input in
+  // `slot` (call number gen), and raises the slot's done flag when it ends.
+  void stage(DeviceStaging::Slot* slot, uint32_t gen, int64_t timeout_ms) {
+    slot_ = slot;
+    gen_ = gen;
+    staged_by_ = Deadline::after_ms(timeout_ms);
+    timeout_ms_ = timeout_ms;
+  }
+
   Status advance(bool* done) override;
   Status check() override;
   std::unique_ptr<engine::Op> complete(Status st) override;
@@ -28,6 +37,10 @@ class CollOp final : public engine::Op {
  private:
   Communicator* c_;
   CollArgs a_;
+  DeviceStaging::Slot* slot_ = nullptr;
+  uint32_t gen_ = 0;
+  Deadline staged_by_ = Deadline::after_ms(0);
+  int64_t timeout_ms_ = 0;
   weftRequestImpl* req_;  // nullptr: nobody waits (the agreement)
   bool started_ = false;
   std::optional<exec::Call> call_;

@@ -6,12 +6,21 @@
 // against exact expectations (exact_values.h).
 //
 //   weft-check-collectives [--counts 0,1,7,1023] [--dtypes all|...] [--ops all|...]
-//                          [--expect-algo coll=NAME[,coll=NAME...]]
+//                          [--expect-algo coll=NAME[,coll=NAME...]] [--device DRIVER]
+//
+// --device: the collectives (and an all-reduce per op) run on device copies of
+// the buffers, enqueued on a CUDA stream, through DRIVER: libcuda.so.1 on a GPU
+// machine, or the stand-in driver, with which the stream rules are checked too
+// (the call returns before the stream has run; misuse is refused; a failed copy
+// fails the communicator). Point-to-point, pre-multiplied sums and the
+// non-blocking forms stay on host memory.
 //
 // --expect-algo: before every call of a listed collective (allreduce, broadcast,
 // reduce, allgather, reducescatter, alltoall), weftCommGetAlgorithm must report
 // NAME for the call's shape (the test forces it with WEFT_ALGO), so a forced
 // algorithm that silently did not apply fails the run.
+#include <unistd.h>
+
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -22,6 +31,7 @@
 #include <vector>
 
 #include "call_log.h"
+#include "device_memory.h"
 #include "exact_values.h"
 
 namespace {
@@ -29,6 +39,29 @@ using namespace weft_test;
 
 struct Checker : CallLog {
   int64_t checked_algo = 0;
+  DeviceMemory* device = nullptr;  // --device
+  void* dev_a = nullptr;           // device twins of the host buffers a and b (--device)
+  void* dev_b = nullptr;
+
+  // Runs call(at, stream) on the host buffers a and b (`bytes` each), where at(p)
+  // is where a host pointer into them lives for the call: itself (stream NULL),
+  // or with --device the same place in their device twins, filled before the
+  // call and copied back after it on the call's stream.
+  template <class Call>
+  weftResult_t run(unsigned char* a, unsigned char* b, size_t bytes, Call call) {
+    if (device == nullptr) return call([](void* p) { return p; }, nullptr);
+    auto at = [&](void* p) -> void* {
+      auto* q = static_cast<unsigned char*>(p);
+      if (q >= a && q <= a + bytes) return static_cast<unsigned char*>(dev_a) + (q - a);
+      if (q >= b && q <= b + bytes) return static_cast<unsigned char*>(dev_b) + (q - b);
+      return p;
+    };
+    if (!device->copy(dev_a, a, bytes) || !device->copy(dev_b, b, bytes)) return weftUnhandledCudaError;
+    weftResult_t rc = call(at, device->stream());
+    bool back = device->copy(a, dev_a, bytes) && device->copy(b, dev_b, bytes);
+    back = device->synchronize() && back;
+    return rc != weftSuccess ? rc : back ? weftSuccess : weftUnhandledCudaError;
+  }
   std::map<std::string, std::string> expect;  // collective -> algorithm it must run
 
   // Fails the run when a forced algorithm is not what this call shape runs.
@@ -94,8 +127,25 @@ void run_type(Checker& c, int type, size_t count, const std::vector<int>& ops) {
   const int n = c.n, me = c.rank;
   const size_t es = kTypeSize[type];
   const auto dt = static_cast<weftDataType_t>(type);
-  std::vector<unsigned char> a((n * count + 1) * es), b((n * count + 1) * es);
+  const size_t bytes = (n * count + 1) * es;
+  std::vector<unsigned char> a(bytes), b(bytes);
   const std::string tag = std::string(kTypeNames[type]) + " count " + std::to_string(count);
+  if (c.device != nullptr) {
+    c.dev_a = c.device->alloc(bytes);
+    c.dev_b = c.device->alloc(bytes);
+    if (c.dev_a == nullptr || c.dev_b == nullptr) {
+      c.ok(weftUnhandledCudaError, "device buffers for " + tag);
+      return;
+    }
+  }
+  struct Free {
+    Checker& c;
+    ~Free() {
+      if (c.device == nullptr) return;
+      c.device->release(c.dev_a);
+      c.device->release(c.dev_b);
+    }
+  } free_twins{c};
 
   for (int in_place = 0; in_place < 2; ++in_place) {
     const std::string how = in_place ? " in-place" : " out-of-place";
@@ -106,18 +156,32 @@ void run_type(Checker& c, int type, size_t count, const std::vector<int>& ops) {
       std::memset(recv, 0x5A, count * es);
       if (me == root) fill(send, type, weftSum, root, 0, count);
       c.expect_algo("broadcast", count, dt, root);
-      if (c.ok(weftBroadcast(send, recv, count, dt, root, c.comm, nullptr), "broadcast " + tag))
+      if (c.ok(c.run(a.data(), b.data(), bytes, [&](auto at, void* s) {
+            return weftBroadcast(at(send), at(recv), count, dt, root, c.comm, s);
+          }), "broadcast " + tag))
         c.check("broadcast root " + std::to_string(root) + " " + tag + how, recv, count, type,
                 [&](size_t i, void* w) { store(w, type, 0, static_cast<double>(input_for(type, weftSum, root, i))); });
       // Reduce: the root gets every op's result.
       for (int op : ops) {
         fill(send, type, op, me, 0, count);
         c.expect_algo("reduce", count, dt, root);
-        if (c.ok(weftReduce(send, recv, count, dt, static_cast<weftRedOp_t>(op), root, c.comm, nullptr),
-                 "reduce " + tag) && me == root)
+        if (c.ok(c.run(a.data(), b.data(), bytes, [&](auto at, void* s) {
+              return weftReduce(at(send), at(recv), count, dt, static_cast<weftRedOp_t>(op), root, c.comm, s);
+            }), "reduce " + tag) && me == root)
           c.check("reduce " + std::string(kOpNames[op]) + " root " + std::to_string(root) + " " + tag + how,
                   recv, count, type, [&](size_t i, void* w) { expected(type, op, n, i, w); });
       }
+    }
+    // All-reduce, on device memory only (weft-check-allreduce sweeps it on host memory).
+    for (int op : c.device != nullptr ? ops : std::vector<int>{}) {
+      void* send = a.data();
+      void* recv = in_place ? a.data() : b.data();
+      fill(send, type, op, me, 0, count);
+      if (c.ok(c.run(a.data(), b.data(), bytes, [&](auto at, void* s) {
+            return weftAllReduce(at(send), at(recv), count, dt, static_cast<weftRedOp_t>(op), c.comm, s);
+          }), "allreduce " + tag))
+        c.check("allreduce " + std::string(kOpNames[op]) + " " + tag + how, recv, count, type,
+                [&](size_t i, void* w) { expected(type, op, n, i, w); });
     }
     // All-gather: block r of the result is rank r's input.
     {
@@ -125,7 +189,9 @@ void run_type(Checker& c, int type, size_t count, const std::vector<int>& ops) {
       void* send = in_place ? b.data() + me * count * es : a.data();
       fill(send, type, weftSum, me, 0, count);
       c.expect_algo("allgather", count, dt, 0);
-      if (c.ok(weftAllGather(send, recv, count, dt, c.comm, nullptr), "allgather " + tag))
+      if (c.ok(c.run(a.data(), b.data(), bytes, [&](auto at, void* s) {
+            return weftAllGather(at(send), at(recv), count, dt, c.comm, s);
+          }), "allgather " + tag))
         c.check("allgather " + tag + how, recv, n * count, type, [&](size_t g, void* w) {
           store(w, type, 0, static_cast<double>(input_for(type, weftSum, static_cast<int>(g / count), g % count)));
         });
@@ -136,8 +202,9 @@ void run_type(Checker& c, int type, size_t count, const std::vector<int>& ops) {
       void* recv = in_place ? a.data() + me * count * es : b.data();
       fill(send, type, op, me, 0, n * count);
       c.expect_algo("reducescatter", count, dt, 0);
-      if (c.ok(weftReduceScatter(send, recv, count, dt, static_cast<weftRedOp_t>(op), c.comm, nullptr),
-               "reducescatter " + tag))
+      if (c.ok(c.run(a.data(), b.data(), bytes, [&](auto at, void* s) {
+            return weftReduceScatter(at(send), at(recv), count, dt, static_cast<weftRedOp_t>(op), c.comm, s);
+          }), "reducescatter " + tag))
         c.check("reducescatter " + std::string(kOpNames[op]) + " " + tag + how, recv, count, type,
                 [&](size_t i, void* w) { expected(type, op, n, me * count + i, w); });
     }
@@ -145,7 +212,9 @@ void run_type(Checker& c, int type, size_t count, const std::vector<int>& ops) {
   // All-to-all (out of place only): block p of my result is block `me` of rank p's input.
   fill(a.data(), type, weftSum, me, 0, n * count);
   c.expect_algo("alltoall", count, dt, 0);
-  if (c.ok(weftAlltoAll(a.data(), b.data(), count, dt, c.comm, nullptr), "alltoall " + tag))
+  if (c.ok(c.run(a.data(), b.data(), bytes, [&](auto at, void* s) {
+        return weftAlltoAll(at(a.data()), at(b.data()), count, dt, c.comm, s);
+      }), "alltoall " + tag))
     c.check("alltoall " + tag, b.data(), n * count, type, [&](size_t g, void* w) {
       int p = static_cast<int>(g / count);
       store(w, type, 0, static_cast<double>(input_for(type, weftSum, p, me * count + g % count)));
@@ -227,15 +296,113 @@ void run_premul_and_async(Checker& c, int type, size_t count) {
           [&](size_t i, void* w) { store(w, type, 0, static_cast<double>(input_for(type, weftSum, 0, i))); });
 }
 
+// --device with the stand-in driver, whose "device memory" the test can read
+// while the stream is held: the call returns before its stream has run it, and
+// the misuses are refused with what the user must change.
+void run_device_rules(Checker& c) {
+  DeviceMemory& d = *c.device;
+  const int n = c.n, me = c.rank;
+  constexpr size_t kCount = 4099;
+  const size_t bytes = kCount * sizeof(float);
+  std::vector<float> in(kCount), out(kCount), sentinel(kCount, -7.0f);
+  for (size_t i = 0; i < kCount; ++i) store(in.data(), weftFloat32, i, static_cast<double>(input_for(weftFloat32, weftSum, me, i)));
+  auto* dev = static_cast<float*>(d.alloc(bytes));
+  auto* res = static_cast<float*>(d.alloc(bytes));
+  if (dev == nullptr || res == nullptr || !d.copy(dev, in.data(), bytes) || !d.copy(res, sentinel.data(), bytes) ||
+      !d.synchronize()) {
+    c.ok(weftUnhandledCudaError, "device buffers for the stream rules");
+    return;
+  }
+  int cu_device = -2;
+  c.ok(weftCommCuDevice(c.comm, &cu_device), "weftCommCuDevice");
+  if (cu_device != d.device()) c.ok(weftInternalError, "weftCommCuDevice is " + std::to_string(cu_device));
+
+  d.hold(true);
+  c.ok(weftAllReduce(dev, res, kCount, weftFloat32, weftSum, c.comm, d.stream()), "all-reduce on a held stream");
+  const bool early = std::memcmp(res, sentinel.data(), bytes) != 0;
+  d.hold(false);
+  if (early) c.ok(weftInternalError, "the all-reduce's result was there before its stream ran");
+  if (d.copy(out.data(), res, bytes) && d.synchronize())
+    c.check("all-reduce enqueued on a held stream", out.data(), kCount, weftFloat32,
+            [&](size_t i, void* w) { expected(weftFloat32, weftSum, n, i, w); });
+
+  auto refused = [&](weftResult_t rc, weftResult_t want, const char* says, const std::string& what) {
+    std::string why = weftGetLastError(c.comm);
+    if (rc != want || why.find(says) == std::string::npos)
+      c.ok(weftInternalError, what + " returned " + weftGetErrorString(rc) + ": " + why);
+  };
+  refused(weftAllReduce(in.data(), in.data(), kCount, weftFloat32, weftSum, c.comm, d.stream()), weftInvalidArgument,
+          "is host memory, but the call has a stream", "host buffers with a stream");
+  refused(weftAllReduce(dev, dev, kCount, weftFloat32, weftSum, c.comm, nullptr), weftInvalidArgument,
+          "is device memory", "device buffers without a stream");
+  refused(weftAllReduce(dev, out.data(), kCount, weftFloat32, weftSum, c.comm, d.stream()), weftInvalidArgument,
+          "recvbuff", "a host recvbuff beside a device sendbuff");
+  weftGroupStart();
+  weftResult_t grouped = weftAllReduce(dev, dev, kCount, weftFloat32, weftSum, c.comm, d.stream());
+  c.ok(weftGroupEnd(), "an empty group");
+  refused(grouped, weftInvalidUsage, "inside weftGroupStart", "a call on a stream inside a group");
+  refused(weftSend(dev, kCount, weftFloat32, (me + 1) % n, c.comm, d.stream()), weftInvalidArgument,
+          "point-to-point calls on a stream", "a send on a stream");
+  d.release(dev);
+  d.release(res);
+}
+
+// --device with the stand-in driver and one rank: a stream that never reaches a
+// call fails it at the deadline, and a copy the driver refuses fails the call
+// and the communicator, each with a message that says so.
+void run_device_faults(Checker& c) {
+  DeviceMemory& d = *c.device;
+  constexpr size_t kCount = 1000;
+  auto* dev = static_cast<float*>(d.alloc(kCount * sizeof(float)));
+  weftComm_t stuck = nullptr;
+  if (!c.ok(weftCommSplit(c.comm, 0, 0, &stuck, nullptr), "split")) return;
+  d.hold(true);
+  c.ok(weftAllReduce(dev, dev, kCount, weftFloat32, weftSum, stuck, d.stream()), "all-reduce on a stuck stream");
+  weftResult_t async = weftSuccess;
+  for (int i = 0; i < 200 && async == weftSuccess; ++i) {
+    weftCommGetAsyncError(stuck, &async);
+    if (async == weftSuccess) usleep(50000);
+  }
+  std::string why = weftGetLastError(stuck);
+  weftResult_t next = weftAllReduce(dev, dev, kCount, weftFloat32, weftSum, stuck, d.stream());
+  if (async != weftTimeout || next == weftSuccess)
+    c.ok(weftInternalError, std::string("a stream that never reached the call: async error ") +
+                                weftGetErrorString(async) + ", the next call " + weftGetErrorString(next));
+  d.hold(false);
+  d.synchronize();
+  weftCommDestroy(stuck);
+
+  d.fail_next("cuMemcpyAsync");
+  weftResult_t rc = weftAllReduce(dev, dev, kCount, weftFloat32, weftSum, c.comm, d.stream());
+  why = weftGetLastError(c.comm);
+  weftCommGetAsyncError(c.comm, &async);
+  if (rc != weftUnhandledCudaError || why.find("copying the input") == std::string::npos ||
+      async != weftUnhandledCudaError)
+    c.ok(weftInternalError, std::string("a failed copy: ") + weftGetErrorString(rc) + " (" + why + "), async " +
+                                weftGetErrorString(async));
+  d.synchronize();
+  d.release(dev);
+  std::printf("rank %d: a stuck stream and a failed copy fail the call: %s\n", c.rank, why.c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> counts = {"0", "1", "7", "1023"};
   std::vector<std::string> dtypes(kTypeNames, kTypeNames + 10), opnames(kOpNames, kOpNames + 5);
   std::map<std::string, std::string> expect;
+  std::string driver;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--counts" && i + 1 < argc) counts = split(argv[++i]);
+    else if (a == "--device" && i + 1 < argc) driver = argv[++i];
+    else if (a == "--probe-device" && i + 1 < argc) {
+      // For the GPU tests: 77 (a skip) where the driver or a device is missing.
+      DeviceMemory probe;
+      if (probe.open(argv[++i], 0)) return 0;
+      std::printf("skipped: no usable CUDA device through %s\n", argv[i]);
+      return 77;
+    }
     else if (a == "--dtypes" && i + 1 < argc) { std::string v = argv[++i]; if (v != "all") dtypes = split(v); }
     else if (a == "--ops" && i + 1 < argc) { std::string v = argv[++i]; if (v != "all") opnames = split(v); }
     else if (a == "--expect-algo" && i + 1 < argc) {
@@ -254,13 +421,20 @@ int main(int argc, char** argv) {
         expect[coll] = kv.substr(eq + 1);
       }
     } else {
-      std::fprintf(stderr, "usage: %s [--counts a,b] [--dtypes ...] [--ops ...] [--expect-algo coll=NAME,...]\n",
+      std::fprintf(stderr, "usage: %s [--counts a,b] [--dtypes ...] [--ops ...] [--expect-algo coll=NAME,...] "
+                           "[--device DRIVER] | --probe-device DRIVER\n",
                    argv[0]);
       return 2;
     }
   }
   Checker c;
   c.expect = expect;
+  DeviceMemory device;
+  if (!driver.empty()) {
+    const char* r = std::getenv("WEFT_RANK");
+    if (!device.open(driver, r != nullptr ? std::atoi(r) : 0)) return 1;
+    c.device = &device;
+  }
   if (weftCommInitFromEnv(&c.comm, nullptr) != weftSuccess) {
     std::fprintf(stderr, "init failed: %s\n", weftGetLastError(nullptr));
     return 1;
@@ -273,6 +447,7 @@ int main(int argc, char** argv) {
   }
   std::vector<int> ops;
   for (const auto& o : opnames) ops.push_back(index_of(kOpNames, 5, o));
+  if (c.device != nullptr && device.is_fake()) run_device_rules(c);
   for (const auto& cs : counts) {
     size_t count = std::strtoull(cs.c_str(), nullptr, 0);
     for (const auto& d : dtypes) run_type(c, index_of(kTypeNames, 10, d), count, ops);
@@ -280,6 +455,7 @@ int main(int argc, char** argv) {
     for (int t : {weftFloat32, weftFloat16, weftInt32, weftBfloat16}) run_premul_and_async(c, t, count);
     c.ok(weftBarrier(c.comm), "barrier");
   }
+  if (c.device != nullptr && device.is_fake() && c.n == 1) run_device_faults(c);
   std::string algo_note;
   for (const auto& [coll, name] : c.expect) algo_note += (algo_note.empty() ? ", forced " : ", ") + coll + "=" + name;
   if (!c.expect.empty()) algo_note += ": " + std::to_string(c.checked_algo) + " call shapes checked";

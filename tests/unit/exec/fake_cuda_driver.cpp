@@ -1,31 +1,211 @@
 // A stand-in for the CUDA driver (built as libcuda.so.1) for machines without a
-// GPU: it answers cuPointerGetAttribute as the driver does, with memory that
-// fake_cuda_mark() named as device memory of a GPU, and "not mine" otherwise.
+// GPU. "Device memory" is host memory it handed out (cuMemAlloc) or that
+// fake_cuda_mark() named, answered for by cuPointerGetAttribute as the driver
+// answers; everything else is "not mine". A stream is a thread that runs its
+// queued work (copies, 32-bit flag writes and waits) in order, as the GPU runs a
+// stream, so work enqueued on it happens later than the call that enqueued it.
 // A test loads it, so weft finds "the driver" loaded as in a CUDA application.
+//
+// Test controls: fake_cuda_mark, fake_cuda_stream_hold (a held stream runs
+// nothing until released), fake_cuda_fail_next (the next call of an entry point
+// fails with CUDA_ERROR_INVALID_VALUE).
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#define EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace {
-uintptr_t g_base = 0;
-size_t g_bytes = 0;
-int g_gpu = -1;
+
+constexpr int kSuccess = 0, kInvalidValue = 1;
+
+struct Range {
+  uintptr_t base;
+  size_t bytes;
+  int gpu;
+};
+std::mutex g_mu;
+std::vector<Range> g_device;  // guarded by g_mu
+std::string g_fail_next;      // guarded by g_mu
+
+bool failing(const char* fn) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_fail_next != fn) return false;
+  g_fail_next.clear();
+  return true;
+}
+
+class Stream {
+ public:
+  Stream() : worker_([this] { run(); }) { worker_.detach(); }
+  void enqueue(std::function<void()> work) {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(std::move(work));
+    cv_.notify_all();
+  }
+  void hold(bool on) {
+    std::lock_guard<std::mutex> lock(mu_);
+    held_ = on;
+    cv_.notify_all();
+  }
+  void synchronize() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
+  }
+
+ private:
+  void run() {
+    for (;;) {
+      std::function<void()> work;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return !queue_.empty() && !held_; });
+        work = std::move(queue_.front());
+        queue_.pop_front();
+        busy_ = true;
+      }
+      work();
+      std::lock_guard<std::mutex> lock(mu_);
+      busy_ = false;
+      cv_.notify_all();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  bool held_ = false, busy_ = false;
+  std::thread worker_;
+};
+
+// Streams live as long as the process (their threads are detached).
+Stream* stream_of(void* s) {
+  // NULL, CU_STREAM_LEGACY (0x1), CU_STREAM_PER_THREAD (0x2): the default stream.
+  static Stream* legacy = new Stream;
+  return reinterpret_cast<uintptr_t>(s) <= 2 ? legacy : static_cast<Stream*>(s);
+}
+
 }  // namespace
 
-extern "C" {
-
-__attribute__((visibility("default"))) void fake_cuda_mark(const void* base, size_t bytes, int gpu) {
-  g_base = reinterpret_cast<uintptr_t>(base);
-  g_bytes = bytes;
-  g_gpu = gpu;
+EXPORT void fake_cuda_mark(const void* base, size_t bytes, int gpu) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_device.push_back({reinterpret_cast<uintptr_t>(base), bytes, gpu});
+}
+EXPORT void fake_cuda_stream_hold(void* stream, int on) { stream_of(stream)->hold(on != 0); }
+EXPORT void fake_cuda_fail_next(const char* fn) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_fail_next = fn;
 }
 
-// CUDA_SUCCESS 0, CUDA_ERROR_INVALID_VALUE 1; attribute 2: memory type
-// (CU_MEMORYTYPE_DEVICE 2), 9: device ordinal.
-__attribute__((visibility("default"))) int cuPointerGetAttribute(void* data, int attribute, uintptr_t ptr) {
-  if (ptr < g_base || ptr >= g_base + g_bytes) return 1;
-  if (attribute == 2) *static_cast<unsigned*>(data) = 2;
-  else if (attribute == 9) *static_cast<int*>(data) = g_gpu;
-  else return 1;
-  return 0;
+// CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2 (CU_MEMORYTYPE_DEVICE 2), _DEVICE_ORDINAL 9.
+EXPORT int cuPointerGetAttribute(void* data, int attribute, uintptr_t ptr) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (const Range& r : g_device) {
+    if (ptr < r.base || ptr >= r.base + r.bytes) continue;
+    if (attribute == 2) *static_cast<unsigned*>(data) = 2;
+    else if (attribute == 9) *static_cast<int*>(data) = r.gpu;
+    else return kInvalidValue;
+    return kSuccess;
+  }
+  return kInvalidValue;
 }
+
+EXPORT int cuInit(unsigned) { return kSuccess; }
+EXPORT int cuDeviceGetCount(int* n) {
+  *n = 1;
+  return kSuccess;
+}
+EXPORT int cuDeviceGet(int* device, int ordinal) {
+  *device = ordinal;
+  return kSuccess;
+}
+EXPORT int cuDevicePrimaryCtxRetain(void** ctx, int device) {
+  *ctx = reinterpret_cast<void*>(static_cast<uintptr_t>(device) + 0x100);
+  return kSuccess;
+}
+thread_local int t_device = -1;
+EXPORT int cuCtxSetCurrent(void* ctx) {
+  t_device = ctx == nullptr ? -1 : static_cast<int>(reinterpret_cast<uintptr_t>(ctx) - 0x100);
+  return kSuccess;
+}
+EXPORT int cuCtxGetDevice(int* device) {
+  if (t_device < 0) return 201;  // CUDA_ERROR_INVALID_CONTEXT
+  *device = t_device;
+  return kSuccess;
+}
+
+EXPORT int cuMemAlloc_v2(uintptr_t* p, size_t bytes) {
+  void* mem = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  if (mem == nullptr) return 2;  // CUDA_ERROR_OUT_OF_MEMORY
+  *p = reinterpret_cast<uintptr_t>(mem);
+  fake_cuda_mark(mem, bytes, t_device < 0 ? 0 : t_device);
+  return kSuccess;
+}
+EXPORT int cuMemFree_v2(uintptr_t p) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (size_t i = 0; i < g_device.size(); ++i)
+    if (g_device[i].base == p) {
+      g_device.erase(g_device.begin() + static_cast<long>(i));
+      std::free(reinterpret_cast<void*>(p));
+      return kSuccess;
+    }
+  return kInvalidValue;
+}
+
+EXPORT int cuMemHostAlloc(void** p, size_t bytes, unsigned) {
+  if (failing("cuMemHostAlloc")) return 2;
+  *p = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+  return *p == nullptr ? 2 : kSuccess;
+}
+EXPORT int cuMemFreeHost(void* p) {
+  std::free(p);
+  return kSuccess;
+}
+EXPORT int cuMemHostGetDevicePointer_v2(uintptr_t* d, void* p, unsigned) {
+  *d = reinterpret_cast<uintptr_t>(p);
+  return kSuccess;
+}
+
+EXPORT int cuStreamCreate(void** s, unsigned) {
+  *s = new Stream;
+  return kSuccess;
+}
+EXPORT int cuStreamSynchronize(void* s) {
+  stream_of(s)->synchronize();
+  return kSuccess;
+}
+EXPORT int cuMemcpyAsync(uintptr_t dst, uintptr_t src, size_t bytes, void* s) {
+  if (failing("cuMemcpyAsync")) return kInvalidValue;
+  stream_of(s)->enqueue([=] { std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), bytes); });
+  return kSuccess;
+}
+EXPORT int cuStreamWriteValue32_v2(void* s, uintptr_t addr, uint32_t value, unsigned) {
+  if (failing("cuStreamWriteValue32")) return kInvalidValue;
+  stream_of(s)->enqueue([=] {
+    std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(addr)).store(value, std::memory_order_release);
+  });
+  return kSuccess;
+}
+// CU_STREAM_WAIT_VALUE_GEQ (0), cyclic as the driver's.
+EXPORT int cuStreamWaitValue32_v2(void* s, uintptr_t addr, uint32_t value, unsigned flags) {
+  if (flags != 0) return kInvalidValue;
+  stream_of(s)->enqueue([=] {
+    std::atomic_ref<uint32_t> flag(*reinterpret_cast<uint32_t*>(addr));
+    while (static_cast<int32_t>(flag.load(std::memory_order_acquire) - value) < 0)
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+  });
+  return kSuccess;
+}
+EXPORT int cuGetErrorString(int rc, const char** text) {
+  *text = rc == kInvalidValue ? "invalid argument (fake driver)" : "error (fake driver)";
+  return kSuccess;
 }

@@ -1,0 +1,86 @@
+// Device memory for the multi-process checks, through the CUDA driver API of a
+// driver library the test loads itself: the real one (libcuda.so.1) on a GPU
+// machine, or the stand-in (tests/unit/exec/fake_cuda_driver.cpp) anywhere. No
+// CUDA headers or libraries are needed to build the checks. Load it before the
+// first weft call: weft looks for a loaded driver at most once a second.
+#pragma once
+
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace weft_test {
+
+class DeviceMemory {
+ public:
+  // Loads `driver` (a path, or "libcuda.so.1"), makes device `rank % devices`
+  // current and creates a stream. false (printed) on failure.
+  bool open(const std::string& driver, int rank) {
+    lib_ = dlopen(driver.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (lib_ == nullptr) return fail(std::string("loading ") + driver + ": " + dlerror());
+    bool found = sym(&init_, "cuInit") && sym(&device_count_, "cuDeviceGetCount") && sym(&device_get_, "cuDeviceGet") &&
+                 sym(&retain_, "cuDevicePrimaryCtxRetain") && sym(&set_current_, "cuCtxSetCurrent") &&
+                 sym(&alloc_, "cuMemAlloc_v2") && sym(&free_, "cuMemFree_v2") && sym(&stream_create_, "cuStreamCreate") &&
+                 sym(&sync_, "cuStreamSynchronize") && sym(&copy_, "cuMemcpyAsync");
+    if (!found) return false;
+    hold_ = reinterpret_cast<void (*)(void*, int)>(dlsym(lib_, "fake_cuda_stream_hold"));
+    fail_next_ = reinterpret_cast<void (*)(const char*)>(dlsym(lib_, "fake_cuda_fail_next"));
+    int devices = 0, dev = 0;
+    void* ctx = nullptr;
+    if (!cu(init_(0), "cuInit") || !cu(device_count_(&devices), "cuDeviceGetCount")) return false;
+    if (devices < 1) return fail("no CUDA device");
+    device_ = rank % devices;
+    return cu(device_get_(&dev, device_), "cuDeviceGet") && cu(retain_(&ctx, dev), "cuDevicePrimaryCtxRetain") &&
+           cu(set_current_(ctx), "cuCtxSetCurrent") && cu(stream_create_(&stream_, 1), "cuStreamCreate");
+  }
+  void* stream() const { return stream_; }
+  int device() const { return device_; }
+  bool is_fake() const { return hold_ != nullptr; }
+  void* alloc(size_t bytes) {
+    uintptr_t p = 0;
+    return cu(alloc_(&p, bytes < 1 ? 1 : bytes), "cuMemAlloc") ? reinterpret_cast<void*>(p) : nullptr;
+  }
+  void release(void* p) { free_(reinterpret_cast<uintptr_t>(p)); }
+  // Stream-ordered copy (either direction).
+  bool copy(void* dst, const void* src, size_t bytes) {
+    return bytes == 0 ||
+           cu(copy_(reinterpret_cast<uintptr_t>(dst), reinterpret_cast<uintptr_t>(src), bytes, stream_), "cuMemcpyAsync");
+  }
+  bool synchronize() { return cu(sync_(stream_), "cuStreamSynchronize"); }
+  // The stand-in driver's controls (is_fake() only).
+  void hold(bool on) { hold_(stream_, on ? 1 : 0); }
+  void fail_next(const char* fn) { fail_next_(fn); }
+
+ private:
+  template <class F>
+  bool sym(F* f, const char* name) {
+    *f = reinterpret_cast<F>(dlsym(lib_, name));
+    return *f != nullptr || fail(std::string("the driver lacks ") + name);
+  }
+  bool cu(int rc, const char* what) {
+    return rc == 0 || fail(std::string(what) + " returned CUDA error " + std::to_string(rc));
+  }
+  bool fail(const std::string& why) {
+    std::fprintf(stderr, "device memory: %s\n", why.c_str());
+    return false;
+  }
+  void* lib_ = nullptr;
+  void* stream_ = nullptr;
+  int device_ = 0;
+  int (*init_)(unsigned) = nullptr;
+  int (*device_count_)(int*) = nullptr;
+  int (*device_get_)(int*, int) = nullptr;
+  int (*retain_)(void**, int) = nullptr;
+  int (*set_current_)(void*) = nullptr;
+  int (*alloc_)(uintptr_t*, size_t) = nullptr;
+  int (*free_)(uintptr_t) = nullptr;
+  int (*stream_create_)(void**, unsigned) = nullptr;
+  int (*sync_)(void*) = nullptr;
+  int (*copy_)(uintptr_t, uintptr_t, size_t, void*) = nullptr;
+  void (*hold_)(void*, int) = nullptr;
+  void (*fail_next_)(const char*) = nullptr;
+};
+
+}  // namespace weft_test
