@@ -1,8 +1,12 @@
 #include "comm/device_staging.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "base/log.h"
+#include "base/params.h"
 #include "base/wait.h"
 
 namespace weft {
@@ -34,29 +38,45 @@ Status DeviceStaging::allocate(const exec::cuda::Api& d, size_t bytes, std::uniq
 }
 
 Status DeviceStaging::take(const exec::cuda::Api& d, size_t bytes, Slot** out) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Slot* smaller = nullptr;
-  for (auto& s : slots_) {
-    if (!idle(*s)) continue;
-    if (s->capacity >= bytes) {
-      ++s->gen;
-      *out = s.get();
-      return Status::Ok();
+  const size_t cap = static_cast<size_t>(std::max<int64_t>(1, params::DEVICE_STAGING_SLOTS()));
+  Deadline deadline = Deadline::after_ms(timeout_ms_);
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      Slot* smaller = nullptr;
+      for (auto& s : slots_) {
+        if (!idle(*s)) continue;
+        if (s->capacity >= bytes) {
+          ++s->gen;
+          *out = s.get();
+          return Status::Ok();
+        }
+        smaller = s.get();
+      }
+      if (slots_.size() < cap || smaller != nullptr) {
+        std::unique_ptr<Slot> fresh;
+        WEFT_TRY(allocate(d, bytes, &fresh));
+        fresh->gen = 1;
+        *out = fresh.get();
+        if (slots_.size() < cap) {
+          slots_.push_back(std::move(fresh));
+        } else {  // replaces the idle smaller one
+          d.host_free(smaller->block);
+          for (auto& s : slots_)
+            if (s.get() == smaller) s = std::move(fresh);
+        }
+        return Status::Ok();
+      }
     }
-    smaller = s.get();
+    // Every slot holds a call its stream has not finished: wait for the oldest.
+    if (deadline.expired())
+      return Error(weftTimeout,
+                   "all %zu staging slots (WEFT_DEVICE_STAGING_SLOTS) still hold calls whose streams have not "
+                   "finished them after WEFT_TIMEOUT_MS=%lld ms",
+                   cap, static_cast<long long>(timeout_ms_));
+    // The GPU frees slots at its own pace: no spinning on the caller's core.
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
-  std::unique_ptr<Slot> fresh;
-  WEFT_TRY(allocate(d, bytes, &fresh));
-  fresh->gen = 1;
-  *out = fresh.get();
-  if (smaller != nullptr) {  // replaced by the larger one: idle slots only ever grow
-    d.host_free(smaller->block);
-    for (auto& s : slots_)
-      if (s.get() == smaller) s = std::move(fresh);
-  } else {
-    slots_.push_back(std::move(fresh));
-  }
-  return Status::Ok();
 }
 
 DeviceStaging::~DeviceStaging() {

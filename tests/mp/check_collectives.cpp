@@ -31,11 +31,12 @@
 #include <vector>
 
 #include "call_log.h"
-#include "device_memory.h"
+#include "common/device_memory.h"
 #include "exact_values.h"
 
 namespace {
 using namespace weft_test;
+using weft_tools::DeviceMemory;
 
 struct Checker : CallLog {
   int64_t checked_algo = 0;

@@ -38,7 +38,7 @@ class AllGather final : public Collective {
       if (weftResult_t rc = RankAndCount(comm, &rank, &nranks); rc != weftSuccess) return rc;
       send = Block(b.recv, rank, row.count, row.type);
     }
-    return weftAllGather(send, b.recv, row.count, row.type, comm, nullptr);
+    return weftAllGather(send, b.recv, row.count, row.type, comm, b.stream);
   }
 
   void FillInputs(const Buffers& b, bool in_place, const RowSpec& row, int rank,

@@ -32,7 +32,7 @@ class AlltoAll final : public Collective {
   }
 
   weftResult_t Run(const Buffers& b, bool, const RowSpec& row, weftComm_t comm) const override {
-    return weftAlltoAll(b.send, b.recv, row.count, row.type, comm, nullptr);
+    return weftAlltoAll(b.send, b.recv, row.count, row.type, comm, b.stream);
   }
 
   // Source r's element i is Raw(r, i) over its whole send buffer, so what rank j

@@ -60,6 +60,11 @@ void PrintPerfUsage(FILE* out) {
       "                       batches; -n is not used), one row per size; --json writes\n"
       "                       every sample\n"
       "      --memalloc       buffers from weftMemAlloc instead of malloc\n"
+      "      --device cuda    buffers in GPU memory, each call enqueued on a CUDA stream\n"
+      "                       and timed to the stream's end; the header gives the\n"
+      "                       device-to-device and pinned host<->device copy bandwidth\n"
+      "                       measured first (cuda: the driver libcuda.so.1; a path:\n"
+      "                       that driver library)\n"
       "      --explain        rank 0 prints each size's candidates with their predicted\n"
       "                       latency, bandwidth and reduction terms, the pick, and the\n"
       "                       times online tuning measured (sets WEFT_EXPLAIN=1)\n"
@@ -148,6 +153,8 @@ bool ParsePerfArgs(int argc, char** argv, PerfOptions* opt, bool* help, std::str
       opt->root = static_cast<int>(v);
     } else if (name == "-a" || name == "--algo") {
       opt->algo = value;
+    } else if (name == "--device") {
+      opt->device = value == "cuda" ? "libcuda.so.1" : value;
     } else if (name == "--json") {
       opt->json_path = value;
     } else if (name == "--csv") {
@@ -163,6 +170,12 @@ bool ParsePerfArgs(int argc, char** argv, PerfOptions* opt, bool* help, std::str
       *error = "bad value '" + value + "' for " + name;
       return false;
     }
+  }
+  if (!opt->device.empty() && (opt->algo == "all" || !opt->calibrate_path.empty() || opt->memalloc ||
+                               opt->collective == "sendrecv")) {
+    *error = "--device runs the table of one collective (not sendrecv) on device memory: no -a all, "
+             "--calibrate or --memalloc";
+    return false;
   }
   if (opt->min_bytes > opt->max_bytes) {
     *error = "-b (minbytes) is larger than -e (maxbytes)";

@@ -1,7 +1,7 @@
 // weft-perf's command line, nccl-tests' flags with nccl-tests' meanings:
 //   weft-perf <collective> [-b minbytes] [-e maxbytes] [-f stepfactor] [-i stepbytes]
 //             [-n iters] [-w warmup_iters] [-c 0/1] [-d dtype] [-o op] [-r root] [-a algo]
-//             [--memalloc] [--explain] [--json FILE] [--csv FILE]
+//             [--memalloc] [--device cuda] [--explain] [--json FILE] [--csv FILE]
 #pragma once
 
 #include <cstdio>
@@ -26,6 +26,7 @@ struct PerfOptions {
   int root = 0;  // -r: broadcast and reduce; checked against the rank count after init
   std::string algo;  // -a: exported as WEFT_ALGO before init
   bool memalloc = false;
+  std::string device;  // --device: the CUDA driver library to load ("cuda": libcuda.so.1)
   bool explain = false;  // --explain: WEFT_EXPLAIN=1
   std::string json_path;
   std::string csv_path;

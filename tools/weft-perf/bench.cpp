@@ -18,14 +18,31 @@ Measurement Measure(const Job& job, const Collective& coll, const PerfOptions& o
     weftResult_t rc = coll.Run(b, in_place, row, job.comm);
     if (rc != weftSuccess) DieOnApiError(job, coll.Describe(row, in_place), rc);
   };
+  // --device: inputs are filled and checked in the host twins.
+  const Buffers host = b.Host();
+  auto copy = [&](void* dst, const void* src, size_t bytes) {
+    if (!job.device->copy(dst, src, bytes)) DieOnApiError(job, "cuMemcpyAsync", weftUnhandledCudaError);
+  };
+  auto fill = [&] {
+    coll.FillInputs(host, in_place, row, job.rank, job.nranks);
+    if (job.device == nullptr) return;
+    copy(b.send, host.send, b.send_bytes);
+    copy(b.recv, host.recv, b.recv_bytes);
+  };
+  auto finish = [&] {
+    if (job.device != nullptr && !job.device->synchronize())
+      DieOnApiError(job, "cuStreamSynchronize", weftUnhandledCudaError);
+  };
   // Timed on the check pattern too, so -c 1 and -c 0 time the same kind of data.
-  if (opt.check) coll.FillInputs(b, in_place, row, job.rank, job.nranks);
+  if (opt.check) fill();
   for (int i = 0; i < opt.warmup; ++i) run();
   WarmUntilTuned(coll, row, job.comm, run);
+  finish();
   // Start together, so one rank's late arrival is not charged to the collective.
   Barrier(job);
   Clock::time_point t0 = Clock::now();
   for (int i = 0; i < opt.iters; ++i) run();
+  finish();
   double local_us =
       std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / opt.iters;
 
@@ -35,9 +52,14 @@ Measurement Measure(const Job& job, const Collective& coll, const PerfOptions& o
   m.busbw = m.algbw * coll.BusFactor(job.nranks);
   if (opt.check) {
     // A fresh, untimed call: in-place iterations above have overwritten the inputs.
-    coll.FillInputs(b, in_place, row, job.rank, job.nranks);
+    fill();
     run();
-    m.wrong = SumOverRanks(job, coll.CountWrong(b, in_place, row, job.rank, job.nranks));
+    if (job.device != nullptr) {
+      copy(host.send, b.send, b.send_bytes);
+      copy(host.recv, b.recv, b.recv_bytes);
+    }
+    finish();
+    m.wrong = SumOverRanks(job, coll.CountWrong(host, in_place, row, job.rank, job.nranks));
   }
   return m;
 }

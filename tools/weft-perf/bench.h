@@ -1,7 +1,8 @@
 // The measurement loop: for each datatype, op and size, out-of-place then in-place
 // (where the collective has an in-place form):
 // warm-up calls, a barrier, `iters` timed blocking calls, then (with -c 1) a checked
-// call. Times are the max over ranks, #wrong the sum, both reduced with weft itself.
+// call. With --device the calls are enqueued on the stream and the timed span
+// ends when the stream has finished the last one. Times are the max over ranks, #wrong the sum, both reduced with weft itself.
 #pragma once
 
 #include <functional>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "args.h"
+#include "common/device_memory.h"
 #include "collective.h"
 #include "table.h"
 #include "weft/weft.h"
@@ -19,6 +21,7 @@ struct Job {
   weftComm_t comm = nullptr;
   int rank = 0;
   int nranks = 1;
+  weft_tools::DeviceMemory* device = nullptr;  // --device
 };
 
 // Prints the error with weftGetLastError, aborts the communicator (which makes the

@@ -17,6 +17,21 @@ struct Buffers {
   void* send = nullptr;
   void* recv = nullptr;
   size_t capacity = 0;
+  // --device: send and recv are device memory, every call goes on this stream,
+  // and the inputs are filled and checked in host twins copied to and from them.
+  void* stream = nullptr;
+  void* host_send = nullptr;
+  void* host_recv = nullptr;
+  size_t send_bytes = 0, recv_bytes = 0;
+  // What FillInputs and CountWrong work on: the host twins, or the buffers themselves.
+  Buffers Host() const {
+    Buffers h = *this;
+    if (stream != nullptr) {
+      h.send = host_send;
+      h.recv = host_recv;
+    }
+    return h;
+  }
 };
 
 struct RowSpec {

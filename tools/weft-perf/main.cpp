@@ -3,6 +3,8 @@
 //   weft-run -n 4 weft-perf allreduce -b 8 -e 128M -f 2
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -71,7 +73,7 @@ void PrintHeader(const Job& job, const PerfOptions& opt, const Collective& coll,
   else
     std::printf("#  minBytes %zu maxBytes %zu step: %zu(bytes)", opt.min_bytes, opt.max_bytes,
                 opt.step_bytes);
-  std::printf(" buffers: %s algo: %s\n#\n", opt.memalloc ? "weftMemAlloc" : "malloc",
+  std::printf(" buffers: %s algo: %s\n#\n", !opt.device.empty() ? "device (cuMemAlloc)" : opt.memalloc ? "weftMemAlloc" : "malloc",
               opt.algo.empty() ? "auto" : opt.algo.c_str());
   for (size_t r = 0; r < procs.size(); ++r)
     std::printf("#  Rank %2zu Pid %6lld on %10s\n", r, static_cast<long long>(procs[r].pid),
@@ -100,6 +102,42 @@ void* Allocate(const Job& job, size_t bytes, bool memalloc) {
   // Touch every page now, so first-use page faults are not timed.
   std::memset(p, 0, size);
   return p;
+}
+
+// --device: what the GPU copies by itself, measured by rank 0 alone while the
+// others wait: device-to-device, and pinned host memory to and from the device
+// (the ceiling of staging through host memory). GB/s of bytes copied.
+void PrintCopyBounds(const Job& job, size_t max_bytes) {
+  Barrier(job);
+  if (job.rank == 0) {
+    weft_tools::DeviceMemory& d = *job.device;
+    const size_t bytes = std::max<size_t>(std::min<size_t>(max_bytes, size_t{256} << 20), 1 << 20);
+    void* a = d.alloc(bytes);
+    void* b = d.alloc(bytes);
+    void* pinned = d.alloc_pinned(bytes);
+    auto rate = [&](void* dst, const void* src) {
+      constexpr int kReps = 10;
+      d.copy(dst, src, bytes);  // warm-up
+      d.synchronize();
+      auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < kReps; ++i) d.copy(dst, src, bytes);
+      bool ok = d.synchronize();
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      return ok ? static_cast<double>(bytes) * kReps / s / 1e9 : 0.0;
+    };
+    if (a != nullptr && b != nullptr && pinned != nullptr)
+      std::printf("# device: %s (CUDA device %d); copies of %zu bytes: device-to-device %.1f GB/s, pinned "
+                  "host-to-device %.1f GB/s, device-to-host %.1f GB/s\n",
+                  d.name().c_str(), d.device(), bytes, rate(b, a), rate(a, pinned), rate(pinned, a));
+    else
+      std::printf("# device: %s (CUDA device %d); copy bounds not measured (allocation failed)\n",
+                  d.name().c_str(), d.device());
+    std::fflush(stdout);
+    if (a != nullptr) d.release(a);
+    if (b != nullptr) d.release(b);
+    if (pinned != nullptr) d.release_pinned(pinned);
+  }
+  Barrier(job);
 }
 
 void Release(void* p, bool memalloc) {
@@ -176,6 +214,13 @@ int Main(int argc, char** argv) {
   if (opt.explain) ::setenv("WEFT_EXPLAIN", "1", 1);
 
   Job job;
+  weft_tools::DeviceMemory device;
+  if (!opt.device.empty()) {
+    // Before init: weft looks for the application's CUDA driver at most once a second.
+    const char* local = std::getenv("WEFT_LOCAL_RANK");
+    if (!device.open(opt.device, local != nullptr ? std::atoi(local) : 0)) return 1;
+    job.device = &device;
+  }
   weftConfig_t config = WEFT_CONFIG_INITIALIZER;
   config.commName = "weft-perf";
   weftResult_t rc = weftCommInitFromEnv(&job.comm, &config);
@@ -200,18 +245,36 @@ int Main(int argc, char** argv) {
                               " ranks (weft's send/recv take a peer other than the caller)");
 
   std::vector<ProcInfo> procs = GatherProcInfo(job);
+  if (job.device != nullptr) PrintCopyBounds(job, opt.max_bytes);
   if (job.rank == 0) PrintHeader(job, opt, *coll, procs);
 
   Buffers buffers;
   buffers.capacity = opt.max_bytes;
-  buffers.send = Allocate(job, coll->SendCapacity(opt.max_bytes, job.nranks), opt.memalloc);
-  buffers.recv = Allocate(job, coll->RecvCapacity(opt.max_bytes, job.nranks), opt.memalloc);
+  buffers.send_bytes = coll->SendCapacity(opt.max_bytes, job.nranks);
+  buffers.recv_bytes = coll->RecvCapacity(opt.max_bytes, job.nranks);
+  buffers.send = Allocate(job, buffers.send_bytes, opt.memalloc);
+  buffers.recv = Allocate(job, buffers.recv_bytes, opt.memalloc);
+  if (job.device != nullptr) {
+    buffers.host_send = buffers.send;
+    buffers.host_recv = buffers.recv;
+    buffers.send = device.alloc(buffers.send_bytes);
+    buffers.recv = device.alloc(buffers.recv_bytes);
+    if (buffers.send == nullptr || buffers.recv == nullptr)
+      DieOnApiError(job, "cuMemAlloc of the device buffers", weftUnhandledCudaError);
+    buffers.stream = device.stream();
+  }
 
   int status = opt.algo == "all" ? RunAlgoComparison(job, *coll, opt, buffers, Place(procs))
                                   : RunTable(job, *coll, opt, buffers);
   // weft-run stops every rank as soon as one exits non-zero; without this a run with
   // wrong elements could lose rank 0's last row, its footer and --json/--csv files.
   if ((rc = weftBarrier(job.comm)) != weftSuccess) DieOnApiError(job, "weftBarrier", rc);
+  if (job.device != nullptr) {
+    device.release(buffers.send);
+    device.release(buffers.recv);
+    buffers.send = buffers.host_send;
+    buffers.recv = buffers.host_recv;
+  }
   Release(buffers.send, opt.memalloc);
   Release(buffers.recv, opt.memalloc);
   if ((rc = weftCommDestroy(job.comm)) != weftSuccess) {

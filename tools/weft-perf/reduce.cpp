@@ -27,7 +27,7 @@ class Reduce final : public Collective {
   weftResult_t Run(const Buffers& b, bool in_place, const RowSpec& row,
                    weftComm_t comm) const override {
     const void* send = in_place ? b.recv : b.send;
-    return weftReduce(send, b.recv, row.count, row.type, row.op, row.root, comm, nullptr);
+    return weftReduce(send, b.recv, row.count, row.type, row.op, row.root, comm, b.stream);
   }
 
   void FillInputs(const Buffers& b, bool in_place, const RowSpec& row, int rank,

@@ -34,11 +34,11 @@ class ReduceScatter final : public Collective {
   weftResult_t Run(const Buffers& b, bool in_place, const RowSpec& row,
                    weftComm_t comm) const override {
     if (!in_place) return weftReduceScatter(b.send, b.recv, row.count, row.type, row.op, comm,
-                                            nullptr);
+                                            b.stream);
     int rank = 0, nranks = 0;
     if (weftResult_t rc = RankAndCount(comm, &rank, &nranks); rc != weftSuccess) return rc;
     return weftReduceScatter(b.recv, Block(b.recv, rank, row.count, row.type), row.count,
-                             row.type, row.op, comm, nullptr);
+                             row.type, row.op, comm, b.stream);
   }
 
   void FillInputs(const Buffers& b, bool in_place, const RowSpec& row, int rank,

@@ -1,8 +1,9 @@
-// Device memory for the multi-process checks, through the CUDA driver API of a
-// driver library the test loads itself: the real one (libcuda.so.1) on a GPU
-// machine, or the stand-in (tests/unit/exec/fake_cuda_driver.cpp) anywhere. No
-// CUDA headers or libraries are needed to build the checks. Load it before the
-// first weft call: weft looks for a loaded driver at most once a second.
+// Device memory for weft-perf --device and the multi-process checks, through the
+// CUDA driver API of a driver library the program loads itself: the real one
+// (libcuda.so.1) on a GPU machine, or the stand-in
+// (tests/unit/exec/fake_cuda_driver.cpp) anywhere. No CUDA headers or libraries
+// are needed to build them. Load it before the first weft call: weft looks for a
+// loaded driver at most once a second.
 #pragma once
 
 #include <dlfcn.h>
@@ -11,7 +12,7 @@
 #include <cstdio>
 #include <string>
 
-namespace weft_test {
+namespace weft_tools {
 
 class DeviceMemory {
  public:
@@ -25,6 +26,9 @@ class DeviceMemory {
                  sym(&alloc_, "cuMemAlloc_v2") && sym(&free_, "cuMemFree_v2") && sym(&stream_create_, "cuStreamCreate") &&
                  sym(&sync_, "cuStreamSynchronize") && sym(&copy_, "cuMemcpyAsync");
     if (!found) return false;
+    name_ = reinterpret_cast<int (*)(char*, int, int)>(dlsym(lib_, "cuDeviceGetName"));
+    host_alloc_ = reinterpret_cast<int (*)(void**, size_t, unsigned)>(dlsym(lib_, "cuMemHostAlloc"));
+    host_free_ = reinterpret_cast<int (*)(void*)>(dlsym(lib_, "cuMemFreeHost"));
     hold_ = reinterpret_cast<void (*)(void*, int)>(dlsym(lib_, "fake_cuda_stream_hold"));
     fail_next_ = reinterpret_cast<void (*)(const char*)>(dlsym(lib_, "fake_cuda_fail_next"));
     int devices = 0, dev = 0;
@@ -38,11 +42,22 @@ class DeviceMemory {
   void* stream() const { return stream_; }
   int device() const { return device_; }
   bool is_fake() const { return hold_ != nullptr; }
+  std::string name() const {
+    char text[128] = "unknown";
+    if (name_ != nullptr) name_(text, sizeof(text), device_);
+    return text;
+  }
   void* alloc(size_t bytes) {
     uintptr_t p = 0;
     return cu(alloc_(&p, bytes < 1 ? 1 : bytes), "cuMemAlloc") ? reinterpret_cast<void*>(p) : nullptr;
   }
   void release(void* p) { free_(reinterpret_cast<uintptr_t>(p)); }
+  // Page-locked host memory (for copy bandwidth bounds); nullptr on failure.
+  void* alloc_pinned(size_t bytes) {
+    void* p = nullptr;
+    return host_alloc_ != nullptr && cu(host_alloc_(&p, bytes, 0), "cuMemHostAlloc") ? p : nullptr;
+  }
+  void release_pinned(void* p) { host_free_(p); }
   // Stream-ordered copy (either direction).
   bool copy(void* dst, const void* src, size_t bytes) {
     return bytes == 0 ||
@@ -79,8 +94,11 @@ class DeviceMemory {
   int (*stream_create_)(void**, unsigned) = nullptr;
   int (*sync_)(void*) = nullptr;
   int (*copy_)(uintptr_t, uintptr_t, size_t, void*) = nullptr;
+  int (*name_)(char*, int, int) = nullptr;
+  int (*host_alloc_)(void**, size_t, unsigned) = nullptr;
+  int (*host_free_)(void*) = nullptr;
   void (*hold_)(void*, int) = nullptr;
   void (*fail_next_)(const char*) = nullptr;
 };
 
-}  // namespace weft_test
+}  // namespace weft_tools
