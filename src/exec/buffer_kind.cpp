@@ -8,12 +8,16 @@ BufferKind buffer_kind(const void* p) {
   BufferKind k;
   const cuda::Api* d = cuda::api();
   if (d == nullptr || p == nullptr) return k;
-  const auto ptr = reinterpret_cast<cuda::DevicePtr>(p);
+  const int attributes[2] = {cuda::kAttrMemoryType, cuda::kAttrDeviceOrdinal};
   unsigned type = 0;
-  // Ordinary host memory is unknown to the driver: an error, so host.
-  if (d->pointer_attribute(&type, cuda::kAttrMemoryType, ptr) != 0 || type != cuda::kMemoryTypeDevice) return k;
+  int gpu = -1;
+  void* data[2] = {&type, &gpu};
+  // Ordinary host memory is unknown to the driver: memory type 0, so host.
+  if (d->pointer_attributes(2, attributes, data, reinterpret_cast<cuda::DevicePtr>(p)) != 0 ||
+      type != cuda::kMemoryTypeDevice)
+    return k;
   k.device = true;
-  if (d->pointer_attribute(&k.gpu, cuda::kAttrDeviceOrdinal, ptr) != 0) k.gpu = -1;
+  k.gpu = gpu;
   return k;
 }
 

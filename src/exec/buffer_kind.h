@@ -5,7 +5,7 @@
 // GPU, instead of crashing in a memcpy.
 //
 // Only a process that has loaded the CUDA driver (libcuda.so.1) can hold a
-// device pointer, so only there is the driver asked (cuPointerGetAttribute);
+// device pointer, so only there is the driver asked (cuPointerGetAttributes);
 // weft never loads it itself. Elsewhere every buffer is host memory, and the
 // driver is looked for again at most once a second (an application may load
 // CUDA after its first call).

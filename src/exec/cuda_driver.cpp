@@ -38,7 +38,7 @@ const Api* api() {
   std::lock_guard<std::mutex> lock(mu);
   if ((a = g_api.load(std::memory_order_acquire)) != nullptr) return a;
   static Api table;
-  find(lib, &table.pointer_attribute, "cuPointerGetAttribute");
+  find(lib, &table.pointer_attributes, "cuPointerGetAttributes");
   find(lib, &table.host_alloc, "cuMemHostAlloc");
   find(lib, &table.host_free, "cuMemFreeHost");
   find(lib, &table.host_device_pointer, "cuMemHostGetDevicePointer_v2", "cuMemHostGetDevicePointer");
@@ -47,7 +47,7 @@ const Api* api() {
   find(lib, &table.wait_value32, "cuStreamWaitValue32_v2", "cuStreamWaitValue32");
   find(lib, &table.ctx_get_device, "cuCtxGetDevice");
   find(lib, &table.error_string, "cuGetErrorString");
-  if (table.pointer_attribute == nullptr) return nullptr;  // not a CUDA driver
+  if (table.pointer_attributes == nullptr) return nullptr;  // not a CUDA driver
   g_api.store(&table, std::memory_order_release);  // the handle stays: the driver is never unloaded under us
   return &table;
 }

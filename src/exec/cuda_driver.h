@@ -25,7 +25,9 @@ constexpr unsigned kWaitValueGeq = 0x0;         // CU_STREAM_WAIT_VALUE_GEQ (cyc
 // Every pointer is nullptr where the driver lacks the function. Each returns a
 // CUresult (0: CUDA_SUCCESS).
 struct Api {
-  int (*pointer_attribute)(void* data, int attribute, DevicePtr ptr);  // cuPointerGetAttribute
+  // cuPointerGetAttributes: unlike cuPointerGetAttribute it answers for host
+  // memory the driver does not know too (memory type 0), without an error.
+  int (*pointer_attributes)(unsigned count, const int* attributes, void** data, DevicePtr ptr);
   int (*host_alloc)(void** p, size_t bytes, unsigned flags);          // cuMemHostAlloc
   int (*host_free)(void* p);                                           // cuMemFreeHost
   int (*host_device_pointer)(DevicePtr* d, void* p, unsigned flags);   // cuMemHostGetDevicePointer_v2

@@ -1,6 +1,6 @@
 // A stand-in for the CUDA driver (built as libcuda.so.1) for machines without a
 // GPU. "Device memory" is host memory it handed out (cuMemAlloc) or that
-// fake_cuda_mark() named, answered for by cuPointerGetAttribute as the driver
+// fake_cuda_mark() named, answered for by cuPointerGetAttributes as the driver
 // answers; everything else is "not mine". A stream is a thread that runs its
 // queued work (copies, 32-bit flag writes and waits) in order, as the GPU runs a
 // stream, so work enqueued on it happens later than the call that enqueued it.
@@ -106,17 +106,19 @@ EXPORT void fake_cuda_fail_next(const char* fn) {
   g_fail_next = fn;
 }
 
-// CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2 (CU_MEMORYTYPE_DEVICE 2), _DEVICE_ORDINAL 9.
-EXPORT int cuPointerGetAttribute(void* data, int attribute, uintptr_t ptr) {
+// CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2 (CU_MEMORYTYPE_DEVICE 2, 0 for memory the
+// driver does not know), _DEVICE_ORDINAL 9.
+EXPORT int cuPointerGetAttributes(unsigned count, const int* attributes, void** data, uintptr_t ptr) {
   std::lock_guard<std::mutex> lock(g_mu);
-  for (const Range& r : g_device) {
-    if (ptr < r.base || ptr >= r.base + r.bytes) continue;
-    if (attribute == 2) *static_cast<unsigned*>(data) = 2;
-    else if (attribute == 9) *static_cast<int*>(data) = r.gpu;
+  const Range* found = nullptr;
+  for (const Range& r : g_device)
+    if (ptr >= r.base && ptr < r.base + r.bytes) found = &r;
+  for (unsigned i = 0; i < count; ++i) {
+    if (attributes[i] == 2) *static_cast<unsigned*>(data[i]) = found != nullptr ? 2 : 0;
+    else if (attributes[i] == 9) *static_cast<int*>(data[i]) = found != nullptr ? found->gpu : -1;
     else return kInvalidValue;
-    return kSuccess;
   }
-  return kInvalidValue;
+  return kSuccess;
 }
 
 EXPORT int cuInit(unsigned) { return kSuccess; }
