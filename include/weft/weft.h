@@ -82,13 +82,13 @@ typedef struct {
 typedef struct weftComm* weftComm_t;
 typedef struct weftRequestImpl* weftRequest_t;
 
-/* A cudaStream_t. NULL: the call's buffers are host memory. Otherwise they are
- * device memory and the collective is enqueued on this stream as NCCL does it:
- * the call returns once the work is ordered on the stream, later work on the
- * stream sees the result, and the thread does not wait for the GPU (use
- * cudaStreamLegacy for the legacy default stream). Errors of an enqueued call
- * are reported by weftCommGetAsyncError and by the communicator's next call.
- * Point-to-point calls and groups take host memory only (for now). */
+/* A cudaStream_t. A collective on device memory is enqueued on the stream as
+ * NCCL does it: the call returns once the work is ordered on the stream, later
+ * work on the stream sees the result, and the thread does not wait for the GPU;
+ * NULL is then the legacy default stream. Errors of an enqueued call are
+ * reported by weftCommGetAsyncError and by the communicator's next call. On
+ * host memory the stream must be NULL and the call blocks. Point-to-point
+ * calls, groups and the non-blocking (request) forms take host memory only. */
 typedef void* weftStream_t;
 
 /* Communicator options. Initialize with WEFT_CONFIG_INITIALIZER; a field left at
@@ -240,9 +240,9 @@ weftResult_t weftCommGetTuning(weftComm_t comm, char* buf, size_t size, size_t* 
 weftResult_t weftMemAlloc(void** ptr, size_t size);
 weftResult_t weftMemFree(void* ptr);
 
-/* Blocking for host memory when stream is NULL: returns when recvbuff holds the
- * result. With a stream, device memory, enqueued (weftStream_t). sendbuff ==
- * recvbuff is an in-place all-reduce. */
+/* Host memory: blocking, returns when recvbuff holds the result. Device memory:
+ * enqueued on the stream (weftStream_t). sendbuff == recvbuff is an in-place
+ * all-reduce. */
 weftResult_t weftAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                            weftDataType_t datatype, weftRedOp_t op, weftComm_t comm,
                            weftStream_t stream);
@@ -264,7 +264,7 @@ weftResult_t weftTest(weftRequest_t* request, int* done);
 weftResult_t weftWait(weftRequest_t* request);
 
 /* The other collectives, with NCCL's signatures. Host memory: stream must be NULL
- * and the call returns when the result is in place; device memory: on a stream. In-place forms follow NCCL:
+ * and the call returns when the result is in place; device memory: on the stream. In-place forms follow NCCL:
  * all-gather sendbuff == recvbuff + rank * sendcount; reduce-scatter
  * recvbuff == sendbuff + rank * recvcount; otherwise sendbuff == recvbuff. */
 weftResult_t weftBroadcast(const void* sendbuff, void* recvbuff, size_t count,

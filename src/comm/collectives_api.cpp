@@ -10,6 +10,8 @@
 
 #include "comm/api_internal.h"
 #include "comm/batches.h"
+#include "exec/buffer_kind.h"
+#include "exec/cuda_driver.h"
 
 namespace {
 using weft::api::Use;
@@ -41,6 +43,10 @@ weftResult_t dispatch(weftComm_t comm, const char* fn, const weft::CollArgs& a,
   weftResult_t rc;
   Use c(comm, fn, &rc);
   if (!c) return rc;
+  // NCCL's stream 0: device buffers on the legacy default stream.
+  if (stream == nullptr && request == nullptr && weft::exec::cuda::loaded() &&
+      weft::exec::buffer_kind(a.recv != nullptr ? a.recv : a.send).device)
+    stream = weft::exec::cuda::kLegacyStream;
   if (stream != nullptr) {
     if (in_group())
       return report(weft::Error(weftInvalidUsage, "%s: calls on a stream inside weftGroupStart/End are not "

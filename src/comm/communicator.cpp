@@ -54,8 +54,9 @@ Status check_memory(const char* what, const char* which, const void* p, bool on_
                  "(host memory takes stream NULL)",
                  what, which, p);
   return Error(weftInvalidArgument,
-               "%s: %s %p is device memory (GPU %d): device buffers are ordered on a CUDA stream, pass it "
-               "(cudaStreamLegacy for the default stream); stream NULL means host memory",
+               "%s: %s %p is device memory (GPU %d): device buffers go through the blocking collectives, on a "
+               "stream (NULL: the legacy default stream) and outside groups; the non-blocking forms, groups "
+               "and point-to-point calls take host memory",
                what, which, p, k.gpu);
 }
 

@@ -25,6 +25,8 @@ void find(void* lib, F* f, const char* name, const char* older = nullptr) {
 
 }  // namespace
 
+bool loaded() { return g_api.load(std::memory_order_relaxed) != nullptr; }
+
 const Api* api() {
   const Api* a = g_api.load(std::memory_order_acquire);
   if (a != nullptr) return a;

@@ -38,6 +38,12 @@ struct Api {
   int (*error_string)(int rc, const char** text);                      // cuGetErrorString
 };
 
+// The legacy default stream (CU_STREAM_LEGACY, cudaStreamLegacy).
+inline Stream const kLegacyStream = reinterpret_cast<Stream>(0x1);
+
+// Whether a driver was found already (no new look): the cheap test on every call.
+bool loaded();
+
 // The loaded driver's entry points, or nullptr while the application has not
 // loaded one (then looked for again at most once a second: an application may
 // load CUDA after its first call).

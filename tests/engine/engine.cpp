@@ -9,14 +9,12 @@
 //   churn     N communicators split, used and destroyed in a loop: no file
 //             descriptor or shared-memory segment left behind
 //   footprint descriptors, threads and /dev/shm per communicator (printed)
-//   device-buffers DRIVER  buffers a stand-in CUDA driver calls device memory are refused
 //   abort-sibling  one of two split communicators aborted mid-all-reduce; the other keeps working
 //   initall   weftCommInitAll: 4 ranks in this process, driven by async calls
 //   tuning-state  settled picks saved (WEFT_TUNE_STATE_FILE) and resumed
 //   nonblocking-init  weftConfig_t.blocking = 0, polled until ready
 //   settings-mismatch  ranks with another WEFT_CHUNK_BYTES: init fails, naming it
 // Expected values are computed here from closed forms, not by the library.
-#include <dlfcn.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -396,43 +394,6 @@ void test_footprint(weftComm_t world, int n, int me, int count) {
 // Buffers that the CUDA driver calls device memory (a stand-in here, loaded as an
 // application loads the real one) are refused by every call that takes one,
 // naming the buffer and the GPU; the communicator stays usable with host memory.
-void test_device_buffers(weftComm_t world, int n, int me, const char* driver) {
-  void* lib = dlopen(driver, RTLD_NOW | RTLD_GLOBAL);
-  auto mark = lib ? reinterpret_cast<void (*)(const void*, size_t, int)>(dlsym(lib, "fake_cuda_mark")) : nullptr;
-  if (mark == nullptr) {
-    fail(std::string("loading the stand-in driver ") + driver + ": " + dlerror());
-    return;
-  }
-  constexpr size_t kCount = 1000;
-  std::vector<float> dev(kCount), host(kCount);
-  mark(dev.data(), kCount * sizeof(float), 1);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // weft looks for the driver once a second
-  auto refused = [&](weftResult_t rc, const char* which, const std::string& call) {
-    std::string why = weftGetLastError(nullptr);
-    if (rc != weftInvalidArgument || why.find(which) == std::string::npos || why.find("GPU 1") == std::string::npos)
-      fail(call + " with a device buffer returned " + weftGetErrorString(rc) + ": " + why);
-  };
-  refused(weftAllReduce(dev.data(), host.data(), kCount, weftFloat32, weftSum, world, nullptr), "sendbuff",
-          "all-reduce (device input)");
-  refused(weftAllReduce(host.data(), dev.data(), kCount, weftFloat32, weftSum, world, nullptr), "recvbuff",
-          "all-reduce (device output)");
-  weftRequest_t req = nullptr;
-  refused(weftBroadcastAsync(dev.data(), dev.data(), kCount, weftFloat32, 0, world, &req),
-          me == 0 ? "sendbuff" : "recvbuff", "async broadcast (in place)");
-  if (req != nullptr) fail("a refused async call handed out a request");
-  refused(weftSend(dev.data(), kCount, weftFloat32, (me + 1) % n, world, nullptr), "buffer", "send");
-  refused(weftRecv(dev.data(), kCount, weftFloat32, (me + n - 1) % n, world, nullptr), "buffer", "recv");
-  for (size_t i = 0; i < kCount; ++i) host[i] = contribution(me, i);
-  if (ok(weftAllReduce(host.data(), host.data(), kCount, weftFloat32, weftSum, world, nullptr), world,
-         "all-reduce of host memory after the refusals"))
-    for (size_t i = 0; i < kCount; ++i)
-      if (host[i] != sum_of(n, i)) {
-        fail("all-reduce after the refusals: element " + std::to_string(i) + " is " + std::to_string(host[i]));
-        break;
-      }
-  std::printf("rank %d: device buffers refused, host memory still reduced\n", me);
-}
-
 void test_initall() {
   constexpr int kRanks = 4;
   constexpr size_t kCount = 300000;
@@ -594,10 +555,9 @@ int main(int argc, char** argv) {
     else if (mode == "footprint") test_footprint(world, n, g_rank, argc > 2 ? std::atoi(argv[2]) : 4);
     else if (mode == "tuning-state") test_tuning_state(world, g_rank, state_path);
     else if (mode == "churn") test_churn(world, g_rank, argc > 2 ? std::atoi(argv[2]) : 500);
-    else if (mode == "device-buffers" && argc > 2) test_device_buffers(world, n, g_rank, argv[2]);
     else if (mode == "abort-sibling") test_abort_sibling(world, n, g_rank);
     else {
-      std::fprintf(stderr, "usage: %s split|pipeline|threads|abort|churn [N]|footprint [N]|device-buffers DRIVER|abort-sibling|initall|settings-mismatch|nonblocking-init|tuning-state\n", argv[0]);
+      std::fprintf(stderr, "usage: %s split|pipeline|threads|abort|churn [N]|footprint [N]|abort-sibling|initall|settings-mismatch|nonblocking-init|tuning-state\n", argv[0]);
       return 2;
     }
     if (mode != "abort") weftCommDestroy(world);

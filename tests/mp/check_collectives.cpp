@@ -334,8 +334,18 @@ void run_device_rules(Checker& c) {
   };
   refused(weftAllReduce(in.data(), in.data(), kCount, weftFloat32, weftSum, c.comm, d.stream()), weftInvalidArgument,
           "is host memory, but the call has a stream", "host buffers with a stream");
-  refused(weftAllReduce(dev, dev, kCount, weftFloat32, weftSum, c.comm, nullptr), weftInvalidArgument,
-          "is device memory", "device buffers without a stream");
+  // Stream NULL with device buffers: NCCL's stream 0, the legacy default stream.
+  if (d.copy(res, sentinel.data(), bytes) && d.synchronize() &&
+      c.ok(weftAllReduce(dev, res, kCount, weftFloat32, weftSum, c.comm, nullptr), "all-reduce on stream NULL") &&
+      d.synchronize(nullptr) && d.copy(out.data(), res, bytes) && d.synchronize())
+    c.check("all-reduce on the legacy default stream", out.data(), kCount, weftFloat32,
+            [&](size_t i, void* w) { expected(weftFloat32, weftSum, n, i, w); });
+  weftRequest_t req = nullptr;
+  refused(weftBroadcastAsync(dev, dev, kCount, weftFloat32, 0, c.comm, &req), weftInvalidArgument,
+          "is device memory", "a non-blocking broadcast of device memory");
+  if (req != nullptr) c.ok(weftInternalError, "a refused non-blocking call handed out a request");
+  refused(weftRecv(dev, kCount, weftFloat32, (me + n - 1) % n, c.comm, nullptr), weftInvalidArgument,
+          "is device memory", "a receive into device memory");
   refused(weftAllReduce(dev, out.data(), kCount, weftFloat32, weftSum, c.comm, d.stream()), weftInvalidArgument,
           "recvbuff", "a host recvbuff beside a device sendbuff");
   weftGroupStart();

@@ -63,7 +63,8 @@ class DeviceMemory {
     return bytes == 0 ||
            cu(copy_(reinterpret_cast<uintptr_t>(dst), reinterpret_cast<uintptr_t>(src), bytes, stream_), "cuMemcpyAsync");
   }
-  bool synchronize() { return cu(sync_(stream_), "cuStreamSynchronize"); }
+  bool synchronize() { return synchronize(stream_); }
+  bool synchronize(void* stream) { return cu(sync_(stream), "cuStreamSynchronize"); }
   // The stand-in driver's controls (is_fake() only).
   void hold(bool on) { hold_(stream_, on ? 1 : 0); }
   void fail_next(const char* fn) { fail_next_(fn); }
