@@ -178,7 +178,12 @@ EXPORT int cuMemHostGetDevicePointer_v2(uintptr_t* d, void* p, unsigned) {
 }
 
 EXPORT int cuStreamCreate(void** s, unsigned) {
-  *s = new Stream;
+  // Kept reachable for the life of the process (their threads never end).
+  static std::mutex mu;
+  static std::vector<Stream*> streams;
+  std::lock_guard<std::mutex> lock(mu);
+  streams.push_back(new Stream);
+  *s = streams.back();
   return kSuccess;
 }
 EXPORT int cuStreamSynchronize(void* s) {
