@@ -87,8 +87,10 @@ typedef struct weftRequestImpl* weftRequest_t;
  * work on the stream sees the result, and the thread does not wait for the GPU;
  * NULL is then the legacy default stream. Errors of an enqueued call are
  * reported by weftCommGetAsyncError and by the communicator's next call. On
- * host memory the stream must be NULL and the call blocks. Point-to-point
- * calls, groups and the non-blocking (request) forms take host memory only. */
+ * host memory the stream must be NULL and the call blocks. Point-to-point calls
+ * and groups on device memory go the same way (a group's point-to-point calls on
+ * one stream, all on device memory or all on host memory); the non-blocking
+ * (request) forms take host memory only. */
 typedef void* weftStream_t;
 
 /* Communicator options. Initialize with WEFT_CONFIG_INITIALIZER; a field left at

@@ -191,13 +191,17 @@ int main(int argc, char** argv) {
       expect(k == 0 ? "broadcast" : "bcast in place", out->host, c, want_root);
     }
   }
-  /* Send/recv ring in a group (host memory: weft's point-to-point takes host memory). */
-  if (!g_device && g_n > 1) {
+  /* Send/recv ring in a group. */
+  if (g_n > 1) {
     for (size_t i = 0; i < c; ++i) a.host[i] = value(g_rank, i);
+    put(&a);
     ncclGroupStart();
-    ncclSend(a.host, c, ncclInt32, (g_rank + 1) % g_n, comm, g_stream);
-    ncclRecv(b.host, c, ncclInt32, (g_rank + g_n - 1) % g_n, comm, g_stream);
-    if (ok(ncclGroupEnd(), comm, "send/recv group")) expect("send/recv ring", b.host, c, want_left);
+    ncclSend(at(&a), c, ncclInt32, (g_rank + 1) % g_n, comm, g_stream);
+    ncclRecv(at(&b), c, ncclInt32, (g_rank + g_n - 1) % g_n, comm, g_stream);
+    if (ok(ncclGroupEnd(), comm, "send/recv group")) {
+      get(&b);
+      expect("send/recv ring", b.host, c, want_left);
+    }
   }
   /* What weft does not do is refused, with a reason. */
   if (ncclCommWindowRegister(comm, a.host, 4096, NULL, 0) != ncclInvalidUsage ||

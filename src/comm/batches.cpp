@@ -28,7 +28,8 @@ Status check_dtype(const char* fn, weftDataType_t dtype) {
 
 Status gather_batch(const char* fn, bool gather, const void* sendbuff, void* recvbuff, size_t count,
                     weftDataType_t dtype, int root, int rank, int nranks, P2PBatch* out) {
-  *out = {};
+  out->ops.clear();
+  out->copies.clear();
   WEFT_TRY(check_dtype(fn, dtype));
   if (root < 0 || root >= nranks)
     return Error(weftInvalidArgument, "%s: root %d is out of range [0, %d)", fn, root, nranks);
@@ -44,14 +45,14 @@ Status gather_batch(const char* fn, bool gather, const void* sendbuff, void* rec
   const char* block_name = gather ? "sendbuff" : "recvbuff";
   const char* blocks_name = gather ? "recvbuff" : "sendbuff";
   if (block == nullptr) return Error(weftInvalidArgument, "%s: %s is NULL with count %zu", fn, block_name, count);
-  WEFT_TRY(check_memory(fn, block_name, block));
+  WEFT_TRY(check_memory(fn, block_name, block, out->on_stream));
   if (rank != root) {
     out->ops.push_back({gather, root, at(block, 0), bytes});
     return Status::Ok();
   }
   if (blocks == nullptr)
     return Error(weftInvalidArgument, "%s: %s is NULL at the root with count %zu", fn, blocks_name, count);
-  WEFT_TRY(check_memory(fn, blocks_name, blocks));
+  WEFT_TRY(check_memory(fn, blocks_name, blocks, out->on_stream));
   unsigned char* own = at(blocks, static_cast<size_t>(rank) * bytes);
   if (overlaps(block, bytes, blocks, total) && block != own)
     return Error(weftInvalidArgument,
@@ -66,7 +67,8 @@ Status gather_batch(const char* fn, bool gather, const void* sendbuff, void* rec
 Status alltoallv_batch(const char* fn, const void* sendbuff, const size_t* sendcounts, const size_t* sdispls,
                        void* recvbuff, const size_t* recvcounts, const size_t* rdispls, weftDataType_t dtype,
                        int rank, int nranks, P2PBatch* out) {
-  *out = {};
+  out->ops.clear();
+  out->copies.clear();
   WEFT_TRY(check_dtype(fn, dtype));
   if (sendcounts == nullptr || sdispls == nullptr || recvcounts == nullptr || rdispls == nullptr)
     return Error(weftInvalidArgument, "%s: sendcounts, sdispls, recvcounts and rdispls must not be NULL", fn);
@@ -93,7 +95,7 @@ Status alltoallv_batch(const char* fn, const void* sendbuff, const size_t* sendc
       s.lo = std::min(s.lo, s.displs[p] * esize);
       s.hi = std::max(s.hi, end_bytes);
     }
-    if (s.hi > 0) WEFT_TRY(check_memory(fn, s.buf_name, s.buf));
+    if (s.hi > 0) WEFT_TRY(check_memory(fn, s.buf_name, s.buf, out->on_stream));
   }
   const Side &snd = sides[0], &rcv = sides[1];
   if (snd.hi > 0 && rcv.hi > 0 && overlaps(at(snd.buf, snd.lo), snd.hi - snd.lo, at(rcv.buf, rcv.lo), rcv.hi - rcv.lo))

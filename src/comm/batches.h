@@ -18,6 +18,7 @@ namespace weft {
 struct P2PBatch {
   std::vector<exec::P2P> ops;
   std::vector<exec::LocalCopy> copies;
+  bool on_stream = false;  // set before building: the buffers must be device memory (else host)
 };
 
 // fn names the API call in error messages. gather: everyone's sendbuff (count

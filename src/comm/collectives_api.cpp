@@ -24,6 +24,7 @@ struct Recorded {
   bool p2p;
   weft::CollArgs coll;
   weft::P2PBatch batch;
+  void* stream = nullptr;  // device memory: the stream it goes on
 };
 thread_local int t_group_depth = 0;
 thread_local std::vector<Recorded> t_group;
@@ -48,9 +49,11 @@ weftResult_t dispatch(weftComm_t comm, const char* fn, const weft::CollArgs& a,
       weft::exec::buffer_kind(a.recv != nullptr ? a.recv : a.send).device)
     stream = weft::exec::cuda::kLegacyStream;
   if (stream != nullptr) {
-    if (in_group())
-      return report(weft::Error(weftInvalidUsage, "%s: calls on a stream inside weftGroupStart/End are not "
-                                "supported yet (device buffers go one call at a time)", fn));
+    if (in_group()) {
+      weft::Status st = c->validate(a, true);
+      if (st.ok()) t_group.push_back({comm, false, a, {}, stream});
+      return with_rank(c.get(), st);
+    }
     return with_rank(c.get(), c->enqueue(a, stream));
   }
   if (request != nullptr) return with_rank(c.get(), c->post(a, request));
@@ -64,19 +67,28 @@ weftResult_t dispatch(weftComm_t comm, const char* fn, const weft::CollArgs& a,
 }
 
 // A point-to-point batch that build(communicator, &batch) checks and makes.
-// request: the non-blocking form.
+// request: the non-blocking form. probe: a buffer the call surely uses, whose
+// kind decides what stream NULL means (as in dispatch).
 template <class Build>
-weftResult_t batch(weftComm_t comm, const char* fn, weftStream_t stream, weftRequest_t* request, Build build) {
+weftResult_t batch(weftComm_t comm, const char* fn, weftStream_t stream, weftRequest_t* request, const void* probe,
+                   Build build) {
   weftResult_t rc;
   Use c(comm, fn, &rc);
   if (!c) return rc;
-  if (stream != nullptr)
-    return report(weft::Error(weftInvalidArgument,
-                              "%s: point-to-point calls on a stream (device memory) are not supported yet; "
-                              "host memory takes stream NULL", fn));
+  if (stream == nullptr && request == nullptr && probe != nullptr && weft::exec::cuda::loaded() &&
+      weft::exec::buffer_kind(probe).device)
+    stream = weft::exec::cuda::kLegacyStream;
   weft::P2PBatch b;
+  b.on_stream = stream != nullptr;
   weft::Status st = build(*c.get(), &b);
   if (!st.ok()) return with_rank(c.get(), st);
+  if (stream != nullptr) {
+    if (in_group()) {
+      t_group.push_back({comm, true, {}, std::move(b), stream});
+      return weftSuccess;
+    }
+    return with_rank(c.get(), c->enqueue_p2p(b.ops, b.copies, stream));
+  }
   if (request != nullptr) return with_rank(c.get(), c->post_p2p(std::move(b.ops), std::move(b.copies), request));
   if (in_group()) {
     t_group.push_back({comm, true, {}, std::move(b)});
@@ -89,8 +101,8 @@ weftResult_t batch(weftComm_t comm, const char* fn, weftStream_t stream, weftReq
 weftResult_t point_to_point(bool send, void* buf, size_t count, weftDataType_t dtype, int peer,
                             weftComm_t comm, weftStream_t stream, weftRequest_t* request) {
   const char* fn = request != nullptr ? (send ? "weftSendAsync" : "weftRecvAsync") : send ? "weftSend" : "weftRecv";
-  return batch(comm, fn, stream, request, [&](weft::Communicator& c, weft::P2PBatch* b) {
-    WEFT_TRY(c.validate_p2p(send, buf, count, dtype, peer));
+  return batch(comm, fn, stream, request, buf, [&](weft::Communicator& c, weft::P2PBatch* b) {
+    WEFT_TRY(c.validate_p2p(send, buf, count, dtype, peer, b->on_stream));
     // Only a group holds both halves of an exchange with itself (weftGroupEnd pairs them).
     if (peer == c.rank() && (request != nullptr || !in_group()))
       return weft::Error(weftInvalidUsage, "%s: peer %d is this rank itself: a send to itself and its receive "
@@ -106,7 +118,7 @@ weftResult_t gather_or_scatter(bool gather, const void* sendbuff, void* recvbuff
   const char* fn = request != nullptr ? (gather ? "weftGatherAsync" : "weftScatterAsync")
                    : gather           ? "weftGather"
                                       : "weftScatter";
-  return batch(comm, fn, stream, request, [&](weft::Communicator& c, weft::P2PBatch* b) {
+  return batch(comm, fn, stream, request, gather ? sendbuff : recvbuff, [&](weft::Communicator& c, weft::P2PBatch* b) {
     return weft::gather_batch(fn, gather, sendbuff, recvbuff, count, dtype, root, c.rank(), c.nranks(), b);
   });
 }
@@ -115,7 +127,8 @@ weftResult_t alltoallv(const void* sendbuff, const size_t* sendcounts, const siz
                        const size_t* recvcounts, const size_t* rdispls, weftDataType_t dtype, weftComm_t comm,
                        weftStream_t stream, weftRequest_t* request) {
   const char* fn = request != nullptr ? "weftAlltoAllvAsync" : "weftAlltoAllv";
-  return batch(comm, fn, stream, request, [&](weft::Communicator& c, weft::P2PBatch* b) {
+  return batch(comm, fn, stream, request, sendbuff != nullptr ? sendbuff : recvbuff,
+               [&](weft::Communicator& c, weft::P2PBatch* b) {
     return weft::alltoallv_batch(fn, sendbuff, sendcounts, sdispls, recvbuff, recvcounts, rdispls, dtype, c.rank(),
                                  c.nranks(), b);
   });
@@ -301,16 +314,28 @@ weftResult_t weftGroupEnd(void) {
     }
     std::vector<weft::exec::P2P> ops;
     std::vector<weft::exec::LocalCopy> copies;
+    // Point-to-point on device memory goes on one stream, and not beside host
+    // memory (the two would be ordered differently on the peers).
+    void* stream = nullptr;
+    weft::Status paired;
+    bool host = false;
     for (const Recorded& r : group) {
       if (r.comm != comm || !r.p2p) continue;
+      if (r.stream == nullptr) host = true;
+      else if (stream == nullptr) stream = r.stream;
+      if ((stream != nullptr && host) || (r.stream != nullptr && r.stream != stream))
+        paired = weft::Error(weftInvalidUsage, "weftGroupEnd: the group's point-to-point calls mix %s",
+                             host ? "host and device memory" : "streams (one stream per communicator)");
       ops.insert(ops.end(), r.batch.ops.begin(), r.batch.ops.end());
       copies.insert(copies.end(), r.batch.copies.begin(), r.batch.copies.end());
     }
-    weft::Status paired = weft::pair_self("weftGroupEnd", c->rank(), &ops, &copies);
+    if (paired.ok()) paired = weft::pair_self("weftGroupEnd", c->rank(), &ops, &copies);
     if (!paired.ok()) rc = with_rank(c.get(), paired);
+    else if (stream != nullptr) rc = with_rank(c.get(), c->enqueue_p2p(ops, copies, stream));
     else if (!ops.empty() || !copies.empty()) rc = with_rank(c.get(), c->run_p2p(ops, copies));
     for (const Recorded& r : group)
-      if (rc == weftSuccess && r.comm == comm && !r.p2p) rc = with_rank(c.get(), c->run(r.coll));
+      if (rc == weftSuccess && r.comm == comm && !r.p2p)
+        rc = with_rank(c.get(), r.stream != nullptr ? c->enqueue(r.coll, r.stream) : c->run(r.coll));
     if (first == weftSuccess) first = rc;
   }
   return first;

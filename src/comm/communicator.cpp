@@ -54,9 +54,8 @@ Status check_memory(const char* what, const char* which, const void* p, bool on_
                  "(host memory takes stream NULL)",
                  what, which, p);
   return Error(weftInvalidArgument,
-               "%s: %s %p is device memory (GPU %d): device buffers go through the blocking collectives, on a "
-               "stream (NULL: the legacy default stream) and outside groups; the non-blocking forms, groups "
-               "and point-to-point calls take host memory",
+               "%s: %s %p is device memory (GPU %d): device memory goes through the calls that take a stream "
+               "(NULL: the legacy default stream); the non-blocking (request) forms take host memory",
                what, which, p, k.gpu);
 }
 
@@ -468,8 +467,8 @@ Status Communicator::validate(const CollArgs& a, bool on_stream) const {
   return Status::Ok();
 }
 
-Status Communicator::validate_p2p(bool send, const void* buf, size_t count, weftDataType_t dtype,
-                                  int peer) const {
+Status Communicator::validate_p2p(bool send, const void* buf, size_t count, weftDataType_t dtype, int peer,
+                                  bool on_stream) const {
   const char* what = send ? "send" : "recv";
   if (static_cast<int>(dtype) < 0 || dtype >= weftNumTypes)
     return Error(weftInvalidArgument, "%s: invalid datatype %d", what, static_cast<int>(dtype));
@@ -479,7 +478,7 @@ Status Communicator::validate_p2p(bool send, const void* buf, size_t count, weft
     return Error(weftInvalidArgument, "%s: count %zu overflows the address space", what, count);
   if (count > 0 && buf == nullptr)
     return Error(weftInvalidArgument, "%s: buffer is NULL with count %zu", what, count);
-  if (count > 0) WEFT_TRY(check_memory(what, "buffer", buf, false));
+  if (count > 0) WEFT_TRY(check_memory(what, "buffer", buf, on_stream));
   return Status::Ok();
 }
 

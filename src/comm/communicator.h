@@ -31,6 +31,8 @@ struct weftRequestImpl;
 
 namespace weft {
 
+class StagingLayout;
+
 // weftInvalidArgument, naming the call (what) and the buffer (which), unless p
 // is device memory for a call on a stream (on_stream), host memory otherwise.
 Status check_memory(const char* what, const char* which, const void* p, bool on_stream = false);
@@ -75,6 +77,8 @@ class Communicator final : public exec::Health {
   // without waiting for the GPU. Errors of the call itself come later, from
   // weftCommGetAsyncError and the next call.
   Status enqueue(const CollArgs& args, void* stream);
+  // Point-to-point operations (a group, a gather, ...) on device memory, likewise.
+  Status enqueue_p2p(const std::vector<exec::P2P>& ops, const std::vector<exec::LocalCopy>& copies, void* stream);
   // The CUDA device current on the thread that created this communicator (-1: none).
   int cu_device() const { return cu_device_; }
 
@@ -85,7 +89,8 @@ class Communicator final : public exec::Health {
   Status post_p2p(std::vector<exec::P2P> ops, std::vector<exec::LocalCopy> copies, weftRequestImpl** req);
   // Waits for a posted operation, driving the engine meanwhile; frees req.
   static Status wait(weftRequestImpl* req);
-  Status validate_p2p(bool send, const void* buf, size_t count, weftDataType_t dtype, int peer) const;
+  Status validate_p2p(bool send, const void* buf, size_t count, weftDataType_t dtype, int peer,
+                      bool on_stream = false) const;
 
   // weftCommSplit's exchange over this communicator's bootstrap: the new
   // communicator's size, this rank's place in it, its family, and its group on
@@ -134,8 +139,12 @@ class Communicator final : public exec::Health {
  private:
   friend class CollOp;
   friend class P2POp;
+  friend class StreamGate;
   Communicator() = default;
   Status init(const boot::UniqueId& id, const weftConfig_t* config);
+  // enqueue's and enqueue_p2p's common part (device_calls.cpp).
+  template <class MakeOp>
+  Status stage_on_stream(const char* what, void* stream, StagingLayout& layout, MakeOp make_op);
   Status connect_transports(const boot::UniqueId& id);
   Status check_consistent(const CollArgs& args);
   Status execute(const CollArgs& args);

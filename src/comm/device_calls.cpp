@@ -1,7 +1,9 @@
-// Communicator::enqueue: a collective on device memory, staged through pinned
-// host memory and ordered on the caller's stream (device_staging.h).
+// Communicator::enqueue and enqueue_p2p: operations on device memory, staged
+// through pinned host memory and ordered on the caller's stream
+// (device_staging.h).
 #include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "comm/communicator.h"
 #include "comm/operations.h"
@@ -22,67 +24,151 @@ const char* missing_entry(const exec::cuda::Api& d) {
   return nullptr;
 }
 
-}  // namespace
-
-Status Communicator::enqueue(const CollArgs& dev, void* stream) {
-  const char* name = sched::coll_name(dev.coll);
-  WEFT_TRY(validate(dev, true));
-  WEFT_TRY(async_error());
+// The loaded driver, if it can order a staged call on a stream.
+Status stream_driver(const char* what, void* stream, const exec::cuda::Api** out) {
   const exec::cuda::Api* d = exec::cuda::api();
   if (d == nullptr)
-    return Error(weftUnhandledCudaError, "%s on stream %p: no CUDA driver is loaded in this process", name, stream);
+    return Error(weftUnhandledCudaError, "%s on stream %p: no CUDA driver is loaded in this process", what, stream);
   if (const char* lacks = missing_entry(*d))
     return Error(weftUnhandledCudaError,
                  "%s on stream %p: the loaded CUDA driver lacks %s (stream memory operations need CUDA 12 or later)",
-                 name, stream, lacks);
+                 what, stream, lacks);
+  *out = d;
+  return Status::Ok();
+}
 
-  // The bytes the call reads and writes on this rank, staged in one slot. Buffers
-  // in the in-place position keep it on the host: one range holds both.
-  const size_t esize = reduce::dtype_size(dev.dtype);
-  const sched::BuildArgs b{dev.coll, nranks_, dev.count, dev.root, 0};
-  const bool uses_send = dev.count > 0 && !(dev.coll == sched::Coll::Broadcast && rank_ != dev.root);
-  const bool uses_recv = dev.count > 0 && !(dev.coll == sched::Coll::Reduce && rank_ != dev.root);
-  const size_t sb = uses_send ? sched::send_count(b) * esize : 0;
-  const size_t rb = uses_recv ? sched::recv_count(b) * esize : 0;
-  const auto s = reinterpret_cast<uintptr_t>(dev.send), r = reinterpret_cast<uintptr_t>(dev.recv);
-  size_t send_at = 0, recv_at = 0, bytes = 0;
-  if (sb > 0 && rb > 0 && s < r + rb && r < s + sb) {
-    const uintptr_t lo = std::min(s, r);
-    send_at = s - lo;
-    recv_at = r - lo;
-    bytes = std::max(s + sb, r + rb) - lo;
-  } else {
-    recv_at = (sb + 255) / 256 * 256;
-    bytes = recv_at + rb;
+}  // namespace
+
+// The device memory an operation reads (in: copied to the slot first) and
+// writes (out: copied back after), as disjoint segments at offsets in the slot.
+class StagingLayout {
+ public:
+  void add(const void* p, size_t bytes, bool in, bool out) {
+    if (bytes > 0) segs_.push_back({reinterpret_cast<uintptr_t>(p), reinterpret_cast<uintptr_t>(p) + bytes, in, out, 0});
   }
-  DeviceStaging::Slot* slot = nullptr;
-  WEFT_TRY(staging_.take(*d, bytes, &slot));
-  const uint32_t gen = slot->gen;
-  CollArgs host = dev;
-  host.send = uses_send ? slot->data() + send_at : nullptr;
-  host.recv = uses_recv ? slot->data() + recv_at : nullptr;
+  // Merges overlapping and touching ranges (a written segment is then written
+  // whole: every byte of it is received, or read first and copied back as it
+  // was) and places them in the slot; returns the bytes the slot needs.
+  size_t place() {
+    std::sort(segs_.begin(), segs_.end(), [](const Seg& a, const Seg& b) { return a.lo < b.lo; });
+    std::vector<Seg> merged;
+    for (const Seg& s : segs_) {
+      if (!merged.empty() && s.lo <= merged.back().hi) {
+        Seg& m = merged.back();
+        m.hi = std::max(m.hi, s.hi);
+        m.in = m.in || s.in;
+        m.out = m.out || s.out;
+      } else {
+        merged.push_back(s);
+      }
+    }
+    segs_ = std::move(merged);
+    size_t at = 0;
+    for (Seg& s : segs_) {
+      s.at = at;
+      at += (s.hi - s.lo + 255) / 256 * 256;
+    }
+    return at;
+  }
+  // Where device address p lives in the slot at `base`.
+  void* host(unsigned char* base, const void* p) const {
+    const auto q = reinterpret_cast<uintptr_t>(p);
+    for (const Seg& s : segs_)
+      if (q >= s.lo && q < s.hi) return base + s.at + (q - s.lo);
+    return nullptr;  // zero bytes: never touched
+  }
+  template <class F>
+  Status each(bool in, F f) const {
+    for (const Seg& s : segs_)
+      if (in ? s.in : s.out) WEFT_TRY(f(reinterpret_cast<void*>(s.lo), s.hi - s.lo, s.at));
+    return Status::Ok();
+  }
 
-  // A step the stream refuses leaves it out of step with the call: the
-  // communicator fails (its peers learn of it through the bootstrap).
-  auto cuda_step = [&](int rc, const char* what) {
+ private:
+  struct Seg {
+    uintptr_t lo, hi;
+    bool in, out;
+    size_t at;
+  };
+  std::vector<Seg> segs_;
+};
+
+
+// Takes a slot for the layout, queues the copies in and the staged flag on the
+// stream, posts the operation made by make_op(slot data) gated on that flag, and
+// queues the wait for its done flag, the copies out and the free flag. A step the
+// stream refuses leaves it out of step with the engine: the communicator fails
+// (its peers learn of it through the bootstrap).
+template <class MakeOp>
+Status Communicator::stage_on_stream(const char* what, void* stream, StagingLayout& layout, MakeOp make_op) {
+  const exec::cuda::Api* d = nullptr;
+  WEFT_TRY(stream_driver(what, stream, &d));
+  DeviceStaging::Slot* slot = nullptr;
+  WEFT_TRY(staging_.take(*d, layout.place(), &slot));
+  const uint32_t gen = slot->gen;
+  auto step = [&](int rc, const char* doing) {
     if (rc == 0) return Status::Ok();
-    Status st = Error(weftUnhandledCudaError, "%s on stream %p: %s: %s", name, stream, what,
+    Status st = Error(weftUnhandledCudaError, "%s on stream %p: %s: %s", what, stream, doing,
                       exec::cuda::error_text(rc).c_str());
     slot->abandoned = true;
     fail(st);
     return st;
   };
-  if (sb > 0)
-    WEFT_TRY(cuda_step(d->copy_async(dptr(host.send), dptr(dev.send), sb, stream), "copying the input to pinned memory"));
-  WEFT_TRY(cuda_step(d->write_value32(stream, slot->flag_dev(DeviceStaging::kStaged), gen, 0), "signalling the staged input"));
-  auto op = std::make_unique<CollOp>(this, host, nullptr);
+  unsigned char* base = slot->data();
+  WEFT_TRY(layout.each(true, [&](void* dev, size_t bytes, size_t at) {
+    return step(d->copy_async(dptr(base + at), dptr(dev), bytes, stream), "copying the input to pinned memory");
+  }));
+  WEFT_TRY(step(d->write_value32(stream, slot->flag_dev(DeviceStaging::kStaged), gen, 0), "signalling the staged input"));
+  auto op = make_op(base);
   op->stage(slot, gen, timeout_ms_);
   queue_->post(std::move(op));
-  WEFT_TRY(cuda_step(d->wait_value32(stream, slot->flag_dev(DeviceStaging::kDone), gen, exec::cuda::kWaitValueGeq),
-                     "waiting for the staged result"));
-  if (rb > 0)
-    WEFT_TRY(cuda_step(d->copy_async(dptr(dev.recv), dptr(host.recv), rb, stream), "copying the result back"));
-  return cuda_step(d->write_value32(stream, slot->flag_dev(DeviceStaging::kFree), gen, 0), "releasing the staging slot");
+  WEFT_TRY(step(d->wait_value32(stream, slot->flag_dev(DeviceStaging::kDone), gen, exec::cuda::kWaitValueGeq),
+                "waiting for the staged result"));
+  WEFT_TRY(layout.each(false, [&](void* dev, size_t bytes, size_t at) {
+    return step(d->copy_async(dptr(dev), dptr(base + at), bytes, stream), "copying the result back");
+  }));
+  return step(d->write_value32(stream, slot->flag_dev(DeviceStaging::kFree), gen, 0), "releasing the staging slot");
+}
+
+Status Communicator::enqueue(const CollArgs& dev, void* stream) {
+  WEFT_TRY(validate(dev, true));
+  WEFT_TRY(async_error());
+  // The bytes the call reads and writes on this rank. Buffers in the in-place
+  // position merge into one segment, so the host call is in place too.
+  const size_t esize = reduce::dtype_size(dev.dtype);
+  const sched::BuildArgs b{dev.coll, nranks_, dev.count, dev.root, 0};
+  const bool uses_send = dev.count > 0 && !(dev.coll == sched::Coll::Broadcast && rank_ != dev.root);
+  const bool uses_recv = dev.count > 0 && !(dev.coll == sched::Coll::Reduce && rank_ != dev.root);
+  StagingLayout layout;
+  if (uses_send) layout.add(dev.send, sched::send_count(b) * esize, true, false);
+  if (uses_recv) layout.add(dev.recv, sched::recv_count(b) * esize, false, true);
+  return stage_on_stream(sched::coll_name(dev.coll), stream, layout, [&](unsigned char* base) {
+    CollArgs host = dev;
+    host.send = uses_send ? layout.host(base, dev.send) : nullptr;
+    host.recv = uses_recv ? layout.host(base, dev.recv) : nullptr;
+    return std::make_unique<CollOp>(this, host, nullptr);
+  });
+}
+
+Status Communicator::enqueue_p2p(const std::vector<exec::P2P>& ops, const std::vector<exec::LocalCopy>& copies,
+                                 void* stream) {
+  WEFT_TRY(async_error());
+  StagingLayout layout;
+  for (const exec::P2P& op : ops) layout.add(op.buf, op.bytes, op.send, !op.send);
+  for (const exec::LocalCopy& c : copies) {
+    layout.add(c.src, c.bytes, true, false);
+    layout.add(c.dst, c.bytes, false, true);
+  }
+  return stage_on_stream("point-to-point", stream, layout, [&](unsigned char* base) {
+    std::vector<exec::P2P> host_ops = ops;
+    for (exec::P2P& op : host_ops) op.buf = layout.host(base, op.buf);
+    std::vector<exec::LocalCopy> host_copies = copies;
+    for (exec::LocalCopy& c : host_copies) {
+      c.dst = layout.host(base, c.dst);
+      c.src = layout.host(base, c.src);
+    }
+    return std::make_unique<P2POp>(this, std::move(host_ops), std::move(host_copies), nullptr);
+  });
 }
 
 }  // namespace weft

@@ -23,10 +23,28 @@ std::unique_ptr<CollOp> CollOp::agreement(Communicator* c, const CollArgs& tuned
   return op;
 }
 
+Status StreamGate::check(Communicator* c, const char* what) {
+  WEFT_TRY(c->check());
+  if (staged_by_.expired())
+    return Error(weftTimeout,
+                 "%s: the stream has not reached this call after WEFT_TIMEOUT_MS=%lld ms (is earlier work on the "
+                 "stream stuck?)",
+                 what, static_cast<long long>(timeout_ms_));
+  return Status::Ok();
+}
+
+void StreamGate::finish(Communicator* c, const Status& st, bool started) {
+  if (slot_ == nullptr) return;
+  // Errors before the start are the communicator's already, except a stream
+  // that never got here.
+  if (!st.ok() && !started && !c->failed_.load(std::memory_order_acquire)) c->fail(st);
+  slot_->raise(DeviceStaging::kDone, gen_);  // the stream goes on; the error is the communicator's
+}
+
 Status CollOp::advance(bool* done) {
   *done = false;
   if (!started_) {
-    if (slot_ != nullptr && !slot_->reached(DeviceStaging::kStaged, gen_)) return Status::Ok();
+    if (!gate_.open()) return Status::Ok();
     if (trace::on()) began_us_ = trace::now_us();
     WEFT_TRY(c_->begin(a_, forced_, &call_, &trial_, &algo_));
     started_ = true;
@@ -41,15 +59,7 @@ Status CollOp::advance(bool* done) {
 
 Status CollOp::check() {
   if (started_) return c_->exec_->check(*call_);
-  if (slot_ == nullptr) return Status::Ok();
-  // Waiting for the stream to reach the call.
-  WEFT_TRY(c_->check());
-  if (staged_by_.expired())
-    return Error(weftTimeout,
-                 "%s: the stream has not reached this call after WEFT_TIMEOUT_MS=%lld ms (is earlier work "
-                 "on the stream stuck?)",
-                 sched::coll_name(a_.coll), static_cast<long long>(timeout_ms_));
-  return Status::Ok();
+  return gate_.armed() ? gate_.check(c_, sched::coll_name(a_.coll)) : Status::Ok();
 }
 
 std::unique_ptr<engine::Op> CollOp::complete(Status st) {
@@ -82,11 +92,8 @@ std::unique_ptr<engine::Op> CollOp::complete(Status st) {
     st = c_->call_failed(a_, std::move(st));
   }
   // Errors before the start are final already (the communicator's own error, a
-  // WEFT_CHECK mismatch, a tuner refusal), except a stream that never got here.
-  if (slot_ != nullptr) {
-    if (!st.ok() && !started_ && !c_->failed_.load(std::memory_order_acquire)) c_->fail(st);
-    slot_->raise(DeviceStaging::kDone, gen_);  // the stream goes on; the error is the communicator's
-  }
+  // WEFT_CHECK mismatch, a tuner refusal).
+  gate_.finish(c_, st, started_);
   if (req_ != nullptr) {
     req_->result = std::move(st);
     req_->done.store(true, std::memory_order_release);
@@ -101,6 +108,7 @@ P2POp::P2POp(Communicator* c, std::vector<exec::P2P> ops, std::vector<exec::Loca
 Status P2POp::advance(bool* done) {
   *done = false;
   if (!call_.started) {
+    if (!gate_.open()) return Status::Ok();
     Status st = c_->async_error();
     if (!st.ok()) {
       refused_ = true;
@@ -111,7 +119,10 @@ Status P2POp::advance(bool* done) {
   return c_->exec_->advance_p2p(call_, done);
 }
 
-Status P2POp::check() { return c_->exec_->check_p2p(call_); }
+Status P2POp::check() {
+  if (!call_.started && gate_.armed()) return gate_.check(c_, "point-to-point");
+  return c_->exec_->check_p2p(call_);
+}
 
 std::unique_ptr<engine::Op> P2POp::complete(Status st) {
   if (trace::on() && began_us_ >= 0) c_->trace_p2p(call_.ops, began_us_, st);
@@ -120,8 +131,11 @@ std::unique_ptr<engine::Op> P2POp::complete(Status st) {
     st.prefix("point-to-point: ");
     c_->fail(st);
   }
-  req_->result = std::move(st);
-  req_->done.store(true, std::memory_order_release);
+  gate_.finish(c_, st, call_.started);
+  if (req_ != nullptr) {
+    req_->result = std::move(st);
+    req_->done.store(true, std::memory_order_release);
+  }
   return nullptr;
 }
 

@@ -12,7 +12,8 @@
 // the buffers, enqueued on a CUDA stream, through DRIVER: libcuda.so.1 on a GPU
 // machine, or the stand-in driver, with which the stream rules are checked too
 // (the call returns before the stream has run; misuse is refused; a failed copy
-// fails the communicator). Point-to-point, pre-multiplied sums and the
+// fails the communicator). The point-to-point groups, gather, scatter and
+// all-to-all-v run on device memory too; pre-multiplied sums and the
 // non-blocking forms stay on host memory.
 //
 // --expect-algo: before every call of a listed collective (allreduce, broadcast,
@@ -100,6 +101,25 @@ struct Checker : CallLog {
   }
 };
 
+// --device: the device twins of a test's two host buffers, for as long as it runs.
+struct Twins {
+  Checker& c;
+  bool ok = true;
+  Twins(Checker& checker, size_t bytes) : c(checker) {
+    if (c.device == nullptr) return;
+    c.dev_a = c.device->alloc(bytes);
+    c.dev_b = c.device->alloc(bytes);
+    ok = c.dev_a != nullptr && c.dev_b != nullptr;
+    if (!ok) c.ok(weftUnhandledCudaError, "device buffers of " + std::to_string(bytes) + " bytes");
+  }
+  ~Twins() {
+    if (c.device == nullptr) return;
+    if (c.dev_a != nullptr) c.device->release(c.dev_a);
+    if (c.dev_b != nullptr) c.device->release(c.dev_b);
+    c.dev_a = c.dev_b = nullptr;
+  }
+};
+
 void fill(void* buf, int type, int op, int r, size_t first, size_t count) {
   for (size_t i = 0; i < count; ++i)
     store(buf, type, i, static_cast<double>(input_for(type, op, r, first + i)));
@@ -131,22 +151,8 @@ void run_type(Checker& c, int type, size_t count, const std::vector<int>& ops) {
   const size_t bytes = (n * count + 1) * es;
   std::vector<unsigned char> a(bytes), b(bytes);
   const std::string tag = std::string(kTypeNames[type]) + " count " + std::to_string(count);
-  if (c.device != nullptr) {
-    c.dev_a = c.device->alloc(bytes);
-    c.dev_b = c.device->alloc(bytes);
-    if (c.dev_a == nullptr || c.dev_b == nullptr) {
-      c.ok(weftUnhandledCudaError, "device buffers for " + tag);
-      return;
-    }
-  }
-  struct Free {
-    Checker& c;
-    ~Free() {
-      if (c.device == nullptr) return;
-      c.device->release(c.dev_a);
-      c.device->release(c.dev_b);
-    }
-  } free_twins{c};
+  Twins twins(c, bytes);
+  if (!twins.ok) return;
 
   for (int in_place = 0; in_place < 2; ++in_place) {
     const std::string how = in_place ? " in-place" : " out-of-place";
@@ -224,29 +230,66 @@ void run_type(Checker& c, int type, size_t count, const std::vector<int>& ops) {
 
 void run_p2p(Checker& c, size_t count) {
   const int n = c.n, me = c.rank;
-  if (n < 2) return;
-  // Ring shift in one group: send to the right, receive from the left.
-  std::vector<int32_t> out(count), in(count, -1);
-  for (size_t i = 0; i < count; ++i) out[i] = me * 1000003 + static_cast<int32_t>(i);
-  int right = (me + 1) % n, left = (me + n - 1) % n;
-  weftGroupStart();
-  weftRecv(in.data(), count, weftInt32, left, c.comm, nullptr);  // posted before the send on purpose
-  weftSend(out.data(), count, weftInt32, right, c.comm, nullptr);
-  if (c.ok(weftGroupEnd(), "group send/recv count " + std::to_string(count)))
-    c.check("ring shift count " + std::to_string(count), in.data(), count, weftInt32,
-            [&](size_t i, void* w) { int32_t v = left * 1000003 + static_cast<int32_t>(i); std::memcpy(w, &v, 4); });
-  // Everyone with everyone in one group.
-  std::vector<std::vector<int32_t>> from(static_cast<size_t>(n), std::vector<int32_t>(count, -1));
-  weftGroupStart();
-  for (int p = 0; p < n; ++p)
-    if (p != me) weftRecv(from[p].data(), count, weftInt32, p, c.comm, nullptr);
-  for (int p = 0; p < n; ++p)
-    if (p != me) weftSend(out.data(), count, weftInt32, p, c.comm, nullptr);
-  if (c.ok(weftGroupEnd(), "all-pairs group count " + std::to_string(count)))
+  const size_t bytes = (n * count + 1) * sizeof(int32_t);
+  std::vector<unsigned char> a(bytes), b(bytes);
+  Twins twins(c, bytes);
+  if (!twins.ok) return;
+  auto* out = reinterpret_cast<int32_t*>(a.data());
+  auto* in = reinterpret_cast<int32_t*>(b.data());
+  auto v = [](int r, size_t i) { return r * 1000003 + static_cast<int32_t>(i); };
+  auto want = [&](int r, size_t first) {
+    return [=](size_t i, void* w) { int32_t x = r * 1000003 + static_cast<int32_t>(first + i); std::memcpy(w, &x, 4); };
+  };
+  const std::string tag = " count " + std::to_string(count);
+  for (size_t i = 0; i < n * count; ++i) out[i] = v(me, i);
+  if (n >= 2) {
+    // Ring shift in one group: send to the right, receive from the left.
+    const int right = (me + 1) % n, left = (me + n - 1) % n;
+    std::fill(in, in + count, -1);
+    if (c.ok(c.run(a.data(), b.data(), bytes, [&](auto at, void* st) {
+          weftGroupStart();
+          weftRecv(at(in), count, weftInt32, left, c.comm, st);  // posted before the send on purpose
+          weftSend(at(out), count, weftInt32, right, c.comm, st);
+          return weftGroupEnd();
+        }), "group send/recv" + tag))
+      c.check("ring shift" + tag, in, count, weftInt32, want(left, 0));
+    // Everyone with everyone in one group: block p from rank p.
+    std::fill(in, in + n * count, -1);
+    if (c.ok(c.run(a.data(), b.data(), bytes, [&](auto at, void* st) {
+          weftGroupStart();
+          for (int p = 0; p < n; ++p)
+            if (p != me) weftRecv(at(in + p * count), count, weftInt32, p, c.comm, st);
+          for (int p = 0; p < n; ++p)
+            if (p != me) weftSend(at(out), count, weftInt32, p, c.comm, st);
+          return weftGroupEnd();
+        }), "all-pairs group" + tag))
+      for (int p = 0; p < n; ++p)
+        if (p != me) c.check("all-pairs from " + std::to_string(p) + tag, in + p * count, count, weftInt32, want(p, 0));
+  }
+  // Gather to the last rank: block p of its result is rank p's input.
+  const int root = n - 1;
+  std::fill(in, in + n * count, -1);
+  if (c.ok(c.run(a.data(), b.data(), bytes, [&](auto at, void* st) {
+        return weftGather(at(out), at(in), count, weftInt32, root, c.comm, st);
+      }), "gather" + tag) && me == root)
+    for (int p = 0; p < n; ++p) c.check("gather block " + std::to_string(p) + tag, in + p * count, count, weftInt32, want(p, 0));
+  // Scatter from rank 0: rank p gets block p of rank 0's input.
+  std::fill(in, in + count, -1);
+  if (c.ok(c.run(a.data(), b.data(), bytes, [&](auto at, void* st) {
+        return weftScatter(at(out), at(in), count, weftInt32, 0, c.comm, st);
+      }), "scatter" + tag))
+    c.check("scatter" + tag, in, count, weftInt32, want(0, static_cast<size_t>(me) * count));
+  // All-to-all-v with equal parts: block p of the result is block `me` of rank p's input.
+  std::vector<size_t> counts(static_cast<size_t>(n), count), displs(static_cast<size_t>(n));
+  for (int p = 0; p < n; ++p) displs[static_cast<size_t>(p)] = static_cast<size_t>(p) * count;
+  std::fill(in, in + n * count, -1);
+  if (c.ok(c.run(a.data(), b.data(), bytes, [&](auto at, void* st) {
+        return weftAlltoAllv(at(out), counts.data(), displs.data(), at(in), counts.data(), displs.data(), weftInt32,
+                             c.comm, st);
+      }), "alltoallv" + tag))
     for (int p = 0; p < n; ++p)
-      if (p != me)
-        c.check("all-pairs from " + std::to_string(p), from[p].data(), count, weftInt32,
-                [&](size_t i, void* w) { int32_t v = p * 1000003 + static_cast<int32_t>(i); std::memcpy(w, &v, 4); });
+      c.check("alltoallv block " + std::to_string(p) + tag, in + p * count, count, weftInt32,
+              want(p, static_cast<size_t>(me) * count));
 }
 
 void run_premul_and_async(Checker& c, int type, size_t count) {
@@ -344,16 +387,27 @@ void run_device_rules(Checker& c) {
   refused(weftBroadcastAsync(dev, dev, kCount, weftFloat32, 0, c.comm, &req), weftInvalidArgument,
           "is device memory", "a non-blocking broadcast of device memory");
   if (req != nullptr) c.ok(weftInternalError, "a refused non-blocking call handed out a request");
-  refused(weftRecv(dev, kCount, weftFloat32, (me + n - 1) % n, c.comm, nullptr), weftInvalidArgument,
-          "is device memory", "a receive into device memory");
+  refused(weftRecvAsync(dev, kCount, weftFloat32, (me + n - 1) % n, c.comm, &req), weftInvalidArgument,
+          "is device memory", "a non-blocking receive into device memory");
   refused(weftAllReduce(dev, out.data(), kCount, weftFloat32, weftSum, c.comm, d.stream()), weftInvalidArgument,
           "recvbuff", "a host recvbuff beside a device sendbuff");
+  // Collectives on a stream in a group run in their order: the all-reduce reads
+  // dev before the broadcast overwrites it with rank 0's input.
   weftGroupStart();
-  weftResult_t grouped = weftAllReduce(dev, dev, kCount, weftFloat32, weftSum, c.comm, d.stream());
-  c.ok(weftGroupEnd(), "an empty group");
-  refused(grouped, weftInvalidUsage, "inside weftGroupStart", "a call on a stream inside a group");
-  refused(weftSend(dev, kCount, weftFloat32, (me + 1) % n, c.comm, d.stream()), weftInvalidArgument,
-          "point-to-point calls on a stream", "a send on a stream");
+  c.ok(weftAllReduce(dev, res, kCount, weftFloat32, weftSum, c.comm, d.stream()), "grouped all-reduce");
+  c.ok(weftBroadcast(dev, dev, kCount, weftFloat32, 0, c.comm, d.stream()), "grouped broadcast");
+  if (c.ok(weftGroupEnd(), "a group on a stream") && d.copy(out.data(), res, bytes) && d.synchronize())
+    c.check("grouped all-reduce on a stream", out.data(), kCount, weftFloat32,
+            [&](size_t i, void* w) { expected(weftFloat32, weftSum, n, i, w); });
+  if (d.copy(out.data(), dev, bytes) && d.synchronize())
+    c.check("grouped broadcast on a stream", out.data(), kCount, weftFloat32, [&](size_t i, void* w) {
+      store(w, weftFloat32, 0, static_cast<double>(input_for(weftFloat32, weftSum, 0, i)));
+    });
+  // One group's point-to-point calls on host and device memory at once.
+  weftGroupStart();
+  c.ok(weftSend(in.data(), kCount, weftFloat32, (me + 1) % n, c.comm, nullptr), "grouped host send");
+  c.ok(weftRecv(res, kCount, weftFloat32, (me + n - 1) % n, c.comm, d.stream()), "grouped device receive");
+  refused(weftGroupEnd(), weftInvalidUsage, "mix host and device memory", "a group mixing host and device memory");
   d.release(dev);
   d.release(res);
 }
