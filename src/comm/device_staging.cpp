@@ -43,6 +43,7 @@ Status DeviceStaging::take(const exec::cuda::Api& d, size_t bytes, Slot** out) {
   for (;;) {
     {
       std::lock_guard<std::mutex> lock(mu_);
+      driver_ = &d;
       Slot* smaller = nullptr;
       for (auto& s : slots_) {
         if (!idle(*s)) continue;
@@ -81,7 +82,6 @@ Status DeviceStaging::take(const exec::cuda::Api& d, size_t bytes, Slot** out) {
 
 DeviceStaging::~DeviceStaging() {
   if (slots_.empty()) return;
-  const exec::cuda::Api* d = exec::cuda::api();
   Deadline deadline = Deadline::after_ms(timeout_ms_);
   SpinWait wait;
   for (auto& s : slots_) {
@@ -92,7 +92,7 @@ DeviceStaging::~DeviceStaging() {
                 static_cast<long long>(timeout_ms_), s->capacity);
       continue;
     }
-    if (d != nullptr) d->host_free(s->block);
+    driver_->host_free(s->block);
   }
 }
 

@@ -64,6 +64,7 @@ class DeviceStaging {
   Status allocate(const exec::cuda::Api& d, size_t bytes, std::unique_ptr<Slot>* out);
   std::mutex mu_;
   std::vector<std::unique_ptr<Slot>> slots_;
+  const exec::cuda::Api* driver_ = nullptr;  // the one the slots came from
   int64_t timeout_ms_ = 300000;
 };
 

@@ -171,10 +171,8 @@ bool ParsePerfArgs(int argc, char** argv, PerfOptions* opt, bool* help, std::str
       return false;
     }
   }
-  if (!opt->device.empty() && (opt->algo == "all" || !opt->calibrate_path.empty() || opt->memalloc ||
-                               opt->collective == "sendrecv")) {
-    *error = "--device runs the table of one collective (not sendrecv) on device memory: no -a all, "
-             "--calibrate or --memalloc";
+  if (!opt->device.empty() && (opt->algo == "all" || !opt->calibrate_path.empty() || opt->memalloc)) {
+    *error = "--device runs the table of one collective on device memory: no -a all, --calibrate or --memalloc";
     return false;
   }
   if (opt->min_bytes > opt->max_bytes) {

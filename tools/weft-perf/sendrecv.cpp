@@ -37,8 +37,8 @@ class SendRecv final : public Collective {
     if (rc != weftSuccess) return rc;
     // The group is ended even when recording a call failed, so it does not stay
     // open and swallow the next iteration's calls.
-    weftResult_t send = weftSend(b.send, row.count, row.type, (rank + 1) % nranks, comm, nullptr);
-    weftResult_t recv = weftRecv(b.recv, row.count, row.type, Prev(rank, nranks), comm, nullptr);
+    weftResult_t send = weftSend(b.send, row.count, row.type, (rank + 1) % nranks, comm, b.stream);
+    weftResult_t recv = weftRecv(b.recv, row.count, row.type, Prev(rank, nranks), comm, b.stream);
     rc = weftGroupEnd();
     if (send != weftSuccess) return send;
     return recv != weftSuccess ? recv : rc;
