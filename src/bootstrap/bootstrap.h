@@ -191,12 +191,17 @@ class Bootstrap {
   virtual void set_status_source(StatusSource source) = 0;
   // Sends this rank's row to the root, which asks every other member for theirs
   // (WEFT_DIAG_WAIT_MS at most) and sends every member the diagnosis; the lowest
-  // rank that answered prints the table to stderr. Returns the diagnosis line, or
-  // one saying the root did not answer by `deadline` (naming the rank whose
-  // process runs it). Timeout: the group fails on every rank with the diagnosis,
-  // and a later report gets the same one at once. Any thread, also while another
-  // is blocked in a call of this communicator.
+  // rank that answered prints the table to stderr. Meanwhile this rank asks every
+  // other member's status listener itself (bound at join, answered by its reader
+  // thread, also after the root is gone): when the root does not answer by
+  // `deadline` (stopped with rank 0's process, or gone), the diagnosis is made of
+  // those rows here, says so and names the root's rank. Returns the diagnosis
+  // line. Timeout: the group fails with it (everywhere when it came from the
+  // root), and a later report gets the same one at once. Any thread, also while
+  // another is blocked in a call of this communicator.
   virtual std::string diagnose(const StatusRow& mine, ReportKind kind, Deadline deadline) = 0;
+  // host:port of a member's status listener ("" if it has none): for tests.
+  virtual std::string status_address(int rank) = 0;
 
   virtual Status subgroup(uint64_t tag, const std::vector<int>& ranks, std::unique_ptr<Bootstrap>* out) = 0;
 };

@@ -27,6 +27,7 @@
 #include "base/log.h"
 #include "base/params.h"
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/diagnosis.h"
 #include "bootstrap/root_service.h"
 #include "bootstrap/socket.h"
 #include "bootstrap/wire.h"
@@ -101,6 +102,7 @@ class Connection {
   void abort(uint64_t group, int me, const std::string& reason);
   Status shrink_root(uint64_t group, int leader, const Secret& secret, UniqueId* id);
   std::vector<int> lost_ranks(uint64_t group);
+  std::string status_address(uint64_t group, int rank);
   // A communicator's group is gone here: its box goes, and the root hears of it.
   void leave(uint64_t group);
 
@@ -126,6 +128,16 @@ class Connection {
   void dispatch(Msg& m, std::vector<Msg>* later);
   void answer(const Msg& m);
   void dump_all();
+  // The reader thread answers every connection pending on the status listener.
+  void serve_status();
+  // The diagnosis without the root: asks every other member's status listener for
+  // its row (until every one answered, or WEFT_DIAG_WAIT_MS) and diagnoses the
+  // rows that came. line "" when there is nobody to ask.
+  struct PeerDiagnosis {
+    std::string line, table;
+    int printer = -1;  // the member that prints the table
+  };
+  PeerDiagnosis peer_diagnosis(uint64_t group, const StatusRow& mine);
   Status failure(uint64_t group);
   // Once the root is gone: the message for a rank of `group`, naming the rank
   // whose process ran the root when the root said which.
@@ -152,10 +164,12 @@ class Connection {
   std::set<uint64_t> left_;  // groups whose communicator is gone here
   Status sticky_;  // the connection's failure: every group's
   bool joined_ = false;  // only a joined rank says goodbye and waits for the root
-  // Recovery: this rank's standby listener (handed to the root of a shrunk
-  // communicator, once) and every rank's, from the welcome.
+  // Without the root: this rank's standby listener (handed to the root of a
+  // shrunk communicator, once), its status listener (answered by the reader
+  // thread), and how to reach every rank's, from the welcome.
   Fd standby_;
-  std::vector<StandbyAddr> standby_addrs_;
+  Fd status_;
+  std::vector<PeerAddr> peers_;
 };
 
 Status Connection::send_msg(MsgType type, uint64_t seq, int64_t arg, const void* data, size_t len,
@@ -215,14 +229,17 @@ void Connection::dispatch(Msg& m, std::vector<Msg>* later) {
       WelcomeHead head{};
       if (m.payload.size() >= sizeof head) std::memcpy(&head, m.payload.data(), sizeof head);
       const size_t owner_end = sizeof head + head.owner_len;
-      if (head.owner_len <= 256 && m.payload.size() == owner_end + size_t(nranks_) * sizeof(StandbyAddr)) {
+      if (head.owner_len <= 256 && m.payload.size() == owner_end + size_t(nranks_) * sizeof(PeerAddr)) {
         if (head.root_rank >= 0 && head.root_rank < nranks_) {
           root_rank_ = head.root_rank;
           root_owner_ = m.payload.substr(sizeof head, head.owner_len);
         }
-        standby_addrs_.resize(static_cast<size_t>(nranks_));
-        std::memcpy(standby_addrs_.data(), m.payload.data() + owner_end, standby_addrs_.size() * sizeof(StandbyAddr));
-        for (StandbyAddr& a : standby_addrs_) a.host[sizeof a.host - 1] = '\0';
+        peers_.resize(static_cast<size_t>(nranks_));
+        std::memcpy(peers_.data(), m.payload.data() + owner_end, peers_.size() * sizeof(PeerAddr));
+        for (PeerAddr& a : peers_) {
+          a.host[sizeof a.host - 1] = '\0';
+          a.hostname[sizeof a.hostname - 1] = '\0';
+        }
       }
       boxes_[group].replies.push_back(std::move(m));
       return;
@@ -304,10 +321,15 @@ void Connection::dump_all() {
 void Connection::read_loop() {
   uint32_t dumps_seen = g_dump_signals.load(std::memory_order_relaxed);
   char buf[65536];
+  // Once the root is gone the thread stays for the status listener: the other
+  // ranks' diagnosis asks it then.
+  bool root_open = true;
   while (!stop_.load(std::memory_order_acquire)) {
-    pollfd fds[2] = {{fd_.get(), POLLIN, 0}, {wake_rd_.get(), POLLIN, 0}};
-    int rc = ::poll(fds, 2, 100);
+    pollfd fds[3] = {{root_open ? fd_.get() : -1, POLLIN, 0}, {wake_rd_.get(), POLLIN, 0}, {status_.get(), POLLIN, 0}};
+    if (!root_open && !status_.valid()) return;
+    int rc = ::poll(fds, status_.valid() ? 3 : 2, 100);
     if (stop_.load(std::memory_order_acquire)) break;
+    if (rc > 0 && status_.valid() && (fds[2].revents & POLLIN) != 0) serve_status();
     uint32_t dumps = g_dump_signals.load(std::memory_order_relaxed);
     if (dumps != dumps_seen) {
       dumps_seen = dumps;
@@ -319,7 +341,7 @@ void Connection::read_loop() {
       cv_.notify_all();
       return;
     }
-    if (rc <= 0 || (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+    if (rc <= 0 || !root_open || (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
     bool closed = false, bad = false;
     int err = 0;
     for (;;) {
@@ -344,7 +366,7 @@ void Connection::read_loop() {
       cv_.notify_all();
     }
     for (const Msg& m : later) answer(m);
-    if (closed || bad) return;  // nothing more will come
+    if (closed || bad) root_open = false;  // nothing more will come from the root
   }
 }
 
@@ -374,25 +396,170 @@ void Connection::set_status_source(uint64_t group, Bootstrap::StatusSource sourc
 
 std::string Connection::diagnose(uint64_t group, const StatusRow& mine, ReportKind kind, Deadline deadline) {
   uint64_t before;
+  bool root_gone;
   {
     std::lock_guard<std::mutex> lk(mu_);
     Box& box = boxes_[group];
     // A timeout's diagnosis is the group's end: a second one would say the same.
     if (kind == ReportKind::Timeout && box.diagnoses > 0) return box.diagnosis;
-    if (root_lost_) return root_lost_text(group);
+    root_gone = root_lost_;
     before = box.diagnoses;
   }
-  Status st = send_msg(MsgType::Report, 0, static_cast<int64_t>(kind), &mine, sizeof mine, deadline, "status report",
-                       group);
+  Status sent = root_gone ? Status(weftRemoteError, "root gone")
+                          : send_msg(MsgType::Report, 0, static_cast<int64_t>(kind), &mine, sizeof mine, deadline,
+                                     "status report", group);
+  // Meanwhile the same rows are asked of every member directly: the root's
+  // answer is kept if it comes, this one used if it does not (a stopped rank 0
+  // stops the root), and the error comes no later for it.
+  PeerDiagnosis direct = peer_diagnosis(group, mine);
   std::unique_lock<std::mutex> lk(mu_);
-  if (st.ok())
+  if (sent.ok())
     cv_.wait_until(lk, deadline.at(), [&] { return boxes_[group].diagnoses != before || root_lost_; });
   Box& box = boxes_[group];
   if (box.diagnoses != before) return box.diagnosis;
-  if (root_lost_) return root_lost_text(group);
-  std::string owner = root_rank_ < 0 ? std::string() : "; it runs in the process of " + root_owner_ + ", which is "
-                                                       "stopped, hung or cut off";
-  return "the bootstrap root at " + root_.str() + " did not answer a status report" + owner;
+  std::string why;
+  if (root_lost_) {
+    why = root_lost_text(group);
+  } else {
+    std::string owner = root_rank_ < 0 ? std::string()
+                                       : "; it runs in the process of " + root_owner_ +
+                                             ", which is stopped, hung or cut off";
+    why = "the bootstrap root at " + root_.str() + " did not answer a status report" + owner;
+  }
+  if (direct.line.empty()) return why;
+  std::string line = direct.line + " (asked rank to rank: " + why + ")";
+  if (kind == ReportKind::Timeout) {
+    box.diagnosis = line;
+    ++box.diagnoses;
+  }
+  lk.unlock();
+  if (direct.printer == box.me) {
+    std::fprintf(stderr, "weft diagnosis (rank %d of the communicator, %s, asked rank to rank): %s\n%s", direct.printer,
+                 kind == ReportKind::Dump ? "status dump" : "stuck call", direct.line.c_str(), direct.table.c_str());
+    std::fflush(stderr);
+  }
+  return line;
+}
+
+void Connection::serve_status() {
+  for (;;) {
+    Fd c;
+    SockAddr peer;
+    if (!accept_one(status_.get(), &c, &peer).ok() || !c.valid()) return;
+    // The ask is 24 bytes, sent at once: a short wait, so that a stranger cannot
+    // hold the reader thread.
+    StatusAsk ask{};
+    size_t got = 0;
+    Deadline deadline = Deadline::after_ms(200);
+    while (got < sizeof ask && !deadline.expired()) {
+      int err = 0;
+      ssize_t n = recv_some(c.get(), reinterpret_cast<char*>(&ask) + got, sizeof ask - got, &err);
+      if (n > 0) got += static_cast<size_t>(n);
+      else if (n == 0 || err != 0 || !wait_readable(c.get(), deadline, &err)) break;
+    }
+    if (got != sizeof ask || std::memcmp(ask.secret, id_.secret.bytes, sizeof ask.secret) != 0) {
+      WEFT_INFO(BOOT, "rank %d: status listener: refused a connection from %s (%s)", rank_, peer.str().c_str(),
+                got != sizeof ask ? "incomplete ask" : "wrong secret");
+      continue;
+    }
+    StatusAnswer ans{};
+    ans.row.state = static_cast<int32_t>(RowState::Gone);
+    ans.row.peer = -1;
+    {
+      std::lock_guard<std::mutex> lk(source_mu_);
+      auto it = sources_.find(ask.group);
+      if (it != sources_.end() && it->second) ans.row = it->second();
+    }
+    (void)send_all(c.get(), &ans, sizeof ans, Deadline::after_ms(200), "status answer");
+  }
+}
+
+Connection::PeerDiagnosis Connection::peer_diagnosis(uint64_t group, const StatusRow& mine) {
+  std::vector<int32_t> members;
+  std::vector<PeerAddr> peers;
+  int me;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    const Box& box = boxes_[group];
+    members = box.members;
+    me = box.me;
+    peers = peers_;
+  }
+  PeerDiagnosis out;
+  if (peers.size() != static_cast<size_t>(nranks_)) return out;
+  const size_t n = members.empty() ? static_cast<size_t>(nranks_) : members.size();
+  const auto began = Clock::now();
+  const Deadline deadline = Deadline::after_ms(params::DIAG_WAIT_MS());
+  std::vector<RankStatus> rows(n);
+  struct Ask {
+    size_t i;
+    Fd fd;
+    std::string got;
+  };
+  std::vector<Ask> asks;
+  StatusAsk q{};
+  std::memcpy(q.secret, id_.secret.bytes, sizeof q.secret);
+  q.group = group;
+  for (size_t i = 0; i < n; ++i) {
+    const PeerAddr& a = peers[members.empty() ? i : static_cast<size_t>(members[i])];
+    rows[i].who = "host " + std::string(a.hostname) + ", pid " + std::to_string(a.pid);
+    rows[i].row.peer = -1;  // state NoAnswer until it answers
+    if (static_cast<int>(i) == me) {
+      rows[i].row = mine;
+      continue;
+    }
+    SockAddr addr;
+    Fd fd;
+    if (a.status_port == 0 || a.status_port > 65535 || !parse_numeric(a.host, static_cast<uint16_t>(a.status_port), &addr))
+      continue;
+    // A live kernel accepts at once, also for a stopped process; a refusal means
+    // nothing listens there any more: the process is gone.
+    Status st = connect_retry(addr, 1000, Deadline::after_ms(std::min<int64_t>(100, deadline.remaining_ms())), &fd);
+    if (!st.ok()) {
+      if (st.message().find(std::strerror(ECONNREFUSED)) != std::string::npos)
+        rows[i].row.state = static_cast<int32_t>(RowState::Lost);
+      continue;
+    }
+    if (send_all(fd.get(), &q, sizeof q, Deadline::after_ms(100), "status ask").ok())
+      asks.push_back({i, std::move(fd), {}});
+  }
+  while (!deadline.expired()) {
+    std::vector<pollfd> fds;
+    std::vector<Ask*> waiting;
+    for (Ask& a : asks)
+      if (a.fd.valid()) {
+        fds.push_back({a.fd.get(), POLLIN, 0});
+        waiting.push_back(&a);
+      }
+    if (fds.empty()) break;
+    if (::poll(fds.data(), fds.size(), static_cast<int>(std::min<int64_t>(deadline.remaining_ms(), 50))) < 0 &&
+        errno != EINTR)
+      break;
+    for (size_t k = 0; k < fds.size(); ++k) {
+      if (fds[k].revents == 0) continue;
+      Ask& a = *waiting[k];
+      char buf[sizeof(StatusAnswer)];
+      int err = 0;
+      ssize_t got = recv_some(a.fd.get(), buf, sizeof buf - a.got.size(), &err);
+      if (got > 0) a.got.append(buf, static_cast<size_t>(got));
+      if (a.got.size() == sizeof(StatusAnswer)) {
+        StatusAnswer ans;
+        std::memcpy(&ans, a.got.data(), sizeof ans);
+        rows[a.i].row = ans.row;
+        a.fd.reset();
+      } else if (got == 0 || (got < 0 && err != 0)) {
+        a.fd.reset();  // closed without an answer: no answer
+      }
+    }
+  }
+  const int64_t waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - began).count();
+  out.line = boot::diagnose(rows, waited, &out.table);
+  // The lowest member that answered prints the table, as the root would pick it.
+  for (size_t i = 0; i < n && out.printer < 0; ++i) {
+    auto st = static_cast<RowState>(rows[i].row.state);
+    if (st != RowState::Lost && st != RowState::Gone && st != RowState::NoAnswer) out.printer = static_cast<int>(i);
+  }
+  return out;
 }
 
 Status Connection::wait_msg(uint64_t group, int me, MsgType want, uint64_t seq, Deadline deadline,
@@ -454,12 +621,16 @@ Status Connection::join(Deadline deadline) {
   SockAddr local;
   if (local_address(fd_.get(), &local).ok()) {
     local.set_port(0);
-    Fd listener;
-    SockAddr bound;
-    if (listen_on(local, &listener).ok() && local_address(listener.get(), &bound).ok()) {
-      h.standby_port = bound.port();
-      standby_ = std::move(listener);
-    }
+    auto listen_here = [&](Fd* out) -> uint32_t {
+      Fd listener;
+      SockAddr bound;
+      if (!listen_on(local, &listener).ok() || !local_address(listener.get(), &bound).ok()) return 0;
+      *out = std::move(listener);
+      return bound.port();
+    };
+    h.standby_port = listen_here(&standby_);
+    // The same for the stuck-call diagnosis when the root does not answer.
+    h.status_port = listen_here(&status_);
   }
   std::string what = "bootstrap join (rank " + std::to_string(rank_) + " of " + std::to_string(nranks_) + ")";
   const bool hosts_root = find_root_service(id_) != nullptr;
@@ -549,14 +720,26 @@ void Connection::abort(uint64_t group, int me, const std::string& reason) {
   if (!st.ok()) WEFT_WARN(BOOT, "rank %d: could not tell the root about the abort: %s", me, st.message().c_str());
 }
 
+std::string Connection::status_address(uint64_t group, int rank) {
+  std::lock_guard<std::mutex> lk(mu_);
+  const Box& box = boxes_[group];
+  const int on_conn = box.members.empty() ? rank : rank >= 0 && static_cast<size_t>(rank) < box.members.size()
+                                                       ? box.members[static_cast<size_t>(rank)]
+                                                       : -1;
+  if (on_conn < 0 || static_cast<size_t>(on_conn) >= peers_.size() || peers_[static_cast<size_t>(on_conn)].status_port == 0)
+    return "";
+  const PeerAddr& a = peers_[static_cast<size_t>(on_conn)];
+  return std::string(a.host) + ":" + std::to_string(a.status_port);
+}
+
 Status Connection::shrink_root(uint64_t group, int leader, const Secret& secret, UniqueId* id) {
   std::lock_guard<std::mutex> lk(mu_);
   const Box& box = boxes_[group];
   const int on_conn = box.members.empty() ? leader : box.members[static_cast<size_t>(leader)];
-  if (static_cast<size_t>(on_conn) >= standby_addrs_.size() || standby_addrs_[static_cast<size_t>(on_conn)].port == 0)
+  if (static_cast<size_t>(on_conn) >= peers_.size() || peers_[static_cast<size_t>(on_conn)].port == 0)
     return Error(weftInternalError, "rank %d: the bootstrap root did not say where rank %d can host a new root", box.me,
                  leader);
-  const StandbyAddr& a = standby_addrs_[static_cast<size_t>(on_conn)];
+  const PeerAddr& a = peers_[static_cast<size_t>(on_conn)];
   std::memset(id, 0, sizeof *id);
   std::snprintf(id->host, sizeof id->host, "%s", a.host);
   id->port = static_cast<uint16_t>(a.port);
@@ -656,6 +839,7 @@ class GroupBootstrap final : public Bootstrap {
   }
   std::vector<int> lost_ranks() override { return conn_->lost_ranks(id_); }
   void set_status_source(StatusSource source) override { conn_->set_status_source(id_, std::move(source)); }
+  std::string status_address(int rank) override { return conn_->status_address(id_, rank); }
   std::string diagnose(const StatusRow& mine, ReportKind kind, Deadline deadline) override {
     return conn_->diagnose(id_, mine, kind, deadline);
   }

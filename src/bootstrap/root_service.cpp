@@ -47,7 +47,7 @@ struct RankInfo {
   std::string host;
   int pid = 0;
   std::string addr;
-  StandbyAddr standby{};
+  PeerAddr reach{};  // told to every rank in the welcome
 };
 
 std::string describe(int rank, const RankInfo& r) {
@@ -352,11 +352,12 @@ void RootService::on_hello(Conn* c, const Msg& m) {
     send(c, MsgType::Error, 0, fail_code_, fail_msg_.data(), fail_msg_.size());
     return;
   }
-  RankInfo me{nullptr, false, false, h.host, h.pid, c->peer.str(), StandbyAddr{}};
-  if (h.standby_port > 0 && h.standby_port <= 65535) {
-    std::snprintf(me.standby.host, sizeof me.standby.host, "%s", c->peer.host().c_str());
-    me.standby.port = h.standby_port;
-  }
+  RankInfo me{nullptr, false, false, h.host, h.pid, c->peer.str(), PeerAddr{}};
+  std::snprintf(me.reach.host, sizeof me.reach.host, "%s", c->peer.host().c_str());
+  if (h.standby_port <= 65535) me.reach.port = h.standby_port;
+  if (h.status_port <= 65535) me.reach.status_port = h.status_port;
+  me.reach.pid = h.pid;
+  std::snprintf(me.reach.hostname, sizeof me.reach.hostname, "%.*s", static_cast<int>(sizeof h.host), h.host);
   if (nranks_ < 0) {
     nranks_ = h.nranks;
     ranks_.assign(static_cast<size_t>(std::max(nranks_, 0)), RankInfo{});
@@ -405,7 +406,7 @@ void RootService::on_hello(Conn* c, const Msg& m) {
     WelcomeHead head{root_rank_, static_cast<uint32_t>(owner.size())};
     std::string welcome(reinterpret_cast<const char*>(&head), sizeof head);
     welcome += owner;
-    for (const auto& r : ranks_) welcome.append(reinterpret_cast<const char*>(&r.standby), sizeof r.standby);
+    for (const auto& r : ranks_) welcome.append(reinterpret_cast<const char*>(&r.reach), sizeof r.reach);
     for (auto& r : ranks_) send(r.conn, MsgType::Welcome, 0, nranks_, welcome.data(), welcome.size());
     WEFT_INFO(BOOT, "bootstrap root %s: all %d ranks joined", bound_.str().c_str(), nranks_);
   }

@@ -21,7 +21,7 @@
 namespace weft::boot {
 
 constexpr uint32_t kWireMagic = 0x77667462;  // "weft boot"
-constexpr uint32_t kWireVersion = 4;
+constexpr uint32_t kWireVersion = 5;
 // Error's group for a failure of the whole job (every group of every connection).
 constexpr uint64_t kJobGroup = ~uint64_t{0};
 // Largest payload either side accepts: bounds memory a broken peer can make us allocate.
@@ -31,7 +31,7 @@ enum class MsgType : uint32_t {
   Hello = 1,    // rank -> root: HelloBody; arg 1: the root service runs in this rank's process
   Welcome = 2,  // root -> rank: every rank has joined; payload = WelcomeHead, the text
                 // "rank R (host H, pid P)" of the rank whose process runs the root, then
-                // every rank's StandbyAddr in rank order
+                // every rank's PeerAddr in rank order
   Error = 3,    // root -> rank: group, arg = weftResult_t, payload = message; the group is over
   Op = 4,       // rank -> root: group, seq, arg = OpKind, payload = [GroupPrefix] this rank's part
   Reply = 5,    // root -> rank: group, seq, payload = all parts in the group's rank order
@@ -89,21 +89,38 @@ struct HelloBody {
   int32_t pid;
   char host[64];  // hostname, for messages about this rank
   uint32_t standby_port;  // this connection's standby listener (weftCommShrink); 0: none
+  uint32_t status_port;   // this connection's status listener (the diagnosis without the root); 0: none
 };
-static_assert(sizeof(HelloBody) == 100);
+static_assert(sizeof(HelloBody) == 104);
 
 struct WelcomeHead {
   int32_t root_rank;   // whose process runs the root; -1: none of the ranks'
   uint32_t owner_len;  // length of the text naming it
 };
 
-// Where a rank's process can host the root of a communicator shrunk from this
-// one: its standby listener, bound when it joined, so that survivors can meet
-// there after the root's process died. The host is the address the root saw the
-// rank connect from.
-struct StandbyAddr {
-  char host[64];  // numeric, NUL-terminated
-  uint32_t port;  // 0: none
+// How to reach a rank's process without the root, told to every rank in the
+// welcome: its standby listener, where it can host the root of a communicator
+// shrunk from this one (survivors meet there after the root's process died), and
+// its status listener, which answers a StatusAsk with a StatusAnswer (the
+// stuck-call diagnosis when the root does not answer). Both were bound when it
+// joined, on the address the root saw it connect from (host).
+struct PeerAddr {
+  char host[64];         // numeric, NUL-terminated
+  uint32_t port;         // standby; 0: none
+  uint32_t status_port;  // 0: none
+  int32_t pid;
+  char hostname[64];  // NUL-terminated, for messages about the rank
+};
+
+// One connection to a status listener: the asker sends this, the rank answers
+// with its row of the group (a Gone row when its communicator of the group is
+// destroyed) and closes. A wrong secret is closed on without a word.
+struct StatusAsk {
+  uint8_t secret[16];
+  uint64_t group;
+};
+struct StatusAnswer {
+  StatusRow row;
 };
 
 struct Msg {

@@ -42,9 +42,12 @@ case_ stop 2 "did not answer"; table stop
 grep -q "weft-run: rank 1 .*rank 2 (pid [0-9]*) is stopped (SIGSTOP)\|weft-run: rank [0-3] .*rank 2 (pid [0-9]*) is stopped (SIGSTOP)" "$out" ||
   { echo "FAIL [stop 2]: weft-run did not name the stopped rank"; grep "^weft-run" "$out"; fail=1; }
 checks=$((checks + 1))
-# Rank 0's process runs the bootstrap root: stopped, nobody can gather the table,
-# and the survivors must still name rank 0.
-case_ stop 0 "stopped, hung or cut off"
+# Rank 0's process runs the bootstrap root: stopped, it cannot gather the table;
+# the survivors ask each other's status listeners instead, name rank 0 as not
+# answering, and the lowest of them prints the table.
+case_ stop 0 "did not answer"; table "stop 0"
+checks=$((checks + 1))
+grep -q "^RESULT rank=1 .*asked rank to rank" "$out" || { echo "FAIL [stop 0]: not asked rank to rank"; fail=1; }
 # A different collective: the transfer sizes disagree, and the ranks say so.
 case_ other 2 "mismatched calls"
 # dump_case MODE VICTIM PATTERN: the victim asks for a dump while outside weft and

@@ -1,5 +1,6 @@
 // The stuck-call diagnosis: the rules on hand-made status rows, then a round
-// through a real root with ranks as threads (each answers from its status source).
+// through a real root with ranks as threads (each answers from its status source),
+// and one without the root, the ranks asking each other's status listeners.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "bootstrap/diagnosis.h"
+#include "bootstrap/socket.h"
 #include "tests/unit/bootstrap/helpers.h"
 
 namespace weft::boot::test {
@@ -173,6 +175,89 @@ TEST(DiagnosisRound, ADumpFailsNobody) {
     b->set_status_source(nullptr);
   });
   EXPECT_TRUE(contains(line, "rank 1 (host ") && contains(line, "destroyed its communicator")) << line;
+}
+
+// The root stops after every rank joined: rank 0's report finds no root, so it
+// asks ranks 1 and 2 directly, and blames rank 1, which has not entered the call.
+TEST(DiagnosisRound, WithoutTheRootTheRanksAskEachOther) {
+  const int n = 3;
+  UniqueId id = loopback_root();
+  std::atomic<int> joined{0};
+  std::atomic<bool> diagnosed{false};
+  std::string line;
+  run_ranks(n, [&](int rank) {
+    std::unique_ptr<Bootstrap> b;
+    ASSERT_TRUE(Bootstrap::connect(id, rank, n, Deadline::after_ms(20000), &b).ok());
+    RankStatus me = rank == 1 ? with_state(RowState::Idle, 5) : in_call("allreduce", 6, rank == 0 ? 1 : 1);
+    b->set_status_source([row = me.row] { return row; });
+    ASSERT_TRUE(b->barrier(Deadline::after_ms(20000)).ok());
+    joined.fetch_add(1);
+    if (rank == 0) {
+      while (joined.load() < n) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      stop_root(id);
+      Deadline gone = Deadline::after_ms(5000);
+      while (b->poll().ok() && !gone.expired()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      StatusRow mine = me.row;
+      mine.timed_out = 1;
+      line = b->diagnose(mine, ReportKind::Timeout, Deadline::after_ms(3000));
+      diagnosed.store(true);
+    }
+    // The others' reader threads answer until rank 0 has its diagnosis.
+    Deadline d = Deadline::after_ms(10000);
+    while (!diagnosed.load() && !d.expired()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    b->set_status_source(nullptr);
+  });
+  EXPECT_TRUE(contains(line, "rank 1 (host ") && contains(line, "has not entered allreduce #6")) << line;
+  EXPECT_TRUE(contains(line, "asked rank to rank") && contains(line, "lost connection to the bootstrap root")) << line;
+}
+
+// A status listener answers the job's secret only: a stranger's connection is
+// closed without a word, and the job goes on.
+TEST(DiagnosisRound, AStatusListenerAnswersTheJobsSecretOnly) {
+  const int n = 2;
+  UniqueId id = loopback_root();
+  std::atomic<bool> asked{false};
+  run_ranks(n, [&](int rank) {
+    std::unique_ptr<Bootstrap> b;
+    ASSERT_TRUE(Bootstrap::connect(id, rank, n, Deadline::after_ms(20000), &b).ok());
+    b->set_status_source([] { return in_call("broadcast", 9, 0).row; });
+    ASSERT_TRUE(b->barrier(Deadline::after_ms(20000)).ok());
+    if (rank == 0) {
+      std::string where = b->status_address(1), host;
+      uint16_t port = 0;
+      SockAddr addr;
+      ASSERT_TRUE(split_host_port(where, &host, &port) && parse_numeric(host, port, &addr)) << where;
+      auto ask = [&](const uint8_t* secret, StatusAnswer* out) {
+        Fd fd;
+        if (!connect_retry(addr, 100, Deadline::after_ms(2000), &fd).ok()) return -1;
+        StatusAsk q{};
+        std::memcpy(q.secret, secret, sizeof q.secret);
+        if (!send_all(fd.get(), &q, sizeof q, Deadline::after_ms(1000), "ask").ok()) return -1;
+        size_t got = 0;
+        Deadline d = Deadline::after_ms(2000);
+        int err = 0;
+        while (got < sizeof *out && !d.expired()) {
+          ssize_t k = recv_some(fd.get(), reinterpret_cast<char*>(out) + got, sizeof *out - got, &err);
+          if (k > 0) got += static_cast<size_t>(k);
+          else if (k == 0 || err != 0 || !wait_readable(fd.get(), d, &err)) break;
+        }
+        return static_cast<int>(got);
+      };
+      uint8_t wrong[16];
+      std::memcpy(wrong, id.secret.bytes, sizeof wrong);
+      wrong[0] ^= 1;
+      StatusAnswer ans{};
+      EXPECT_EQ(ask(wrong, &ans), 0) << "a stranger got an answer";
+      ASSERT_EQ(ask(id.secret.bytes, &ans), static_cast<int>(sizeof ans));
+      EXPECT_STREQ(ans.row.op, "broadcast");
+      EXPECT_EQ(ans.row.seq, 9u);
+      asked.store(true);
+    }
+    Deadline d = Deadline::after_ms(10000);
+    while (!asked.load() && !d.expired()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    EXPECT_TRUE(b->barrier(Deadline::after_ms(20000)).ok()) << "the job did not go on";
+    b->set_status_source(nullptr);
+  });
 }
 
 }  // namespace
