@@ -30,6 +30,7 @@ WEFT_PARAM_INT(SHM_SLOTS, 32, "slots per shared-memory FIFO (per directed peer p
 WEFT_PARAM_INT(SHM_PULL_BYTES, 262144, "bytes per cross-memory-attach read when reducing from a peer")
 WEFT_PARAM_INT(CHUNK_BYTES, 1048576, "pipeline slice size of the executor")
 WEFT_PARAM_INT(DEVICE_STAGING_SLOTS, 4, "calls on a CUDA stream: pinned host staging slots per communicator, one per call between its enqueue and its stream's copy of the result; a call beyond them waits (up to WEFT_TIMEOUT_MS) for its stream to finish an earlier one")
+WEFT_PARAM_INT(DEVICE_CHUNK_BYTES, 8388608, "calls on a CUDA stream: an all-reduce, broadcast or reduce larger than this goes through pinned staging in chunks of this size, two at a time, so that the stream's copies overlap the host collective")
 WEFT_PARAM_INT(PLAN_CACHE, 1024, "schedules kept per communicator, one per call shape (collective, count, root, element size) and algorithm; past it they are dropped and rebuilt as needed, so that calls whose counts never repeat do not grow memory without end")
 WEFT_PARAM_STR(SOCKET_IFNAME, "", "bootstrap interface: eth0, eth (prefix), ^docker,lo (exclude), =exact")
 WEFT_PARAM_STR(CPU_KERNEL, "", "force the CPU reduction kernels: scalar, avx2, avx512 (default: best the CPU supports)")

@@ -142,9 +142,19 @@ class Communicator final : public exec::Health {
   friend class StreamGate;
   Communicator() = default;
   Status init(const boot::UniqueId& id, const weftConfig_t* config);
-  // enqueue's and enqueue_p2p's common part (device_calls.cpp).
+  // The parts of enqueue and enqueue_p2p (device_calls.cpp): a stream step that
+  // fails fails the communicator; a slot's copies in, staged flag and gated
+  // operation; its wait, copies back and free flag; both for one slot; a large
+  // elementwise collective in chunks through two slots.
+  Status stream_step(int rc, DeviceStaging::Slot* slot, const char* what, void* stream, const char* doing);
+  template <class Op>
+  Status stage_in(const exec::cuda::Api& d, const char* what, void* stream, const StagingLayout& layout,
+                  DeviceStaging::Slot* slot, uint32_t gen, std::unique_ptr<Op> op);
+  Status stage_out(const exec::cuda::Api& d, const char* what, void* stream, const StagingLayout& layout,
+                   DeviceStaging::Slot* slot, uint32_t gen);
   template <class MakeOp>
   Status stage_on_stream(const char* what, void* stream, StagingLayout& layout, MakeOp make_op);
+  Status enqueue_chunked(const CollArgs& dev, void* stream, size_t per);
   Status connect_transports(const boot::UniqueId& id);
   Status check_consistent(const CollArgs& args);
   Status execute(const CollArgs& args);

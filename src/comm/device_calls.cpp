@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "base/params.h"
 #include "comm/communicator.h"
 #include "comm/operations.h"
 #include "comm/staging_layout.h"
@@ -40,11 +41,48 @@ Status stream_driver(const char* what, void* stream, const exec::cuda::Api** out
 
 }  // namespace
 
-// Takes a slot for the layout, queues the copies in and the staged flag on the
-// stream, posts the operation made by make_op(slot data) gated on that flag, and
-// queues the wait for its done flag, the copies out and the free flag. A step the
-// stream refuses leaves it out of step with the engine: the communicator fails
-// (its peers learn of it through the bootstrap).
+Status Communicator::stream_step(int rc, DeviceStaging::Slot* slot, const char* what, void* stream,
+                                 const char* doing) {
+  if (rc == 0) return Status::Ok();
+  // The stream is now out of step with the engine: the communicator fails (its
+  // peers learn of it through the bootstrap) and the slot is never reused.
+  Status st = Error(weftUnhandledCudaError, "%s on stream %p: %s: %s", what, stream, doing,
+                    exec::cuda::error_text(rc).c_str());
+  slot->abandoned = true;
+  fail(st);
+  return st;
+}
+
+template <class Op>
+Status Communicator::stage_in(const exec::cuda::Api& d, const char* what, void* stream, const StagingLayout& layout,
+                              DeviceStaging::Slot* slot, uint32_t gen, std::unique_ptr<Op> op) {
+  unsigned char* base = slot->data();
+  WEFT_TRY(layout.each(true, [&](void* dev, size_t bytes, size_t at) {
+    return stream_step(d.copy_async(dptr(base + at), dptr(dev), bytes, stream), slot, what, stream,
+                       "copying the input to pinned memory");
+  }));
+  WEFT_TRY(stream_step(d.write_value32(stream, slot->flag_dev(DeviceStaging::kStaged), gen, 0), slot, what, stream,
+                       "signalling the staged input"));
+  op->stage(slot, gen, timeout_ms_);
+  queue_->post(std::move(op));
+  return Status::Ok();
+}
+
+Status Communicator::stage_out(const exec::cuda::Api& d, const char* what, void* stream, const StagingLayout& layout,
+                               DeviceStaging::Slot* slot, uint32_t gen) {
+  unsigned char* base = slot->data();
+  WEFT_TRY(stream_step(d.wait_value32(stream, slot->flag_dev(DeviceStaging::kDone), gen, exec::cuda::kWaitValueGeq),
+                       slot, what, stream, "waiting for the staged result"));
+  WEFT_TRY(layout.each(false, [&](void* dev, size_t bytes, size_t at) {
+    return stream_step(d.copy_async(dptr(dev), dptr(base + at), bytes, stream), slot, what, stream,
+                       "copying the result back");
+  }));
+  return stream_step(d.write_value32(stream, slot->flag_dev(DeviceStaging::kFree), gen, 0), slot, what, stream,
+                     "releasing the staging slot");
+}
+
+// One slot for the whole layout: the copies in, the operation make_op(slot
+// data) makes, the copies back.
 template <class MakeOp>
 Status Communicator::stage_on_stream(const char* what, void* stream, StagingLayout& layout, MakeOp make_op) {
   const exec::cuda::Api* d = nullptr;
@@ -52,33 +90,67 @@ Status Communicator::stage_on_stream(const char* what, void* stream, StagingLayo
   DeviceStaging::Slot* slot = nullptr;
   WEFT_TRY(staging_.take(*d, layout.place(), &slot));
   const uint32_t gen = slot->gen;
-  auto step = [&](int rc, const char* doing) {
-    if (rc == 0) return Status::Ok();
-    Status st = Error(weftUnhandledCudaError, "%s on stream %p: %s: %s", what, stream, doing,
-                      exec::cuda::error_text(rc).c_str());
-    slot->abandoned = true;
-    fail(st);
-    return st;
+  WEFT_TRY(stage_in(*d, what, stream, layout, slot, gen, make_op(slot->data())));
+  return stage_out(*d, what, stream, layout, slot, gen);
+}
+
+// A large all-reduce, broadcast or reduce works element by element: it goes in
+// chunks of WEFT_DEVICE_CHUNK_BYTES through two slots used in turn, queued so
+// that the stream copies chunk i + 2 in and chunk i back while the engine runs
+// chunk i + 1. A slot is reused in stream order (its next copy in comes after
+// its copy back) and in queue order (its next chunk runs after the last), so
+// its flags simply count on, and no call waits for the GPU.
+Status Communicator::enqueue_chunked(const CollArgs& dev, void* stream, size_t per) {
+  const char* what = sched::coll_name(dev.coll);
+  const exec::cuda::Api* d = nullptr;
+  WEFT_TRY(stream_driver(what, stream, &d));
+  const size_t esize = reduce::dtype_size(dev.dtype);
+  const size_t nchunks = (dev.count + per - 1) / per;
+  const bool uses_send = !(dev.coll == sched::Coll::Broadcast && rank_ != dev.root);
+  const bool uses_recv = !(dev.coll == sched::Coll::Reduce && rank_ != dev.root);
+  auto layout_of = [&](size_t i) {
+    const size_t first = i * per, bytes = std::min(per, dev.count - first) * esize;
+    StagingLayout l;
+    if (uses_send) l.add(static_cast<const unsigned char*>(dev.send) + first * esize, bytes, true, false);
+    if (uses_recv) l.add(static_cast<unsigned char*>(dev.recv) + first * esize, bytes, false, true);
+    l.place();
+    return l;
   };
-  unsigned char* base = slot->data();
-  WEFT_TRY(layout.each(true, [&](void* dev, size_t bytes, size_t at) {
-    return step(d->copy_async(dptr(base + at), dptr(dev), bytes, stream), "copying the input to pinned memory");
-  }));
-  WEFT_TRY(step(d->write_value32(stream, slot->flag_dev(DeviceStaging::kStaged), gen, 0), "signalling the staged input"));
-  auto op = make_op(base);
-  op->stage(slot, gen, timeout_ms_);
-  queue_->post(std::move(op));
-  WEFT_TRY(step(d->wait_value32(stream, slot->flag_dev(DeviceStaging::kDone), gen, exec::cuda::kWaitValueGeq),
-                "waiting for the staged result"));
-  WEFT_TRY(layout.each(false, [&](void* dev, size_t bytes, size_t at) {
-    return step(d->copy_async(dptr(dev), dptr(base + at), bytes, stream), "copying the result back");
-  }));
-  return step(d->write_value32(stream, slot->flag_dev(DeviceStaging::kFree), gen, 0), "releasing the staging slot");
+  const size_t cap = static_cast<size_t>(std::max<int64_t>(1, params::DEVICE_STAGING_SLOTS()));
+  const size_t nslots = std::min<size_t>({2, cap, nchunks});
+  DeviceStaging::Slot* slots[2] = {nullptr, nullptr};
+  for (size_t k = 0; k < nslots; ++k) WEFT_TRY(staging_.take(*d, layout_of(0).place(), &slots[k]));
+  std::vector<StagingLayout> layouts(nchunks);
+  std::vector<uint32_t> gens(nchunks);
+  auto in = [&](size_t i) {
+    DeviceStaging::Slot* slot = slots[i % nslots];
+    gens[i] = i < nslots ? slot->gen : staging_.reuse(slot);
+    layouts[i] = layout_of(i);
+    const size_t first = i * per;
+    CollArgs host = dev;
+    host.count = std::min(per, dev.count - first);
+    host.send = uses_send ? layouts[i].host(slot->data(), static_cast<const unsigned char*>(dev.send) + first * esize)
+                          : nullptr;
+    host.recv = uses_recv ? layouts[i].host(slot->data(), static_cast<unsigned char*>(dev.recv) + first * esize)
+                          : nullptr;
+    return stage_in(*d, what, stream, layouts[i], slot, gens[i], std::make_unique<CollOp>(this, host, nullptr));
+  };
+  for (size_t i = 0; i < nslots; ++i) WEFT_TRY(in(i));
+  for (size_t i = 0; i < nchunks; ++i) {
+    WEFT_TRY(stage_out(*d, what, stream, layouts[i], slots[i % nslots], gens[i]));
+    if (i + nslots < nchunks) WEFT_TRY(in(i + nslots));
+  }
+  return Status::Ok();
 }
 
 Status Communicator::enqueue(const CollArgs& dev, void* stream) {
   WEFT_TRY(validate(dev, true));
   WEFT_TRY(async_error());
+  const bool elementwise = dev.coll == sched::Coll::AllReduce || dev.coll == sched::Coll::Broadcast ||
+                           dev.coll == sched::Coll::Reduce;
+  const size_t per = std::max<size_t>(
+      1, static_cast<size_t>(std::max<int64_t>(1, params::DEVICE_CHUNK_BYTES())) / reduce::dtype_size(dev.dtype));
+  if (elementwise && dev.count > per) return enqueue_chunked(dev, stream, per);
   // The bytes the call reads and writes on this rank. Buffers in the in-place
   // position merge into one segment, so the host call is in place too.
   const size_t esize = reduce::dtype_size(dev.dtype);

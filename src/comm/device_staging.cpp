@@ -85,7 +85,9 @@ DeviceStaging::~DeviceStaging() {
   Deadline deadline = Deadline::after_ms(timeout_ms_);
   SpinWait wait;
   for (auto& s : slots_) {
-    while (!s->abandoned && !idle(*s) && !deadline.expired()) wait.pause();
+    // A slot whose stream step failed may still be read by the stream: it stays.
+    if (s->abandoned) continue;
+    while (!idle(*s) && !deadline.expired()) wait.pause();
     if (!idle(*s)) {
       WEFT_WARN(INIT, "destroying a communicator whose stream has not copied call %u out of its staging slot "
                 "after %lld ms: the slot's %zu bytes of pinned memory stay allocated", s->gen,

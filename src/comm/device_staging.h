@@ -59,6 +59,12 @@ class DeviceStaging {
   // A slot of at least `bytes` that no stream still uses, with its gen advanced
   // for the caller's call. Any thread.
   Status take(const exec::cuda::Api& d, size_t bytes, Slot** out);
+  // The next call number of a slot its caller holds and uses again, in stream
+  // order after its last call (chunks of one call).
+  uint32_t reuse(Slot* slot) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return ++slot->gen;
+  }
 
  private:
   Status allocate(const exec::cuda::Api& d, size_t bytes, std::unique_ptr<Slot>* out);

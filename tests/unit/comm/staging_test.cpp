@@ -99,6 +99,7 @@ TEST(DeviceStaging, SlotsAreReusedOnceTheStreamFreesThemCappedAndAbandonedOnesNe
   ASSERT_TRUE(kTwoSlots);
   const exec::cuda::Api d = driver();
   g_allocs = g_frees = 0;
+  void* abandoned = nullptr;
   {
     DeviceStaging staging;
     staging.set_timeout_ms(100);
@@ -135,9 +136,12 @@ TEST(DeviceStaging, SlotsAreReusedOnceTheStreamFreesThemCappedAndAbandonedOnesNe
     EXPECT_EQ(again, c);
     again->raise(DeviceStaging::kFree, again->gen);
     EXPECT_EQ(g_allocs, 3);
+    abandoned = big->block;
   }
-  // The destructor frees what the streams released; the abandoned slot stays.
+  // The destructor frees what the streams released; the abandoned slot stays
+  // (a stream may still read it), so the test frees it here.
   EXPECT_EQ(g_frees, 2);
+  host_free(abandoned);
 }
 
 TEST(DeviceStaging, FlagsCompareCyclicallyAsTheDriversWait) {
