@@ -18,14 +18,16 @@ class StagingLayout {
   void add(const void* p, size_t bytes, bool in, bool out) {
     if (bytes > 0) segs_.push_back({reinterpret_cast<uintptr_t>(p), reinterpret_cast<uintptr_t>(p) + bytes, in, out, 0});
   }
-  // Merges overlapping and touching ranges (a written segment is then written
-  // whole: every byte of it is received, or read first and copied back as it
-  // was) and places them in the slot; returns the bytes the slot needs.
+  // Merges overlapping ranges (a written segment is then written whole: every
+  // byte of it is received, or read first and copied back as it was) and places
+  // them in the slot; returns the bytes the slot needs. Ranges that only touch
+  // stay apart: they may belong to two allocations, and the driver copies within
+  // one allocation only.
   size_t place() {
     std::sort(segs_.begin(), segs_.end(), [](const Seg& a, const Seg& b) { return a.lo < b.lo; });
     std::vector<Seg> merged;
     for (const Seg& s : segs_) {
-      if (!merged.empty() && s.lo <= merged.back().hi) {
+      if (!merged.empty() && s.lo < merged.back().hi) {
         Seg& m = merged.back();
         m.hi = std::max(m.hi, s.hi);
         m.in = m.in || s.in;

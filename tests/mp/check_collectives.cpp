@@ -391,6 +391,20 @@ void run_device_rules(Checker& c) {
           "is device memory", "a non-blocking receive into device memory");
   refused(weftAllReduce(dev, out.data(), kCount, weftFloat32, weftSum, c.comm, d.stream()), weftInvalidArgument,
           "recvbuff", "a host recvbuff beside a device sendbuff");
+  // Send and receive buffers in two allocations that touch (an all-gather, which
+  // goes in one piece): each is copied on its own, since the driver refuses a
+  // copy across two allocations.
+  const size_t each = static_cast<size_t>(n) * kCount;
+  auto* pair = static_cast<float*>(d.alloc_touching_pair(each * sizeof(float)));
+  std::vector<float> gathered(each);
+  float* send = pair + each - kCount;  // the end of the first allocation
+  if (pair != nullptr && d.copy(send, in.data(), bytes) && d.synchronize() &&
+      c.ok(weftAllGather(send, pair + each, kCount, weftFloat32, c.comm, d.stream()),
+           "all-gather between touching allocations") &&
+      d.copy(gathered.data(), pair + each, each * sizeof(float)) && d.synchronize())
+    c.check("all-gather between touching allocations", gathered.data(), each, weftFloat32, [&](size_t g, void* w) {
+      store(w, weftFloat32, 0, static_cast<double>(input_for(weftFloat32, weftSum, static_cast<int>(g / kCount), g % kCount)));
+    });
   // Collectives on a stream in a group run in their order: the all-reduce reads
   // dev before the broadcast overwrites it with rank 0's input.
   weftGroupStart();

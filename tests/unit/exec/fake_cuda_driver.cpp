@@ -6,9 +6,10 @@
 // stream, so work enqueued on it happens later than the call that enqueued it.
 // A test loads it, so weft finds "the driver" loaded as in a CUDA application.
 //
-// Test controls: fake_cuda_mark, fake_cuda_stream_hold (a held stream runs
-// nothing until released), fake_cuda_fail_next (the next call of an entry point
-// fails with CUDA_ERROR_INVALID_VALUE).
+// Test controls: fake_cuda_mark, fake_cuda_alloc_touching_pair (two allocations
+// side by side), fake_cuda_stream_hold (a held stream runs nothing until
+// released), fake_cuda_fail_next (the next call of an entry point fails with
+// CUDA_ERROR_INVALID_VALUE). As the driver, a copy may not span two allocations.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -100,6 +101,21 @@ EXPORT void fake_cuda_mark(const void* base, size_t bytes, int gpu) {
   std::lock_guard<std::mutex> lock(g_mu);
   g_device.push_back({reinterpret_cast<uintptr_t>(base), bytes, gpu});
 }
+// Two allocations of `bytes` that touch, as cuMemAlloc may hand out; kept for
+// the life of the process.
+EXPORT void* fake_cuda_alloc_touching_pair(size_t bytes) {
+  static std::mutex mu;
+  static std::vector<void*> blocks;
+  void* p = std::aligned_alloc(256, (2 * bytes + 255) / 256 * 256);
+  if (p == nullptr) return nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    blocks.push_back(p);
+  }
+  fake_cuda_mark(p, bytes, 0);
+  fake_cuda_mark(static_cast<unsigned char*>(p) + bytes, bytes, 0);
+  return p;
+}
 EXPORT void fake_cuda_stream_hold(void* stream, int on) { stream_of(stream)->hold(on != 0); }
 EXPORT void fake_cuda_fail_next(const char* fn) {
   std::lock_guard<std::mutex> lock(g_mu);
@@ -190,8 +206,20 @@ EXPORT int cuStreamSynchronize(void* s) {
   stream_of(s)->synchronize();
   return kSuccess;
 }
+// As the driver: a copy's device side lies within one allocation.
+static bool within_one_allocation(uintptr_t p, size_t bytes) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  bool device = false;
+  for (const Range& r : g_device) {
+    if (p >= r.base && p + bytes <= r.base + r.bytes) return true;
+    if (p < r.base + r.bytes && r.base < p + bytes) device = true;
+  }
+  return !device;  // host memory: not the driver's concern here
+}
+
 EXPORT int cuMemcpyAsync(uintptr_t dst, uintptr_t src, size_t bytes, void* s) {
   if (failing("cuMemcpyAsync")) return kInvalidValue;
+  if (!within_one_allocation(dst, bytes) || !within_one_allocation(src, bytes)) return kInvalidValue;
   stream_of(s)->enqueue([=] { std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), bytes); });
   return kSuccess;
 }
