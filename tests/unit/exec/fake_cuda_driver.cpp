@@ -105,12 +105,12 @@ EXPORT void fake_cuda_mark(const void* base, size_t bytes, int gpu) {
 // the life of the process.
 EXPORT void* fake_cuda_alloc_touching_pair(size_t bytes) {
   static std::mutex mu;
-  static std::vector<void*> blocks;
+  static auto* blocks = new std::vector<void*>;  // never destroyed: stays reachable
   void* p = std::aligned_alloc(256, (2 * bytes + 255) / 256 * 256);
   if (p == nullptr) return nullptr;
   {
     std::lock_guard<std::mutex> lock(mu);
-    blocks.push_back(p);
+    blocks->push_back(p);
   }
   fake_cuda_mark(p, bytes, 0);
   fake_cuda_mark(static_cast<unsigned char*>(p) + bytes, bytes, 0);
@@ -196,10 +196,10 @@ EXPORT int cuMemHostGetDevicePointer_v2(uintptr_t* d, void* p, unsigned) {
 EXPORT int cuStreamCreate(void** s, unsigned) {
   // Kept reachable for the life of the process (their threads never end).
   static std::mutex mu;
-  static std::vector<Stream*> streams;
+  static auto* streams = new std::vector<Stream*>;  // never destroyed: stays reachable
   std::lock_guard<std::mutex> lock(mu);
-  streams.push_back(new Stream);
-  *s = streams.back();
+  streams->push_back(new Stream);
+  *s = streams->back();
   return kSuccess;
 }
 EXPORT int cuStreamSynchronize(void* s) {
