@@ -39,15 +39,21 @@ weftResult_t with_rank(weft::Communicator* c, weft::Status st) {
   return report(st);
 }
 
+// The stream a blocking call goes on: NCCL's stream 0 (NULL) with device
+// buffers is the legacy default stream; probe is a buffer the call surely uses.
+weftStream_t stream_of(weftStream_t stream, weftRequest_t* request, const void* probe) {
+  if (stream == nullptr && request == nullptr && probe != nullptr && weft::exec::cuda::loaded() &&
+      weft::exec::buffer_kind(probe).device)
+    return weft::exec::cuda::kLegacyStream;
+  return stream;
+}
+
 weftResult_t dispatch(weftComm_t comm, const char* fn, const weft::CollArgs& a,
                       weftStream_t stream, weftRequest_t* request) {
   weftResult_t rc;
   Use c(comm, fn, &rc);
   if (!c) return rc;
-  // NCCL's stream 0: device buffers on the legacy default stream.
-  if (stream == nullptr && request == nullptr && weft::exec::cuda::loaded() &&
-      weft::exec::buffer_kind(a.recv != nullptr ? a.recv : a.send).device)
-    stream = weft::exec::cuda::kLegacyStream;
+  stream = stream_of(stream, request, a.recv != nullptr ? a.recv : a.send);
   if (stream != nullptr) {
     if (in_group()) {
       weft::Status st = c->validate(a, true);
@@ -67,17 +73,14 @@ weftResult_t dispatch(weftComm_t comm, const char* fn, const weft::CollArgs& a,
 }
 
 // A point-to-point batch that build(communicator, &batch) checks and makes.
-// request: the non-blocking form. probe: a buffer the call surely uses, whose
-// kind decides what stream NULL means (as in dispatch).
+// request: the non-blocking form. probe: a buffer the call surely uses (stream_of).
 template <class Build>
 weftResult_t batch(weftComm_t comm, const char* fn, weftStream_t stream, weftRequest_t* request, const void* probe,
                    Build build) {
   weftResult_t rc;
   Use c(comm, fn, &rc);
   if (!c) return rc;
-  if (stream == nullptr && request == nullptr && probe != nullptr && weft::exec::cuda::loaded() &&
-      weft::exec::buffer_kind(probe).device)
-    stream = weft::exec::cuda::kLegacyStream;
+  stream = stream_of(stream, request, probe);
   weft::P2PBatch b;
   b.on_stream = stream != nullptr;
   weft::Status st = build(*c.get(), &b);

@@ -435,9 +435,7 @@ Status Communicator::validate(const CollArgs& a, bool on_stream) const {
       __builtin_mul_overflow(std::max(sends, recvs), esize, &product))
     return Error(weftInvalidArgument, "%s: count %zu of %s overflows the address space", what(),
                  a.count, reduce::dtype_name(a.dtype));
-  // Broadcast reads sendbuff only at the root; reduce writes recvbuff only there.
-  bool uses_send = !(a.coll == sched::Coll::Broadcast && rank_ != a.root);
-  bool uses_recv = !(a.coll == sched::Coll::Reduce && rank_ != a.root);
+  const bool uses_send = this->uses_send(a), uses_recv = this->uses_recv(a);
   if (a.count > 0 && uses_send && a.send == nullptr)
     return Error(weftInvalidArgument, "%s: sendbuff is NULL with count %zu", what(), a.count);
   if (a.count > 0 && uses_recv && a.recv == nullptr)

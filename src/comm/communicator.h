@@ -142,6 +142,9 @@ class Communicator final : public exec::Health {
   friend class StreamGate;
   Communicator() = default;
   Status init(const boot::UniqueId& id, const weftConfig_t* config);
+  // Broadcast reads sendbuff only at the root; reduce writes recvbuff only there.
+  bool uses_send(const CollArgs& a) const { return !(a.coll == sched::Coll::Broadcast && rank_ != a.root); }
+  bool uses_recv(const CollArgs& a) const { return !(a.coll == sched::Coll::Reduce && rank_ != a.root); }
   // The parts of enqueue and enqueue_p2p (device_calls.cpp): a stream step that
   // fails fails the communicator; a slot's copies in, staged flag and gated
   // operation; its wait, copies back and free flag; both for one slot; a large

@@ -106,8 +106,7 @@ Status Communicator::enqueue_chunked(const CollArgs& dev, void* stream, size_t p
   WEFT_TRY(stream_driver(what, stream, &d));
   const size_t esize = reduce::dtype_size(dev.dtype);
   const size_t nchunks = (dev.count + per - 1) / per;
-  const bool uses_send = !(dev.coll == sched::Coll::Broadcast && rank_ != dev.root);
-  const bool uses_recv = !(dev.coll == sched::Coll::Reduce && rank_ != dev.root);
+  const bool uses_send = this->uses_send(dev), uses_recv = this->uses_recv(dev);
   auto layout_of = [&](size_t i) {
     const size_t first = i * per, bytes = std::min(per, dev.count - first) * esize;
     StagingLayout l;
@@ -155,8 +154,7 @@ Status Communicator::enqueue(const CollArgs& dev, void* stream) {
   // position merge into one segment, so the host call is in place too.
   const size_t esize = reduce::dtype_size(dev.dtype);
   const sched::BuildArgs b{dev.coll, nranks_, dev.count, dev.root, 0};
-  const bool uses_send = dev.count > 0 && !(dev.coll == sched::Coll::Broadcast && rank_ != dev.root);
-  const bool uses_recv = dev.count > 0 && !(dev.coll == sched::Coll::Reduce && rank_ != dev.root);
+  const bool uses_send = dev.count > 0 && this->uses_send(dev), uses_recv = dev.count > 0 && this->uses_recv(dev);
   StagingLayout layout;
   if (uses_send) layout.add(dev.send, sched::send_count(b) * esize, true, false);
   if (uses_recv) layout.add(dev.recv, sched::recv_count(b) * esize, false, true);
