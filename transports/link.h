@@ -46,6 +46,13 @@ struct RecvOp {
   bool started = false;
 };
 
+// The head of a peer's messages as peek() sees it.
+struct NextMessage {
+  bool arrived = false;  // its first piece is here; then:
+  uint64_t tag = 0;
+  size_t bytes = 0;  // the whole message's size
+};
+
 class Link {
  public:
   virtual ~Link() = default;
@@ -65,6 +72,12 @@ class Link {
   // Advances `op` as far as the peer's data allows. Ok with *complete set, or an
   // error (mismatched size or tag: weftInvalidUsage) naming the peer.
   virtual Status poll_recv(RecvOp& op, bool* complete) = 0;
+
+  // The next message from the peer, without receiving any of it: a receive from
+  // any source looks at every peer's before it takes one. Called only between
+  // messages, never while a receive from this peer is under way. An error if
+  // the link has failed.
+  virtual Status peek(NextMessage* next) = 0;
 
   // Slow check, called every few hundred polls while waiting on this peer: an
   // error if the peer is gone.

@@ -297,6 +297,14 @@ weftResult_t weftSendAsync(const void* sendbuff, size_t count, weftDataType_t da
                            weftComm_t comm, weftRequest_t* request);
 weftResult_t weftRecvAsync(void* recvbuff, size_t count, weftDataType_t datatype, int peer,
                            weftComm_t comm, weftRequest_t* request);
+/* A receive from whichever rank's message comes first (MPI_ANY_SOURCE): posted
+ * like weftRecvAsync; when the request completes, *source (which must stay
+ * valid until then) holds the sender's rank. Receives match messages in the
+ * order they were posted, so later receives wait until this one has matched. The
+ * message must hold count elements (another size is an error naming the
+ * sender). Host memory. */
+weftResult_t weftRecvAnyAsync(void* recvbuff, size_t count, weftDataType_t datatype, int* source,
+                              weftComm_t comm, weftRequest_t* request);
 weftResult_t weftBarrier(weftComm_t comm);
 
 /* Gather, scatter and all-to-all with per-peer counts, with NCCL 2.28's

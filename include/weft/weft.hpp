@@ -247,6 +247,13 @@ class Communicator {
     check(weftRecvAsync(data.data(), data.size(), datatype_of<T>(), peer, comm_, &req), comm_);
     return Future(req);
   }
+  // *source: the sender's rank once the future is ready.
+  template <typename T>
+  Future recv_any_async(std::span<T> data, int* source) {
+    weftRequest_t req = nullptr;
+    check(weftRecvAnyAsync(data.data(), data.size(), datatype_of<T>(), source, comm_, &req), comm_);
+    return Future(req);
+  }
 
  private:
   weftComm_t comm_ = nullptr;

@@ -105,6 +105,9 @@ weftResult_t point_to_point(bool send, void* buf, size_t count, weftDataType_t d
                             weftComm_t comm, weftStream_t stream, weftRequest_t* request) {
   const char* fn = request != nullptr ? (send ? "weftSendAsync" : "weftRecvAsync") : send ? "weftSend" : "weftRecv";
   return batch(comm, fn, stream, request, buf, [&](weft::Communicator& c, weft::P2PBatch* b) {
+    if (peer == weft::exec::kAnySource && !send)
+      return weft::Error(weftInvalidArgument, "%s: peer %d is out of range [0, %d) (from any rank: weftRecvAnyAsync)",
+                         fn, peer, c.nranks());
     WEFT_TRY(c.validate_p2p(send, buf, count, dtype, peer, b->on_stream));
     // Only a group holds both halves of an exchange with itself (weftGroupEnd pairs them).
     if (peer == c.rank() && (request != nullptr || !in_group()))
@@ -245,6 +248,21 @@ weftResult_t weftRecvAsync(void* recvbuff, size_t count, weftDataType_t datatype
                            weftRequest_t* request) {
   if (request == nullptr) return report(weft::Error(weftInvalidArgument, "weftRecvAsync: request is NULL"));
   return point_to_point(false, recvbuff, count, datatype, peer, comm, nullptr, request);
+}
+
+weftResult_t weftRecvAnyAsync(void* recvbuff, size_t count, weftDataType_t datatype, int* source, weftComm_t comm,
+                              weftRequest_t* request) {
+  const char* fn = "weftRecvAnyAsync";
+  if (request == nullptr) return report(weft::Error(weftInvalidArgument, "%s: request is NULL", fn));
+  if (source == nullptr) return report(weft::Error(weftInvalidArgument, "%s: source is NULL", fn));
+  return batch(comm, fn, nullptr, request, recvbuff, [&](weft::Communicator& c, weft::P2PBatch* b) {
+    WEFT_TRY(c.validate_p2p(false, recvbuff, count, datatype, weft::exec::kAnySource, false));
+    if (c.nranks() == 1)
+      return weft::Error(weftInvalidUsage, "%s: no other rank could send (the communicator has one rank)", fn);
+    *source = weft::exec::kAnySource;
+    b->ops.push_back({false, weft::exec::kAnySource, recvbuff, count * weft::reduce::dtype_size(datatype), source});
+    return weft::Status::Ok();
+  });
 }
 
 weftResult_t weftGather(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype, int root,

@@ -470,7 +470,7 @@ Status Communicator::validate_p2p(bool send, const void* buf, size_t count, weft
   const char* what = send ? "send" : "recv";
   if (static_cast<int>(dtype) < 0 || dtype >= weftNumTypes)
     return Error(weftInvalidArgument, "%s: invalid datatype %d", what, static_cast<int>(dtype));
-  if (peer < 0 || peer >= nranks_)
+  if ((peer < 0 && !(peer == exec::kAnySource && !send)) || peer >= nranks_)
     return Error(weftInvalidArgument, "%s: peer %d is out of range [0, %d)", what, peer, nranks_);
   if (count > SIZE_MAX / reduce::dtype_size(dtype))
     return Error(weftInvalidArgument, "%s: count %zu overflows the address space", what, count);

@@ -89,6 +89,7 @@ class Communicator final : public exec::Health {
   Status post_p2p(std::vector<exec::P2P> ops, std::vector<exec::LocalCopy> copies, weftRequestImpl** req);
   // Waits for a posted operation, driving the engine meanwhile; frees req.
   static Status wait(weftRequestImpl* req);
+  // peer: a rank, or exec::kAnySource for a receive.
   Status validate_p2p(bool send, const void* buf, size_t count, weftDataType_t dtype, int peer,
                       bool on_stream = false) const;
 

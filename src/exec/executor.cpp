@@ -15,6 +15,7 @@ namespace {
 constexpr uint64_t kP2P = 1ull << 63;
 constexpr uint64_t kP2PCountMask = 0xffffffffffffull;
 constexpr uint64_t kReceived = ~uint64_t{0};  // P2PCall::recv_turn of a completed receive
+constexpr uint64_t kUnmatched = kReceived - 1;  // ... of one not yet matched to a peer's message
 
 bool overlaps(const unsigned char* a, size_t an, const unsigned char* b, size_t bn) {
   return a < b + bn && b < a + an;
@@ -327,28 +328,79 @@ Status Executor::run(Call& call) { return run_loop<false>(call); }
 
 Status Executor::run_traced(Call& call) { return run_loop<true>(call); }
 
+void Executor::take_turn(P2PCall& call, size_t i, int peer) {
+  P2P& op = call.ops[i];
+  op.peer = peer;
+  if (op.from != nullptr) *op.from = peer;
+  call.recv_turn[i] = p2p_received_[static_cast<size_t>(peer)]++;
+  call.recvs[i].tag = kP2P | (call.recv_turn[i] & kP2PCountMask);
+  call.recvs[i].bytes = op.bytes;
+  call.recvs[i].dst = op.buf;
+}
+
+Status Executor::match(P2PCall& call, size_t i) {
+  const uint64_t me = call.posted[i];
+  const int want = call.ops[i].peer;
+  // Earlier receives match first: one from any source before every later one,
+  // one from a peer before later ones that could take that peer's message.
+  int earlier[8];
+  size_t nearlier = 0;
+  for (auto it = unmatched_.begin(); it != unmatched_.end() && it->first < me; ++it) {
+    if (it->second == kAnySource || it->second == want) return Status::Ok();
+    if (nearlier == 8) return Status::Ok();  // crowded: wait for them to match
+    earlier[nearlier++] = it->second;
+  }
+  if (want != kAnySource) {
+    unmatched_.erase(me);
+    take_turn(call, i, want);
+    return Status::Ok();
+  }
+  const int n = static_cast<int>(links_.size());
+  for (int k = 0; k < n; ++k) {
+    const int q = (any_next_ + k) % n;
+    const auto uq = static_cast<size_t>(q);
+    transport::Link* link = links_[uq];
+    // A receive from q under way, or waiting its turn, gets q's next message.
+    if (link == nullptr || p2p_done_[uq] != p2p_received_[uq] ||
+        std::find(earlier, earlier + nearlier, q) != earlier + nearlier)
+      continue;
+    transport::NextMessage next;
+    Status st = link->peek(&next);
+    if (!st.ok()) return st.prefix("recv from any rank: rank " + std::to_string(q) + ": ");
+    if (!next.arrived || next.tag != (kP2P | (p2p_received_[uq] & kP2PCountMask))) continue;
+    any_next_ = (q + 1) % n;
+    unmatched_.erase(me);
+    take_turn(call, i, q);  // a size that differs is refused by the receive, naming q
+    note_progress();
+    return Status::Ok();
+  }
+  return Status::Ok();
+}
+
 Status Executor::advance_p2p(P2PCall& call, bool* done) {
   *done = false;
   if (!call.started) {
     for (const P2P& op : call.ops)
-      if (link_to(op.peer) == nullptr)
+      if ((op.send || op.peer != kAnySource) && link_to(op.peer) == nullptr)
         return Error(weftInvalidArgument, "%s rank %d: no link to that rank", op.send ? "send to" : "recv from",
                      op.peer);
     call.recvs.resize(call.ops.size());
     call.recv_turn.assign(call.ops.size(), kReceived);
     for (size_t i = 0; i < call.ops.size(); ++i) {
       const P2P& op = call.ops[i];
-      auto peer = static_cast<size_t>(op.peer);
-      transport::Link* link = link_to(op.peer);
       if (op.send) {
+        auto peer = static_cast<size_t>(op.peer);
         auto* data = static_cast<const unsigned char*>(op.buf);
-        uint64_t ticket = link->send(data, op.bytes, kP2P | (p2p_sent_[peer]++ & kP2PCountMask));
-        if (!link->send_done(ticket)) call.sends.push_back({data, op.bytes, link, ticket});
+        uint64_t ticket = link_to(op.peer)->send(data, op.bytes, kP2P | (p2p_sent_[peer]++ & kP2PCountMask));
+        if (!link_to(op.peer)->send_done(ticket)) call.sends.push_back({data, op.bytes, link_to(op.peer), ticket});
+      } else if (op.peer != kAnySource && unmatched_.empty()) {
+        take_turn(call, i, op.peer);
       } else {
-        call.recv_turn[i] = p2p_received_[peer]++;
-        call.recvs[i].tag = kP2P | (call.recv_turn[i] & kP2PCountMask);
-        call.recvs[i].bytes = op.bytes;
-        call.recvs[i].dst = op.buf;
+        // A failed call leaves its entry: the communicator fails with it.
+        call.posted.resize(call.ops.size());
+        call.posted[i] = recv_posts_++;
+        call.recv_turn[i] = kUnmatched;
+        unmatched_.emplace(call.posted[i], op.peer);
       }
     }
     // Point-to-point buffers are host memory (validate_p2p, check_memory), as the
@@ -361,6 +413,14 @@ Status Executor::advance_p2p(P2PCall& call, bool* done) {
   bool received = true;
   for (size_t i = 0; i < call.ops.size(); ++i) {
     if (call.recv_turn[i] == kReceived) continue;
+    if (call.recv_turn[i] == kUnmatched) {
+      WEFT_TRY(match(call, i));
+      if (call.recv_turn[i] == kUnmatched) {
+        received = false;
+        call.waiting = nullptr;
+        continue;
+      }
+    }
     auto peer = static_cast<size_t>(call.ops[i].peer);
     // Messages from one peer arrive in order: an earlier receive from it goes first.
     if (p2p_done_[peer] != call.recv_turn[i]) {
@@ -404,7 +464,16 @@ Status Executor::check_p2p(P2PCall& call) {
     health_->waiting(w);
   }
   Status st = check_waiting(call.waiting, call.deadline, what);
-  if (st.ok() || call.waiting == nullptr) return st;
+  if (st.ok()) return st;
+  if (call.waiting == nullptr) {
+    for (size_t i = 0; i < call.ops.size(); ++i) {
+      if (call.recv_turn.empty() || call.recv_turn[i] != kUnmatched) continue;
+      if (call.ops[i].peer == kAnySource) return st.prefix("recv from any rank: ");
+      return st.prefix("recv from rank " + std::to_string(call.ops[i].peer) +
+                       " (behind a receive from any rank): ");
+    }
+    return st;
+  }
   return st.prefix(std::string(sending ? "send to" : "recv from") + " rank " + std::to_string(call.waiting->peer()) +
                    ": ");
 }

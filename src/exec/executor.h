@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -54,12 +55,16 @@ struct Call {
   DataEngine* data;       // touches send, recv (and the reductions into them)
 };
 
+// A receive's peer: whichever rank's message comes first.
+inline constexpr int kAnySource = -1;
+
 // One point-to-point operation of a group.
 struct P2P {
   bool send;
-  int peer;
+  int peer;  // or kAnySource (a receive), replaced by the rank it came from once matched
   void* buf;
   size_t bytes;
+  int* from = nullptr;  // kAnySource: told the rank it came from
 };
 
 // A copy within this rank, done when its point-to-point call starts: a rank's own
@@ -91,6 +96,7 @@ struct P2PCall {
   bool started = false;
   std::vector<transport::RecvOp> recvs;  // per op (receives only)
   std::vector<uint64_t> recv_turn;       // per op: the peer's receive count it waits for
+  std::vector<uint64_t> posted;          // per op, while matching waits: its place among receives (below)
   std::vector<InFlight> sends;
   transport::Link* waiting = nullptr;    // what the last advance() waited on
 };
@@ -114,7 +120,10 @@ class Executor {
 
   // Point-to-point groups: any number in flight beside each other (never beside
   // a collective). Tags count per peer across calls (they are not collectives,
-  // so they do not advance the collective sequence number).
+  // so they do not advance the collective sequence number). Receives match
+  // messages in posting order, as MPI's: a receive from any source takes the
+  // first message to arrive from a rank that no earlier receive waits for,
+  // and until it has one, later receives wait behind it.
   Status advance_p2p(P2PCall& call, bool* done);
   Status check_p2p(P2PCall& call);
   // Posts every send and does the copies, then completes every receive, then
@@ -174,6 +183,14 @@ class Executor {
   std::vector<Counter> received_;  // messages received from each peer in this call
   std::vector<uint64_t> p2p_sent_, p2p_received_;  // per peer, for the communicator's lifetime
   std::vector<uint64_t> p2p_done_;  // per peer: point-to-point receives completed
+  // Receives not yet matched to a peer's message, by posting number (only while
+  // a receive from any source is among them): peer, or kAnySource.
+  std::map<uint64_t, int> unmatched_;
+  uint64_t recv_posts_ = 0;
+  int any_next_ = 0;  // the peer a receive from any source looks at first (round-robin)
+  // Matches receive i of `call` to the next message of a peer, if its turn has come.
+  Status match(P2PCall& call, size_t i);
+  void take_turn(P2PCall& call, size_t i, int peer);
   std::vector<unsigned char> scratch_;
   size_t elem_size_ = 0;
 

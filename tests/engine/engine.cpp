@@ -14,11 +14,16 @@
 //   tuning-state  settled picks saved (WEFT_TUNE_STATE_FILE) and resumed
 //   nonblocking-init  weftConfig_t.blocking = 0, polled until ready
 //   settings-mismatch  ranks with another WEFT_CHUNK_BYTES: init fails, naming it
+//   any-source  weftRecvAnyAsync: a collector takes every other rank's messages
+//             in whatever order they come (on world and on a split communicator
+//             whose all-reduces run beside), each peer's in its sending order;
+//             receives from any rank and from one rank mixed match in posting order
 // Expected values are computed here from closed forms, not by the library.
 #include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -58,6 +63,113 @@ float contribution(int r, size_t i) { return static_cast<float>((r + 1) * (1 + s
 // The sum over ranks 0..n-1: (1 + i % 7) * n(n+1)/2.
 float sum_of(int n, size_t i) { return static_cast<float>((1 + static_cast<int>(i % 7)) * n * (n + 1) / 2); }
 
+
+// Message k of rank r to the collector: element i is r * 1,000,000 + k * 1,000 + i % 1,000 (exact in int32).
+int32_t any_value(int r, int k, size_t i) { return r * 1000000 + k * 1000 + static_cast<int32_t>(i % 1000); }
+
+// Every rank but `collector` sends `rounds` messages of `count` int32 to it; the
+// collector posts all its receives from any rank at once, then checks who sent what: every message
+// once, each sender's in the order sent, the data the sender's.
+void any_source_round(weftComm_t comm, int n, int me, int collector, int rounds, size_t count,
+                      const std::string& what) {
+  if (me != collector) {
+    std::vector<std::vector<int32_t>> msgs(static_cast<size_t>(rounds), std::vector<int32_t>(count));
+    std::vector<weftRequest_t> reqs(static_cast<size_t>(rounds), nullptr);
+    for (int k = 0; k < rounds; ++k) {
+      for (size_t i = 0; i < count; ++i) msgs[static_cast<size_t>(k)][i] = any_value(me, k, i);
+      if (!ok(weftSendAsync(msgs[static_cast<size_t>(k)].data(), count, weftInt32, collector, comm,
+                            &reqs[static_cast<size_t>(k)]), comm, what + ": send")) return;
+    }
+    for (weftRequest_t& r : reqs) ok(weftWait(&r), comm, what + ": send wait");
+    return;
+  }
+  const int total = (n - 1) * rounds;
+  std::vector<std::vector<int32_t>> got(static_cast<size_t>(total), std::vector<int32_t>(count, -1));
+  std::vector<int> source(static_cast<size_t>(total), -9);
+  std::vector<weftRequest_t> reqs(static_cast<size_t>(total), nullptr);
+  for (int j = 0; j < total; ++j)
+    if (!ok(weftRecvAnyAsync(got[static_cast<size_t>(j)].data(), count, weftInt32, &source[static_cast<size_t>(j)],
+                             comm, &reqs[static_cast<size_t>(j)]), comm, what + ": recv post")) return;
+  for (weftRequest_t& r : reqs) ok(weftWait(&r), comm, what + ": recv wait");
+  std::vector<int> next(static_cast<size_t>(n), 0);  // each sender's next round
+  size_t wrong = 0;
+  for (int j = 0; j < total; ++j) {
+    const int src = source[static_cast<size_t>(j)];
+    if (src < 0 || src >= n || src == collector) {
+      fail(what + ": receive " + std::to_string(j) + " names rank " + std::to_string(src));
+      return;
+    }
+    const int k = next[static_cast<size_t>(src)]++;
+    for (size_t i = 0; i < count; ++i) wrong += got[static_cast<size_t>(j)][i] != any_value(src, k, i) ? 1 : 0;
+  }
+  for (int r = 0; r < n; ++r)
+    if (r != collector && next[static_cast<size_t>(r)] != rounds)
+      fail(what + ": rank " + std::to_string(r) + " sent " + std::to_string(rounds) + " messages, " +
+           std::to_string(next[static_cast<size_t>(r)]) + " received");
+  if (wrong > 0) fail(what + ": " + std::to_string(wrong) + " wrong elements");
+  int first = source[0];
+  std::printf("rank %d: %s: %d messages of %zu int32 from %d ranks, first from rank %d, %zu wrong elements\n", me,
+              what.c_str(), total, count, n - 1, first, wrong);
+}
+
+// Rank 0 posts: from any rank (a), from rank 1 (b), from any rank (c). Rank 1
+// sends 100 and 101, rank 2 (if any) 200. Whatever arrives first: rank 1's
+// messages go to the receives that got them in posting order, and b gets one.
+void any_source_mixed(weftComm_t world, int n, int me) {
+  if (me == 0) {
+    int32_t a = -1, b = -1, c = -1;
+    int sa = -9, sc = -9;
+    weftRequest_t ra = nullptr, rb = nullptr, rc = nullptr;
+    if (!ok(weftRecvAnyAsync(&a, 1, weftInt32, &sa, world, &ra), world, "mixed: post a") ||
+        !ok(weftRecvAsync(&b, 1, weftInt32, 1, world, &rb), world, "mixed: post b"))
+      return;
+    const bool third = n > 2;
+    if (third && !ok(weftRecvAnyAsync(&c, 1, weftInt32, &sc, world, &rc), world, "mixed: post c")) return;
+    ok(weftWait(&ra), world, "mixed: a");
+    ok(weftWait(&rb), world, "mixed: b");
+    if (third) ok(weftWait(&rc), world, "mixed: c");
+    // Rank 1's values in posting order among the receives that got them.
+    std::vector<int32_t> from1;
+    if (sa == 1) from1.push_back(a);
+    from1.push_back(b);
+    if (third && sc == 1) from1.push_back(c);
+    bool good = from1.size() == 2 && from1[0] == 100 && from1[1] == 101;
+    if (third) good = good && ((sa == 2 && a == 200) || (sc == 2 && c == 200));
+    if (!good)
+      fail("mixed: a " + std::to_string(a) + " from " + std::to_string(sa) + ", b " + std::to_string(b) + ", c " +
+           std::to_string(c) + " from " + std::to_string(sc));
+    std::printf("rank 0: mixed: a=%d (rank %d) b=%d c=%d (rank %d)\n", a, sa, b, c, sc);
+  } else if (me == 1 || me == 2) {
+    int32_t v[2] = {me * 100, me * 100 + 1};
+    for (int k = 0; k < (me == 1 ? 2 : 1); ++k) ok(weftSend(&v[k], 1, weftInt32, 0, world, nullptr), world, "mixed: send");
+  }
+}
+
+void test_any_source(weftComm_t world, int n, int me) {
+  if (n < 2) return;
+  any_source_round(world, n, me, 0, 40, 1025, "world, 4 KiB");
+  // Past the eager limit: read in place (or through the FIFO) by the receiver.
+  any_source_round(world, n, me, n - 1, 3, 300000, "world, 1.2 MB");
+  // A split communicator (ranks reversed) shares the channels with world, whose
+  // all-reduces run at the same time: messages of both interleave on each pair.
+  weftComm_t rev = nullptr;
+  if (!ok(weftCommSplit(world, 0, n - 1 - me, &rev, nullptr), world, "split")) return;
+  std::vector<float> grads(4096);
+  for (size_t i = 0; i < grads.size(); ++i) grads[i] = contribution(me, i);
+  std::vector<weftRequest_t> reduces(8, nullptr);
+  for (weftRequest_t& r : reduces)
+    if (!ok(weftAllReduceAsync(grads.data(), grads.data(), 4096, weftFloat32, weftSum, world, &r), world,
+            "all-reduce post")) return;
+  any_source_round(rev, n, n - 1 - me, 0, 20, 999, "split, beside all-reduces");
+  for (weftRequest_t& r : reduces) ok(weftWait(&r), world, "all-reduce wait");
+  // Eight in-place sums: n^7 times the sum of the contributions.
+  size_t wrong = 0;
+  for (size_t i = 0; i < grads.size(); ++i) wrong += grads[i] != sum_of(n, i) * std::pow(static_cast<float>(n), 7.0f) ? 1 : 0;
+  if (wrong > 0) fail("all-reduces beside: " + std::to_string(wrong) + " wrong elements");
+  ok(weftCommDestroy(rev), rev, "destroy");
+  any_source_mixed(world, n, me);
+  ok(weftBarrier(world), world, "barrier");
+}
 
 // 4 communicators split from world with all ranks (keys reversed in two, so
 // ranks are numbered differently), plus one per parity; every one gets several
@@ -556,8 +668,9 @@ int main(int argc, char** argv) {
     else if (mode == "tuning-state") test_tuning_state(world, g_rank, state_path);
     else if (mode == "churn") test_churn(world, g_rank, argc > 2 ? std::atoi(argv[2]) : 500);
     else if (mode == "abort-sibling") test_abort_sibling(world, n, g_rank);
+    else if (mode == "any-source") test_any_source(world, n, g_rank);
     else {
-      std::fprintf(stderr, "usage: %s split|pipeline|threads|abort|churn [N]|footprint [N]|abort-sibling|initall|settings-mismatch|nonblocking-init|tuning-state\n", argv[0]);
+      std::fprintf(stderr, "usage: %s split|pipeline|threads|abort|churn [N]|footprint [N]|abort-sibling|any-source|initall|settings-mismatch|nonblocking-init|tuning-state\n", argv[0]);
       return 2;
     }
     if (mode != "abort") weftCommDestroy(world);

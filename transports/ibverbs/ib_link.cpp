@@ -289,6 +289,19 @@ Status IbLink::poll_recv(transport::RecvOp& op, bool* complete) {
   return error_;
 }
 
+// Between messages the ring's next slot is the first piece of the next one
+// (poll_recv judges it when it is received).
+Status IbLink::peek(transport::NextMessage* next) {
+  next->arrived = false;
+  WEFT_TRY(error_);
+  WEFT_TRY(drain());
+  if (consumed_ == arrived_) return error_;
+  SlotHeader h;
+  std::memcpy(&h, static_cast<unsigned char*>(ring_) + (consumed_ % opts_.slots) * opts_.slot_bytes, sizeof h);
+  *next = {true, h.tag, static_cast<size_t>(h.msg_bytes)};
+  return error_;
+}
+
 bool IbLink::slot_consumed(const transport::RecvOp& op, bool* complete) {
   ++consumed_;
   recv_credits_.consumed();

@@ -81,6 +81,7 @@ class IbLink final : public transport::Link {
   bool send_done(uint64_t ticket) override;
   void progress() override;
   Status poll_recv(transport::RecvOp& op, bool* complete) override;
+  Status peek(transport::NextMessage* next) override;
   Status check_peer() override;
 
   const RegCache& reg_cache() const { return *cache_; }

@@ -371,6 +371,27 @@ Status PeerChannel::poll_recv(uint32_t in, transport::RecvOp& op, bool* complete
   }
 }
 
+void PeerChannel::peek(uint32_t in, transport::NextMessage* next) {
+  next->arrived = false;
+  std::unique_lock<SpinLock> lock(recv_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return;
+  InContext& c = *ins_[context_index(in)];
+  if (!c.aside.empty()) {
+    *next = {true, c.aside.front().tag, c.aside.front().msg_bytes};
+    return;
+  }
+  for (;;) {
+    SlotHeader* h = in_.header(recv_slots_);
+    if (h->seq.load(std::memory_order_acquire) != recv_slots_ + 1) return;
+    if (h->ctx == context_index(in) && h->gen == c.gen) {
+      *next = {true, h->tag, h->msg_bytes};
+      return;
+    }
+    set_aside(h, in_.payload(recv_slots_));
+    take_slot();
+  }
+}
+
 Status PeerChannel::check_peer(int peer) {
   if (pidfd_ < 0) return Status::Ok();
   struct pollfd p{pidfd_, POLLIN, 0};

@@ -67,6 +67,8 @@ class PeerChannel {
   bool send_done(OutContext* out, uint64_t ticket);
   void progress(OutContext* out);
   Status poll_recv(uint32_t in, transport::RecvOp& op, bool* complete, int peer);
+  // Context `in`'s next message (other contexts' slots on the way are set aside).
+  void peek(uint32_t in, transport::NextMessage* next);
   Status check_peer(int peer);
 
  private:

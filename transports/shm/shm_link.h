@@ -29,6 +29,10 @@ class ShmLink final : public transport::Link {
   Status poll_recv(transport::RecvOp& op, bool* complete) override {
     return ch_->poll_recv(in_, op, complete, peer());
   }
+  Status peek(transport::NextMessage* next) override {
+    ch_->peek(in_, next);
+    return Status::Ok();
+  }
   Status check_peer() override { return ch_->check_peer(peer()); }
 
  private:

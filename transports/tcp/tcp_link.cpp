@@ -174,23 +174,50 @@ Status TcpLink::read_some(size_t i, void* buf, size_t n, size_t* got) {
   }
 }
 
+Status TcpLink::read_header(size_t i) {
+  InSock& s = in_[i];
+  while (!s.eof && s.state == In::Header) {
+    size_t got = 0;
+    WEFT_TRY(read_some(i, reinterpret_cast<unsigned char*>(&s.h) + s.hdr_got, sizeof(FrameHeader) - s.hdr_got, &got));
+    if (got == 0) return Status::Ok();
+    s.hdr_got += got;
+    if (s.hdr_got < sizeof(FrameHeader)) continue;
+    std::string why = check_frame(s.h, opts_.max_slice);
+    if (!why.empty())
+      return fail(Error(weftRemoteError, "from peer rank %d at %s (socket %zu): %s", peer(), peer_addr_.c_str(), i,
+                        why.c_str()));
+    s.state = In::Ready;
+  }
+  return Status::Ok();
+}
+
+// Any socket may carry the next message's first frame: each frame names the
+// whole message's tag and size.
+Status TcpLink::peek(transport::NextMessage* next) {
+  next->arrived = false;
+  WEFT_TRY(error_);
+  WEFT_TRY(report_lost());
+  uint64_t in_before = bytes_in_;
+  for (size_t i = 0; i < in_.size(); ++i) {
+    WEFT_TRY(read_header(i));
+    const InSock& s = in_[i];
+    if (s.state == In::Ready && s.h.seq == recv_seq_) {
+      *next = {true, s.h.tag, static_cast<size_t>(s.h.msg_bytes)};
+      return Status::Ok();
+    }
+  }
+  idle_wait(in_before);
+  return report_lost();
+}
+
 // Moves socket i forward as far as its data and the current receive allow.
 Status TcpLink::pump(size_t i, transport::RecvOp& op) {
   InSock& s = in_[i];
   for (;;) {
     if (s.eof) return Status::Ok();
     if (s.state == In::Header) {
-      size_t got = 0;
-      WEFT_TRY(read_some(i, reinterpret_cast<unsigned char*>(&s.h) + s.hdr_got,
-                         sizeof(FrameHeader) - s.hdr_got, &got));
-      if (got == 0) return Status::Ok();
-      s.hdr_got += got;
-      if (s.hdr_got < sizeof(FrameHeader)) continue;
-      std::string why = check_frame(s.h, opts_.max_slice);
-      if (!why.empty())
-        return fail(Error(weftRemoteError, "from peer rank %d at %s (socket %zu): %s", peer(),
-                          peer_addr_.c_str(), i, why.c_str()));
-      s.state = In::Ready;
+      WEFT_TRY(read_header(i));
+      if (s.state == In::Header) return Status::Ok();
     }
     if (s.state == In::Ready) {
       if (s.h.seq > recv_seq_) return Status::Ok();  // a later message; wait for its receive

@@ -50,6 +50,7 @@ class TcpLink final : public transport::Link {
   bool send_done(uint64_t ticket) override;
   void progress() override;
   Status poll_recv(transport::RecvOp& op, bool* complete) override;
+  Status peek(transport::NextMessage* next) override;
   Status check_peer() override;
 
   size_t nsocks() const { return socks_.size(); }
@@ -80,6 +81,8 @@ class TcpLink final : public transport::Link {
   void write_socket(size_t i);
   void frame_sent(uint64_t ticket);
   Status pump(size_t i, transport::RecvOp& op);
+  // Reads socket i's next frame header if it has none yet.
+  Status read_header(size_t i);
   Status read_some(size_t i, void* buf, size_t n, size_t* got);
   bool deliver_in_order(transport::RecvOp& op);
   // The consumer kept a piece of a bounce buffer: nothing is read into the

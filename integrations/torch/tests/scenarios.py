@@ -312,6 +312,25 @@ def op_matrix(group, rank, world, check, n=37):
                     dist.recv(got, gp, group=group)
                     dist.send(mine[rank], gn, group=group)
                 check.equal(f"send/recv {d} {a}", got, mine[prv])
+                # recv from any source: group rank 0 collects one message from every other rank
+                if rank == 0:
+                    seen = []
+                    for _ in range(world - 1):
+                        got = torch.empty(n, dtype=dtype)
+                        if async_op:
+                            w = dist.irecv(got, group=group)  # no src: from any rank
+                            w.wait()
+                            src = w._source_rank()  # the group rank
+                        else:
+                            g = dist.recv(got, group=group)  # returns the global rank
+                            src = dist.get_group_rank(group, g) if group is not None else g
+                        seen.append(src)
+                        check.equal(f"recv from any source {d} {a} (rank {src})", got,
+                                    mine[src] if 0 < src < world else torch.full_like(got, -1))
+                    check.equal(f"recv from any source {d} {a}: senders", torch.tensor(sorted(seen)),
+                                torch.arange(1, world))
+                else:
+                    dist.send(mine[rank], dist.get_global_rank(group, 0) if group is not None else 0, group=group)
         w = dist.barrier(group=group, async_op=async_op)
         if async_op:
             w.wait()

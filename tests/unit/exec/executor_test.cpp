@@ -472,5 +472,126 @@ TEST(ExecutorP2P, LocalCopiesBesideSendsAndReceives) {
   EXPECT_EQ(dst, (Ints{7, 14}));
 }
 
+// (g) Receives from any source, on one thread: rank 0's receives are posted
+// (first advanced) in order and then advanced by hand in any order, while ranks 1 and 2 send one message at a time, so
+// which message each receive gets is decided by the rules alone.
+struct AnySourceRig {
+  FakeNet net{3, {false, 0}};
+  std::vector<std::unique_ptr<exec::Executor>> ex;
+  AnySourceRig() {
+    for (int r = 0; r < 3; ++r) ex.push_back(std::make_unique<exec::Executor>(r, net.links_of(r), nullptr));
+  }
+  // Rank `from` sends `value` to rank 0 (eager: done at once).
+  void send(int from, int32_t value) {
+    Ints v{value};
+    ASSERT_TRUE(ex[static_cast<size_t>(from)]->run_p2p({exec::P2P{true, 0, v.data(), 4}}, {}, 1000).ok());
+  }
+  // One pass of rank 0 over `call`: true once it is done.
+  bool advance(exec::P2PCall& call) {
+    bool done = false;
+    Status st = ex[0]->advance_p2p(call, &done);
+    EXPECT_TRUE(st.ok()) << st.message();
+    return done;
+  }
+};
+
+exec::P2PCall recv_any(Ints& buf, int* from) {
+  return exec::P2PCall({exec::P2P{false, exec::kAnySource, buf.data(), 4, from}}, {}, 1000);
+}
+
+exec::P2PCall recv_from(int peer, Ints& buf) {
+  return exec::P2PCall({exec::P2P{false, peer, buf.data(), 4}}, {}, 1000);
+}
+
+TEST(ExecutorAnySource, TakesTheFirstMessageToArriveFromWhicheverRank) {
+  AnySourceRig rig;
+  Ints a(1, -1), b(1, -1);
+  int from_a = -5, from_b = -5;
+  exec::P2PCall ca = recv_any(a, &from_a);
+  EXPECT_FALSE(rig.advance(ca));  // nothing sent yet
+  rig.send(2, 22);
+  EXPECT_TRUE(rig.advance(ca));
+  EXPECT_EQ(from_a, 2);
+  EXPECT_EQ(a, Ints{22});
+  exec::P2PCall cb = recv_any(b, &from_b);
+  EXPECT_FALSE(rig.advance(cb));
+  rig.send(1, 11);
+  EXPECT_TRUE(rig.advance(cb));
+  EXPECT_EQ(from_b, 1);
+  EXPECT_EQ(b, Ints{11});
+}
+
+// Posted first, it matches first (MPI's order), even when the engine advances
+// a later receive from the same peer before it.
+TEST(ExecutorAnySource, LaterReceivesWaitUntilItHasMatched) {
+  AnySourceRig rig;
+  Ints a(1, -1), b(1, -1), c(1, -1);
+  int from_a = -5, from_c = -5;
+  exec::P2PCall ca = recv_any(a, &from_a);
+  exec::P2PCall cb = recv_from(1, b);
+  exec::P2PCall cc = recv_any(c, &from_c);
+  EXPECT_FALSE(rig.advance(ca));
+  EXPECT_FALSE(rig.advance(cb));
+  EXPECT_FALSE(rig.advance(cc));
+  rig.send(1, 11);
+  rig.send(1, 12);
+  rig.send(2, 22);
+  // Neither later receive may take a message while the first waits to match.
+  EXPECT_FALSE(rig.advance(cc));
+  EXPECT_FALSE(rig.advance(cb));
+  EXPECT_TRUE(rig.advance(ca));
+  EXPECT_EQ(from_a, 1);
+  EXPECT_EQ(a, Ints{11});
+  // The receive from 1 was posted before the second one from any rank: 1's next
+  // message is its, so the other gets 2's.
+  EXPECT_TRUE(rig.advance(cc));
+  EXPECT_EQ(from_c, 2);
+  EXPECT_EQ(c, Ints{22});
+  EXPECT_TRUE(rig.advance(cb));
+  EXPECT_EQ(b, Ints{12});
+}
+
+TEST(ExecutorAnySource, AnEarlierReceiveFromAPeerKeepsThatPeersMessage) {
+  AnySourceRig rig;
+  Ints a(1, -1), b(1, -1);
+  int from_b = -5;
+  exec::P2PCall ca = recv_from(1, a);
+  exec::P2PCall cb = recv_any(b, &from_b);
+  EXPECT_FALSE(rig.advance(ca));  // posted (started) first
+  rig.send(1, 11);
+  EXPECT_FALSE(rig.advance(cb));  // 1's message is the earlier receive's
+  EXPECT_TRUE(rig.advance(ca));
+  EXPECT_EQ(a, Ints{11});
+  EXPECT_FALSE(rig.advance(cb));
+  rig.send(1, 12);
+  EXPECT_TRUE(rig.advance(cb));
+  EXPECT_EQ(from_b, 1);
+  EXPECT_EQ(b, Ints{12});
+}
+
+TEST(ExecutorAnySource, AMessageOfAnotherSizeIsAnErrorNamingTheSender) {
+  AnySourceRig rig;
+  Ints two{1, 2}, got(1, -1);
+  ASSERT_TRUE(rig.ex[2]->run_p2p({exec::P2P{true, 0, two.data(), 8}}, {}, 1000).ok());
+  int from = -5;
+  Status st = rig.ex[0]->run_p2p({exec::P2P{false, exec::kAnySource, got.data(), 4, &from}}, {}, 1000);
+  EXPECT_EQ(st.code(), weftInvalidUsage) << st.message();
+  EXPECT_TRUE(contains(st.message(), "recv from rank 2")) << st.message();
+  EXPECT_EQ(got, Ints{-1});
+}
+
+TEST(ExecutorAnySource, DeadlineSaysItWaitedForAnyRank) {
+  AnySourceRig rig;
+  Ints got(1, -1);
+  int from = -5;
+  Watchdog dog(30, "DeadlineSaysItWaitedForAnyRank");
+  const auto t0 = Clock::now();
+  Status st = rig.ex[0]->run_p2p({exec::P2P{false, exec::kAnySource, got.data(), 4, &from}}, {}, 100);
+  EXPECT_GE(seconds_since(t0), 0.1);
+  EXPECT_LT(seconds_since(t0), 5.0);
+  EXPECT_EQ(st.code(), weftTimeout) << st.message();
+  EXPECT_TRUE(contains(st.message(), "recv from any rank")) << st.message();
+}
+
 }  // namespace
 }  // namespace weft::testing

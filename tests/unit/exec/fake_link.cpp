@@ -74,6 +74,14 @@ class FakeLink final : public transport::Link {
     return Status::Ok();
   }
 
+  Status peek(transport::NextMessage* next) override {
+    std::lock_guard<std::recursive_mutex> lock(net_->mu_);
+    FakeNet::Wire& w = net_->wire(peer(), self_);
+    if (w.queue.empty()) *next = {};
+    else *next = {true, w.queue.front().tag, w.queue.front().bytes};
+    return Status::Ok();
+  }
+
   Status check_peer() override {
     std::lock_guard<std::recursive_mutex> lock(net_->mu_);
     if (net_->dead_[static_cast<size_t>(peer())])

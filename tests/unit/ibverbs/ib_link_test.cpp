@@ -191,6 +191,32 @@ TEST(IbLink, SendBuffersAreRegisteredOnce) {
   EXPECT_EQ(p.a->reg_cache().hits(), 9u);
 }
 
+// A receive from any source looks before it takes: peek names the next
+// message once its first slot is in the ring and leaves it whole.
+TEST(IbLink, PeekNamesTheNextMessageWithoutReceivingIt) {
+  Pair p;
+  transport::NextMessage next;
+  ASSERT_TRUE(p.b->peek(&next).ok());
+  EXPECT_FALSE(next.arrived);
+  auto m1 = pattern(500, 3), m2 = pattern(5, 4);  // m1 spans three slots
+  p.a->send(m1.data(), m1.size(), 21);
+  p.a->send(m2.data(), m2.size(), 22);
+  for (const auto* m : {&m1, &m2}) {
+    next = {};
+    for (int spins = 0; !next.arrived && spins < 100000; ++spins) {
+      p.a->progress();
+      ASSERT_TRUE(p.b->peek(&next).ok());
+    }
+    ASSERT_TRUE(next.arrived);
+    EXPECT_EQ(next.tag, m == &m1 ? 21u : 22u);
+    EXPECT_EQ(next.bytes, m->size());
+    std::vector<unsigned char> got(m->size());
+    transport::RecvOp op{next.tag, got.size(), got.data()};
+    ASSERT_TRUE(receive(*p.b, *p.a, op).ok());
+    EXPECT_EQ(got, *m);
+  }
+}
+
 TEST(IbLink, MismatchedCallsAreNamedNotMixed) {
   Pair p;
   auto msg = pattern(64, 8);

@@ -305,6 +305,37 @@ TEST(ShmContexts, AReceiverGetsItsMessagesPastAnotherContextsAtTheHead) {
   }
 }
 
+// A receive from any source looks before it takes: peek names a context's next
+// message past another context's at the head, and leaves both whole.
+TEST(ShmContexts, PeekNamesAContextsNextMessageWithoutReceivingIt) {
+  Pair p(false);
+  p.add_context();
+  transport::NextMessage next;
+  ASSERT_TRUE(p.l1[1]->peek(&next).ok());
+  EXPECT_FALSE(next.arrived);
+  auto a = pattern(70000, 1), b = pattern(40000, 2);
+  p.l0[0]->send(a.data(), a.size(), 11);
+  p.l0[1]->send(b.data(), b.size(), 21);
+  for (int spins = 0; !next.arrived && spins < 1000000; ++spins) {
+    p.l0[0]->progress();
+    p.l0[1]->progress();
+    ASSERT_TRUE(p.l1[1]->peek(&next).ok());
+  }
+  ASSERT_TRUE(next.arrived);
+  EXPECT_EQ(next.tag, 21u);
+  EXPECT_EQ(next.bytes, b.size());
+  ASSERT_TRUE(p.l1[0]->peek(&next).ok());  // context 0's, moved aside on the way
+  EXPECT_TRUE(next.arrived);
+  EXPECT_EQ(next.tag, 11u);
+  EXPECT_EQ(next.bytes, a.size());
+  std::vector<unsigned char> oa(a.size()), ob(b.size());
+  auto opa = recv_into(oa, 11), opb = recv_into(ob, 21);
+  ASSERT_TRUE(receive(p.l0[1].get(), p.l1[1].get(), opb));
+  ASSERT_TRUE(receive(p.l0[0].get(), p.l1[0].get(), opa));
+  EXPECT_EQ(oa, a);
+  EXPECT_EQ(ob, b);
+}
+
 TEST(ShmContexts, WhatIsMovedAsideIsBoundedByAFifoPerContext) {
   Pair p(false);
   p.add_context();

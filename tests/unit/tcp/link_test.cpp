@@ -121,6 +121,40 @@ TEST(TcpLink, ManyMessagesQueuedBeforeAnyReceive) {
   for (uint64_t t : tickets) EXPECT_TRUE(p.l0[0]->send_done(t));
 }
 
+// A receive from any source looks before it takes: peek names the next
+// message (whichever socket its first frame came on) and leaves it whole.
+TEST(TcpLink, PeekNamesTheNextMessageWithoutReceivingIt) {
+  Pair p;
+  ASSERT_TRUE(make_pair(&p, opts_with(3)).ok());
+  transport::NextMessage next;
+  ASSERT_TRUE(p.l1[0]->peek(&next).ok());
+  EXPECT_FALSE(next.arrived);
+  auto big = pattern(200000, 1), small = pattern(7, 2);
+  p.l0[0]->send(big.data(), big.size(), 100);
+  p.l0[0]->send(small.data(), small.size(), 101);
+  for (const auto* m : {&big, &small}) {
+    next = {};
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!next.arrived && std::chrono::steady_clock::now() < until) {
+      p.l0[0]->progress();
+      ASSERT_TRUE(p.l1[0]->peek(&next).ok());
+    }
+    ASSERT_TRUE(next.arrived);
+    EXPECT_EQ(next.tag, m == &big ? 100u : 101u);
+    EXPECT_EQ(next.bytes, m->size());
+    transport::NextMessage again;
+    ASSERT_TRUE(p.l1[0]->peek(&again).ok());
+    EXPECT_TRUE(again.arrived && again.tag == next.tag && again.bytes == next.bytes);
+    std::vector<unsigned char> got(m->size());
+    transport::RecvOp op;
+    op.tag = next.tag;
+    op.bytes = got.size();
+    op.dst = got.data();
+    ASSERT_TRUE(recv_driven(p.l0[0].get(), p.l1[0].get(), op).ok());
+    EXPECT_TRUE(got == *m);
+  }
+}
+
 TEST(TcpLink, MismatchedSizeIsInvalidUsageNamingThePeer) {
   Pair p;
   ASSERT_TRUE(make_pair(&p, opts_with(2)).ok());

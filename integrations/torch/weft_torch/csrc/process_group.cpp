@@ -514,6 +514,7 @@ WorkPtr ProcessGroupWeft::send(std::vector<at::Tensor>& tensors, int dst, int /*
 WorkPtr ProcessGroupWeft::recv(std::vector<at::Tensor>& tensors, int src, int /*tag*/) {
   const at::Tensor& t = single(tensors, "recv");
   auto w = make_work(OpType::RECV, "recv", tensors);
+  *w->source_slot() = src;
   at::Tensor buf = staged(t, *w, true);
   weftRequest_t req;
   check_post(weftRecvAsync(ptr(buf), count(buf), weft_dtype(t.scalar_type(), "recv"), src, comm_, &req), w);
@@ -521,11 +522,17 @@ WorkPtr ProcessGroupWeft::recv(std::vector<at::Tensor>& tensors, int src, int /*
   return launch(w, true);
 }
 
-WorkPtr ProcessGroupWeft::recvAnysource(std::vector<at::Tensor>& /*tensors*/, int /*tag*/) {
-  TORCH_CHECK(false,
-              "weft recv: receiving from any source is not supported "
-              "(weft matches point-to-point "
-              "messages per peer); pass src");
+// The sender's rank in this group is the work's sourceRank() once it completes.
+WorkPtr ProcessGroupWeft::recvAnysource(std::vector<at::Tensor>& tensors, int /*tag*/) {
+  const at::Tensor& t = single(tensors, "recv");
+  auto w = make_work(OpType::RECVANYSOURCE, "recv", tensors);
+  at::Tensor buf = staged(t, *w, true);
+  weftRequest_t req;
+  check_post(weftRecvAnyAsync(ptr(buf), count(buf), weft_dtype(t.scalar_type(), "recv"), w->source_slot(), comm_,
+                              &req),
+             w);
+  w->add(req);
+  return launch(w, true);
 }
 
 WorkPtr ProcessGroupWeft::barrier(const c10d::BarrierOptions& opts) {

@@ -42,6 +42,10 @@ class WeftWork : public c10d::Work {
   // Keeps a tensor alive while weft reads or writes it.
   void keep(at::Tensor t) { kept_.push_back(std::move(t)); }
   const char* what() const { return what_; }
+  // A receive: the rank it came from, written by weft (weftRecvAnyAsync) before
+  // the work completes.
+  int* source_slot() { return &source_; }
+  int sourceRank() const override { return source_; }
 
   // Completes the work unless another thread already does; returns when it is
   // complete. publish_inline: run the future's callbacks on this thread (a
@@ -86,6 +90,7 @@ class WeftWork : public c10d::Work {
   std::string sync_msg_;
   std::atomic<bool> claimed_{false};  // someone is driving the requests
   bool future_requested_ = false;     // guarded by mutex_ (the base's)
+  int source_ = -1;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
