@@ -7,7 +7,26 @@
 
 namespace weft::algo::double_tree {
 
+// One rank's place in a tree (-1: none). Binary trees use two children; the
+// chain tree's node heads a third (chain_tree.h).
+struct TreeNode {
+  int parent = -1;
+  int child[3] = {-1, -1, -1};
+  int height = 0;  // levels below it (a leaf: 0)
+};
+
+// The node of `rank` in double binary tree `which` (0 or 1) over n ranks.
+TreeNode node_of(int n, int rank, int which);
+// floor(lg n): the trees' depth.
+int depth(int n);
+
 sched::RankPlan allreduce(const sched::BuildArgs& args, int rank);
+// The all-reduce over any two trees of depth d, given this rank's node in each:
+// half t of the vector is reduced up tree t and broadcast back down, pipelined
+// by slices.
+sched::RankPlan two_tree_allreduce(const sched::BuildArgs& args, const TreeNode nodes[2], int d);
+// Its cost for trees of depth d (the comment above allreduce in double_tree.cpp).
+double tree_cost(double d, const sched::BuildArgs& args, size_t elem_size, const LinkCost& c);
 
 double cost(const sched::BuildArgs& args, size_t elem_size, const LinkCost& c);
 

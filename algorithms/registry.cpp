@@ -2,6 +2,7 @@
 
 #include "algorithms/bruck.h"
 #include "algorithms/butterfly.h"
+#include "algorithms/chain_tree.h"
 #include "algorithms/direct.h"
 #include "algorithms/double_tree.h"
 #include "algorithms/hierarchical.h"
@@ -18,7 +19,7 @@ namespace weft::algo {
 using sched::Coll;
 
 namespace {
-constexpr bool kSliced = true, kWhole = false;
+constexpr bool kSliced = true, kWhole = false, kTwoLevel = true;
 
 // Order matters only for listing; the tuner chooses by cost, not position.
 const Algorithm kAlgorithms[] = {
@@ -31,7 +32,9 @@ const Algorithm kAlgorithms[] = {
     {"direct", Coll::AllReduce, direct::allreduce, nullptr, direct::cost, kWhole},
     {"naive", Coll::AllReduce, naive::allreduce, nullptr, naive::cost, kWhole},
     {"oneshot", Coll::AllReduce, oneshot::allreduce, nullptr, oneshot::cost, kWhole},
-    {"hierarchical", Coll::AllReduce, hierarchical::allreduce, hierarchical::supports, hierarchical::cost, kSliced},
+    {"hierarchical", Coll::AllReduce, hierarchical::allreduce, hierarchical::supports, hierarchical::cost, kSliced,
+     kTwoLevel},
+    {"chain_tree", Coll::AllReduce, chain_tree::allreduce, chain_tree::supports, chain_tree::cost, kSliced, kTwoLevel},
 
     {"ring", Coll::Broadcast, ring::broadcast, nullptr, ring::cost, kSliced},
     {"tree", Coll::Broadcast, tree::broadcast, nullptr, tree::cost, kSliced},

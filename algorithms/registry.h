@@ -29,6 +29,10 @@ struct Algorithm {
   SupportsFn supports = nullptr;  // nullptr: any BuildArgs
   CostFn cost = nullptr;          // nullptr: no model
   bool sliced = false;            // pipelines by BuildArgs::slice_elems (else ignores it)
+  // Built for nodes of BuildArgs::local_size ranks: a candidate where the
+  // communicator spans nodes; on one node it runs only when named (its formula
+  // and constants are for two levels).
+  bool two_level = false;
 };
 
 // All registered (collective, algorithm) pairs, in a fixed order.

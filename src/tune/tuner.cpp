@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <sstream>
 
 #include "base/log.h"
@@ -203,11 +202,11 @@ std::vector<Prediction> Tuner::candidates(sched::Coll coll, const sched::BuildAr
   const CollFilter& f = spec_.filter(coll);
   for (const algo::Algorithm* a : algo::algorithms_for(coll)) {
     if (!f.allows(a->name) || !algo::supports(*a, args)) continue;
-    // On one host hierarchical is the ring (one node: no inter-node phase) under a
-    // formula that does not count pipeline slices, so with the ring's constants it
-    // would look 10x cheaper than the ring it is. It runs there only when named.
+    // On one host a two-level algorithm is a flat one under another formula (for
+    // hierarchical, the ring's without its pipeline slices: 10x too cheap with
+    // the ring's constants). It runs there only when named.
     const bool named = f.active && !f.exclude;
-    if (std::strcmp(a->name, "hierarchical") == 0 && args.local_size >= args.nranks && !named) continue;
+    if (a->two_level && args.local_size >= args.nranks && !named) continue;
     // Without a model an algorithm runs only when forced alone.
     if (a->cost == nullptr && !(f.active && !f.exclude && f.names.size() == 1)) continue;
     out.push_back({a, a->cost != nullptr ? predict(*a, args, elem_size) : 0.0});

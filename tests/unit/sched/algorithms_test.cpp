@@ -152,9 +152,12 @@ TEST(Algorithms, LargerCountsAndSlices) {
 }
 
 // Every node shape: one node, one rank per node, and everything in between.
-TEST(Algorithms, HierarchicalEveryNodeSize) {
-  const Algorithm* alg = find_algorithm(sched::Coll::AllReduce, "hierarchical");
+class TwoLevel : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(TwoLevel, EveryNodeSize) {
+  const Algorithm* alg = find_algorithm(sched::Coll::AllReduce, GetParam());
   ASSERT_NE(alg, nullptr);
+  EXPECT_TRUE(alg->two_level);
   for (int n = 1; n <= 24; ++n)
     for (int L = 1; L <= n; ++L) {
       BuildArgs a;
@@ -173,6 +176,58 @@ TEST(Algorithms, HierarchicalEveryNodeSize) {
   BuildArgs flat;
   flat.nranks = 4;
   EXPECT_FALSE(supports(*alg, flat)) << "local_size 0 means unknown topology";
+}
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, TwoLevel, ::testing::Values("hierarchical", "chain_tree"));
+
+// The peers a plan talks to.
+std::vector<int> peers_of(const sched::RankPlan& p) {
+  std::vector<int> out;
+  for (const sched::Step& s : p.steps)
+    if (s.peer >= 0 && std::find(out.begin(), out.end(), s.peer) == out.end()) out.push_back(s.peer);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// One rank per node: the double binary tree itself. One node: a chain, each rank
+// talking to its neighbours only. 16 nodes x 8: only the chains' ends (a node's
+// first and last rank) talk across nodes, each to at most 3 other nodes' ranks
+// at the same place (parent and children in its tree).
+TEST(Algorithms, ChainTreeShapes) {
+  const Algorithm* chain = find_algorithm(sched::Coll::AllReduce, "chain_tree");
+  const Algorithm* dbt = find_algorithm(sched::Coll::AllReduce, "double_tree");
+  ASSERT_NE(chain, nullptr);
+  ASSERT_NE(dbt, nullptr);
+  BuildArgs a;
+  a.count = 1000;
+  a.slice_elems = 100;
+  for (int n : {2, 5, 8, 13}) {
+    a.nranks = n;
+    a.local_size = 1;
+    for (int r = 0; r < n; ++r) EXPECT_EQ(peers_of(chain->build(a, r)), peers_of(dbt->build(a, r))) << n << " " << r;
+    a.local_size = n;
+    for (int r = 0; r < n; ++r) {
+      std::vector<int> want;
+      if (r > 0) want.push_back(r - 1);
+      if (r + 1 < n) want.push_back(r + 1);
+      EXPECT_EQ(peers_of(chain->build(a, r)), want) << n << " " << r;
+    }
+  }
+  a.nranks = 128;
+  a.local_size = 8;
+  for (int r = 0; r < 128; ++r) {
+    int across = 0;
+    for (int p : peers_of(chain->build(a, r))) {
+      if (p / 8 == r / 8) {
+        EXPECT_EQ(std::abs(p - r), 1) << r << " -> " << p;
+        continue;
+      }
+      ++across;
+      EXPECT_TRUE(r % 8 == 0 || r % 8 == 7) << r << " -> " << p;
+      EXPECT_EQ(p % 8, r % 8) << r << " -> " << p;
+    }
+    EXPECT_LE(across, 3) << r;
+  }
 }
 
 TEST(Registry, EveryCollectiveHasAlgorithms) {

@@ -1,0 +1,48 @@
+#include "algorithms/chain_tree.h"
+
+#include "algorithms/double_tree.h"
+
+namespace weft::algo::chain_tree {
+
+using namespace weft::sched;
+using double_tree::TreeNode;
+
+bool supports(const BuildArgs& a) { return a.local_size > 0 && a.nranks % a.local_size == 0; }
+
+// L ranks per node, M = n / L nodes, rank r = node * L + l. Tree 0 chains each
+// node's ranks towards l = 0, tree 1 towards l = L - 1 (so each chain link
+// carries one tree each way, and no rank has the same parent or child in both);
+// a chain's end (its head) hangs, across nodes, below the head of node m's
+// parent in double binary tree t over the M nodes, and above its children's.
+// Per slice (k of them) both halves go up and both down, pipelined: every step
+// moves N/(2k) per tree through d = (L - 1) + floor(lg M) levels:
+//   T = 2(d + k - 1) alpha + 2 (1 + (d-1)/k) N beta + N gamma
+RankPlan allreduce(const BuildArgs& a, int r) {
+  const int L = supports(a) ? a.local_size : 1, M = a.nranks / L, node = r / L, l = r % L;
+  TreeNode nodes[2];
+  for (int t = 0; t < 2; ++t) {
+    TreeNode& nd = nodes[t];
+    // Position along tree t's chain: 0 is the head.
+    const int pos = t == 0 ? l : L - 1 - l, step = t == 0 ? 1 : -1, head = node * L + (t == 0 ? 0 : L - 1);
+    nd.child[0] = pos + 1 < L ? r + step : -1;
+    if (pos > 0) {
+      nd.parent = r - step;
+      nd.height = L - 1 - pos;
+      continue;
+    }
+    const TreeNode across = double_tree::node_of(M, node, t);
+    const int at = head - node * L;  // the heads' rank within a node
+    nd.parent = across.parent < 0 ? -1 : across.parent * L + at;
+    for (int s = 0; s < 2; ++s) nd.child[1 + s] = across.child[s] < 0 ? -1 : across.child[s] * L + at;
+    nd.height = (L - 1) + across.height;  // every node's chain is as long
+  }
+  return double_tree::two_tree_allreduce(a, nodes, (L - 1) + double_tree::depth(M));
+}
+
+double cost(const BuildArgs& a, size_t elem_size, const LinkCost& c) {
+  if (a.nranks <= 1 || !supports(a)) return 0;
+  const int L = a.local_size, M = a.nranks / L;
+  return double_tree::tree_cost((L - 1) + double_tree::depth(M), a, elem_size, c);
+}
+
+}  // namespace weft::algo::chain_tree
