@@ -390,9 +390,10 @@ Status Executor::advance_p2p(P2PCall& call, bool* done) {
       const P2P& op = call.ops[i];
       if (op.send) {
         auto peer = static_cast<size_t>(op.peer);
+        transport::Link* link = link_to(op.peer);
         auto* data = static_cast<const unsigned char*>(op.buf);
-        uint64_t ticket = link_to(op.peer)->send(data, op.bytes, kP2P | (p2p_sent_[peer]++ & kP2PCountMask));
-        if (!link_to(op.peer)->send_done(ticket)) call.sends.push_back({data, op.bytes, link_to(op.peer), ticket});
+        uint64_t ticket = link->send(data, op.bytes, kP2P | (p2p_sent_[peer]++ & kP2PCountMask));
+        if (!link->send_done(ticket)) call.sends.push_back({data, op.bytes, link, ticket});
       } else if (op.peer != kAnySource && unmatched_.empty()) {
         take_turn(call, i, op.peer);
       } else {
