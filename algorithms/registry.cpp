@@ -19,7 +19,7 @@ namespace weft::algo {
 using sched::Coll;
 
 namespace {
-constexpr bool kSliced = true, kWhole = false, kTwoLevel = true;
+constexpr bool kSliced = true, kWhole = false, kTwoLevel = true, kDomainLevel = true;
 
 // Order matters only for listing; the tuner chooses by cost, not position.
 const Algorithm kAlgorithms[] = {
@@ -33,7 +33,7 @@ const Algorithm kAlgorithms[] = {
     {"naive", Coll::AllReduce, naive::allreduce, nullptr, naive::cost, kWhole},
     {"oneshot", Coll::AllReduce, oneshot::allreduce, nullptr, oneshot::cost, kWhole},
     {"hierarchical", Coll::AllReduce, hierarchical::allreduce, hierarchical::supports, hierarchical::cost, kSliced,
-     kTwoLevel},
+     kTwoLevel, kDomainLevel},
     {"chain_tree", Coll::AllReduce, chain_tree::allreduce, chain_tree::supports, chain_tree::cost, kSliced, kTwoLevel},
 
     {"ring", Coll::Broadcast, ring::broadcast, nullptr, ring::cost, kSliced},

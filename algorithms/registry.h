@@ -33,6 +33,9 @@ struct Algorithm {
   // communicator spans nodes; on one node it runs only when named (its formula
   // and constants are for two levels).
   bool two_level = false;
+  // Also cuts nodes into domains of BuildArgs::domain_size ranks: a candidate
+  // where the communicator spans domains, on one node too.
+  bool domain_level = false;
 };
 
 // All registered (collective, algorithm) pairs, in a fixed order.

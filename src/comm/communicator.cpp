@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
 
 #include "algorithms/registry.h"
 #include "comm/operations.h"
@@ -124,15 +125,12 @@ Status Communicator::init(const boot::UniqueId& id, const weftConfig_t* config) 
   // Ranks reached over shared memory share this host: all of them -> shm constants.
   int local_ranks = 1;
   for (auto& l : links_) local_ranks += std::strncmp(l->name(), "shm", 3) == 0 ? 1 : 0;
+  if (first_of_family) st = bind_to_host_share();
+  if (st.ok()) st = plan_layout();
   topt.log_table = rank_ == 0;
   topt.explain = rank_ == 0 && params::EXPLAIN() != 0;
   topt.layout = layout_;
-  st = tune::Tuner::create(nranks_, local_ranks, topt, &tuner_);
-  if (!st.ok()) {
-    boot_->abort(st.message());
-    return st.prefix("rank " + std::to_string(rank_) + ": init: ");
-  }
-  if (first_of_family) st = bind_to_host_share();
+  if (st.ok()) st = tune::Tuner::create(nranks_, local_ranks, topt, &tuner_);
   if (st.ok()) st = load_tuning_state();
   if (st.ok() && first_of_family) st = dump_topology();
   if (!st.ok()) {
@@ -218,33 +216,13 @@ Status Communicator::connect_transports(const boot::UniqueId& id) {
   local_ranks_on_host_ = same_host;
   local_rank_ = 0;
   for (int r = 0; r < rank_; ++r) local_rank_ += cards[static_cast<size_t>(r)].host_hash == mine.host_hash ? 1 : 0;
-  // The tuner's layout: hosts in order of first appearance, one network port per
-  // host that its ranks take turns on (one TCP interface; NUMA is not known here).
+  // Hosts in order of first appearance; plan_layout() adds NUMA domains.
   layout_ = sim::Fabric{};
-  layout_.nranks = nranks_;
   std::vector<uint64_t> hosts;
   for (const transport::Card& c : cards) {
     const auto at = std::find(hosts.begin(), hosts.end(), c.host_hash);
-    const int h = static_cast<int>(at - hosts.begin());
-    if (at == hosts.end()) {
-      hosts.push_back(c.host_hash);
-      layout_.nics.push_back({-1.0});
-    }
-    layout_.host.push_back(h);
-    layout_.domain.push_back(h);
-    layout_.nic.push_back(h);
-  }
-  // Relabelable collectives run with each host's ranks next to each other, so
-  // rings cross hosts once per host and two-level algorithms apply to any placement.
-  order_ = sim::grouped_order(layout_);
-  position_ = rank_;
-  for (int i = 0; i < nranks_; ++i)
-    if (order_[static_cast<size_t>(i)] == rank_) position_ = i;
-  grouped_local_size_ = sim::block_size(sim::reordered(layout_, order_));
-  local_size_ = same_host;
-  for (size_t r = 0; r < cards.size(); ++r) {
-    size_t first = r - r % static_cast<size_t>(same_host);
-    if (nranks_ % same_host != 0 || cards[r].host_hash != cards[first].host_hash) local_size_ = 0;
+    layout_.host.push_back(static_cast<int>(at - hosts.begin()));
+    if (at == hosts.end()) hosts.push_back(c.host_hash);
   }
 
   std::vector<std::vector<int>> peers(reg.size());
@@ -586,6 +564,61 @@ Status Communicator::bind_to_host_share() {
   return Status::Ok();
 }
 
+Status Communicator::plan_layout() {
+  struct Place {
+    int32_t host, numa;
+  } mine{layout_.host[static_cast<size_t>(rank_)], topo::numa_node_of_binding()};
+  const std::string& file = params::TOPO_FILE();
+  if (!file.empty()) {
+    // Planning for the machine the file describes: its hosts and NUMA nodes by the
+    // rank's place in its family's first communicator. The transports still
+    // connect the hosts this job really has.
+    topo::System s;
+    try {
+      s = topo::load_file(file);
+    } catch (const std::exception& e) {
+      return Error(weftInvalidArgument, "WEFT_TOPO_FILE: %s", e.what());
+    }
+    const int r = lineage_.family_rank;
+    if (r < 0 || static_cast<size_t>(r) >= s.ranks.size())
+      return Error(weftInvalidArgument, "WEFT_TOPO_FILE=%s describes %zu ranks; rank %d of the job is not among them",
+                   file.c_str(), s.ranks.size(), r);
+    const topo::Rank& where = s.ranks[static_cast<size_t>(r)];
+    mine = {where.host, where.numa.size() == 1 ? where.numa[0] : -1};
+  }
+  std::vector<Place> all(static_cast<size_t>(nranks_));
+  WEFT_TRY(boot_->allgather(&mine, sizeof(mine), all.data(), Deadline::after_ms(timeout_ms_)));
+  // One network port per host that its ranks take turns on (one TCP interface);
+  // a domain per (host, NUMA node), unbound ranks in one of their own.
+  layout_ = sim::Fabric{};
+  layout_.nranks = nranks_;
+  std::map<int, int> host_index;
+  std::map<std::pair<int, int>, int> domain_index;
+  for (const Place& p : all) {
+    const auto h = host_index.emplace(p.host, static_cast<int>(host_index.size()));
+    if (h.second) layout_.nics.push_back({-1.0});
+    layout_.host.push_back(h.first->second);
+    layout_.domain.push_back(
+        domain_index.emplace(std::make_pair(h.first->second, p.numa), static_cast<int>(domain_index.size()))
+            .first->second);
+    layout_.nic.push_back(h.first->second);
+  }
+  // Relabelable collectives run with each host's (and domain's) ranks next to each
+  // other, so rings cross hosts once per host and two-level algorithms apply to
+  // any placement.
+  order_ = sim::grouped_order(layout_);
+  position_ = static_cast<int>(std::find(order_.begin(), order_.end(), rank_) - order_.begin());
+  const sim::Fabric grouped = sim::reordered(layout_, order_);
+  grouped_local_size_ = sim::block_size(grouped);
+  grouped_domain_size_ = sim::domain_block_size(grouped);
+  local_size_ = sim::block_size(layout_);
+  domain_size_ = sim::domain_block_size(layout_);
+  if (domain_index.size() > host_index.size())
+    WEFT_INFO(INIT, "rank %d: %zu hosts, %zu NUMA domains among the ranks%s", rank_, host_index.size(),
+              domain_index.size(), file.empty() ? "" : " (WEFT_TOPO_FILE)");
+  return Status::Ok();
+}
+
 Status Communicator::dump_topology() {
   const std::string& path = params::TOPO_DUMP_FILE();
   if (path.empty()) return Status::Ok();
@@ -719,11 +752,13 @@ sched::BuildArgs Communicator::build_args(const CollArgs& a) const {
   sched::BuildArgs b{a.coll, nranks_, a.count, a.root,
                      static_cast<uint64_t>(params::CHUNK_BYTES()) / reduce::dtype_size(a.dtype)};
   b.local_size = local_size_;
+  b.domain_size = domain_size_;
   if (sched::relabelable(a.coll)) {
     // Built in host-grouped order: the root by its position there.
     for (int i = 0; i < nranks_; ++i)
       if (order_[static_cast<size_t>(i)] == a.root) b.root = i;
     b.local_size = grouped_local_size_;
+    b.domain_size = grouped_domain_size_;
   }
   return b;
 }

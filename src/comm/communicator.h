@@ -212,6 +212,9 @@ class Communicator final : public exec::Health {
   Status dump_topology();
   // WEFT_BIND: pins this process near its share of the host (first communicator of a family only).
   Status bind_to_host_share();
+  // The tuner's layout (hosts, and NUMA domains by each rank's binding or
+  // WEFT_TOPO_FILE) and the orders and sizes the builders get; collective.
+  Status plan_layout();
   void save_tuning_state();
 
   int rank_ = -1;
@@ -219,13 +222,15 @@ class Communicator final : public exec::Health {
   int64_t timeout_ms_ = 0;
   bool check_ = false;  // WEFT_CHECK
   int local_size_ = 0;  // ranks per host when hosts are equal and hold consecutive ranks, else 0
+  int domain_size_ = 0; // ranks per NUMA domain, likewise within the hosts
   int trace_row_ = 0;   // WEFT_TRACE: this communicator's row (tid) under its family rank (pid)
-  sim::Fabric layout_;  // which host each rank is on, for the tuner
+  sim::Fabric layout_;  // which host and NUMA domain each rank is on, for the tuner
   // Relabelable collectives (sched::relabelable) are built in host-grouped order:
   // order_[i] = the rank at position i (sim::grouped_order), position_ = this
-  // rank's, grouped_local_size_ = ranks per host in that order (0: unequal hosts).
+  // rank's, grouped_local_size_ = ranks per host in that order (0: unequal hosts),
+  // grouped_domain_size_ per NUMA domain.
   std::vector<int> order_;
-  int position_ = 0, grouped_local_size_ = 0;
+  int position_ = 0, grouped_local_size_ = 0, grouped_domain_size_ = 0;
   int local_rank_ = 0, local_ranks_on_host_ = 1;  // this rank among those on its host (any layout)
   std::string name_;
   boot::UniqueId id_{};  // the family's first rendezvous (its job secret)

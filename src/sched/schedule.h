@@ -78,6 +78,8 @@ struct BuildArgs {
   uint64_t slice_elems = 0; // pipeline slice size; 0 = no slicing
   int local_size = 0;       // ranks per node, consecutive ranks sharing a node
                             // (hierarchical builders); 0 = unknown
+  int domain_size = 0;      // ranks per NUMA domain (or GPU island), consecutive,
+                            // dividing local_size; 0 = one domain per node
 };
 
 // Element counts of each rank's Send and Recv buffers for a collective call.

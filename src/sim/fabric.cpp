@@ -23,15 +23,16 @@ Level Fabric::level(int a, int b) const {
   return domain[x] == domain[y] ? Level::Domain : Level::Host;
 }
 
-int Fabric::levels_used() const {
-  bool seen[kLevels] = {false, false, false};
+bool Fabric::uses(Level l) const {
   // Comparing every rank with rank 0 and with its neighbour finds every level that
   // occurs in the generators' and topologies' layouts without an n^2 scan.
-  for (int r = 1; r < nranks; ++r) {
-    seen[static_cast<int>(level(0, r))] = true;
-    seen[static_cast<int>(level(r - 1, r))] = true;
-  }
-  return int(seen[0]) + int(seen[1]) + int(seen[2]);
+  for (int r = 1; r < nranks; ++r)
+    if (level(0, r) == l || level(r - 1, r) == l) return true;
+  return false;
+}
+
+int Fabric::levels_used() const {
+  return int(uses(Level::Domain)) + int(uses(Level::Host)) + int(uses(Level::Network));
 }
 
 Fabric Fabric::flat(int nranks, const algo::LinkCost& cost) {
@@ -108,6 +109,20 @@ int block_size(const Fabric& f) {
     if (!seen.insert(f.host[size_t(b)]).second) return 0;
     for (int r = b; r < b + first; ++r)
       if (f.host[size_t(r)] != f.host[size_t(b)]) return 0;
+  }
+  return first;
+}
+
+int domain_block_size(const Fabric& f) {
+  const int per_host = block_size(f);
+  int first = 0;
+  while (first < f.nranks && f.domain[size_t(first)] == f.domain[0]) ++first;
+  if (per_host == 0 || first == 0 || per_host % first != 0) return 0;
+  std::set<int> seen;
+  for (int b = 0; b < f.nranks; b += first) {
+    if (!seen.insert(f.domain[size_t(b)]).second) return 0;
+    for (int r = b; r < b + first; ++r)
+      if (f.domain[size_t(r)] != f.domain[size_t(b)]) return 0;
   }
   return first;
 }

@@ -46,6 +46,8 @@ struct Fabric {
   Level level(int a, int b) const;
   // How many distinct levels occur between two ranks (1: flat, one link class).
   int levels_used() const;
+  // Whether some pair of ranks is that level apart.
+  bool uses(Level l) const;
   // Every rank on a host of its own with one port of the given costs.
   static Fabric flat(int nranks, const algo::LinkCost& cost);
   // Hosts of per_host consecutive ranks, one domain each, each host's ranks taking
@@ -63,6 +65,9 @@ std::vector<int> grouped_order(const Fabric& f);
 Fabric reordered(const Fabric& f, const std::vector<int>& order);
 // Ranks per host where every host holds that many consecutive ranks, else 0.
 int block_size(const Fabric& f);
+// Ranks per domain where every domain holds that many consecutive ranks and every
+// host (of block_size ranks) the same number of domains, else 0.
+int domain_block_size(const Fabric& f);
 
 // weft-sim's generator: `nodes` hosts of `per_node` ranks in `domains` NUMA domains
 // (or GPU islands) each, consecutive ranks per domain; `nics` network ports per host

@@ -215,6 +215,20 @@ bool bind_local_rank(const std::string& mode, int local_rank, int local_size, st
   return true;
 }
 
+int numa_node_of_binding() {
+  const std::vector<int> cpus = bound_cpus();
+  if (cpus.empty()) return -1;
+  for (const std::string& name : list_dir("/sys/devices/system/node")) {
+    if (name.rfind("node", 0) != 0) continue;
+    const std::vector<int> mine = parse_cpu_list(read_line("/sys/devices/system/node/" + name + "/cpulist"));
+    if (!std::binary_search(mine.begin(), mine.end(), cpus[0])) continue;
+    for (int c : cpus)
+      if (!std::binary_search(mine.begin(), mine.end(), c)) return -1;
+    return std::atoi(name.c_str() + 4);
+  }
+  return -1;
+}
+
 System discover_local() {
   System s;
   Host h;

@@ -75,6 +75,13 @@ System join(const std::vector<System>& ranks);
 // JSON text and back; from_json throws std::runtime_error naming what is wrong.
 std::string to_json(const System& s);
 System from_json(const std::string& text);
+// A topology file (WEFT_TOPO_FILE, weft-topo --file, weft-sim --topo); throws
+// std::runtime_error naming the file and what is wrong.
+System load_file(const std::string& path);
+
+// The NUMA node (os index) holding every CPU this process may run on, or -1 where
+// they span nodes (an unbound process on a multi-node host). Cheap: sysfs, no hwloc.
+int numa_node_of_binding();
 
 // WEFT_BIND: pins this process near its share of the host, as NCCL pins a rank
 // near its GPU. "core": local rank i gets the i-th core (modulo the cores this

@@ -21,6 +21,11 @@ constexpr const char* kDefaults = R"(
 # machine to measure on); shm is one fit over every all-reduce algorithm at 4 ranks,
 # so an algorithm without its own lines is judged on the measured scale.
 net * * 0 0 2.5e-05 1e-09 1e-10
+# numa (shared memory between a host's NUMA domains) is guessed too, no multi-socket
+# machine to measure on: shm's generic constants with one more cross-socket
+# cache-line round trip per message (~0.5 us with the flag polling) and copies at
+# ~60% of shm's rate, as cross-socket copies on two-socket servers commonly run.
+numa * * 0 0 2.5e-06 2e-10 1e-10
 # scripts/calibrate --split 64K,2M --generic-from 4 --from three scripts/bench-algorithms
 # --repeat 2 sweeps, one per VM this project has run on (samples pooled per point):
 # AMD EPYC Zen 5 (2026-11-22, bench-results/algorithms.json), Intel Xeon (2026-11-23,

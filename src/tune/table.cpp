@@ -10,7 +10,9 @@
 
 namespace weft::tune {
 
-const char* link_class_name(LinkClass c) { return c == LinkClass::Shm ? "shm" : "net"; }
+const char* link_class_name(LinkClass c) {
+  return c == LinkClass::Shm ? "shm" : c == LinkClass::Numa ? "numa" : "net";
+}
 
 bool parse_coll(const std::string& name, sched::Coll* out) {
   static constexpr sched::Coll kAll[] = {sched::Coll::AllReduce, sched::Coll::Broadcast,
@@ -48,7 +50,7 @@ algo::LinkCost Table::lookup(LinkClass cls, sched::Coll coll, const char* algo, 
     if (best == nullptr || score(e) > score(*best)) best = &e;
   }
   if (best != nullptr) return best->cost;
-  return cls == LinkClass::Shm ? base.shm : base.net;
+  return base.of(cls);
 }
 
 void Table::set(const Entry& e) {
@@ -72,8 +74,8 @@ std::string format_table(const Table& t) {
   std::string s =
       "# class coll algo nranks from_bytes alpha_s beta_s_per_byte gamma_s_per_byte\n";
   char line[256];
-  for (LinkClass c : {LinkClass::Shm, LinkClass::Net}) {
-    const algo::LinkCost& b = c == LinkClass::Shm ? t.base.shm : t.base.net;
+  for (LinkClass c : kLinkClasses) {
+    const algo::LinkCost& b = t.base.of(c);
     std::snprintf(line, sizeof(line), "%s * * 0 0 %.4g %.4g %.4g\n", link_class_name(c), b.alpha_s,
                   b.beta_s_per_byte, b.gamma_s_per_byte);
     s += line;
@@ -97,13 +99,17 @@ Status parse_tuning_text(const std::string& text, const std::string& origin, Tab
           e.cost.gamma_s_per_byte) ||
         (f >> extra))
       return Error(weftInvalidArgument,
-                   "%s:%d: expected '<shm|net> <collective|*> <algorithm|*> <nranks> <from_bytes> "
+                   "%s:%d: expected '<shm|numa|net> <collective|*> <algorithm|*> <nranks> <from_bytes> "
                    "<alpha_s> <beta_s_per_byte> <gamma_s_per_byte>', got '%s'",
                    origin.c_str(), lineno, raw.c_str());
-    if (cls == "shm") e.cls = LinkClass::Shm;
-    else if (cls == "net") e.cls = LinkClass::Net;
-    else
-      return Error(weftInvalidArgument, "%s:%d: unknown link class '%s' (known: shm, net)",
+    bool known = false;
+    for (LinkClass c : kLinkClasses)
+      if (cls == link_class_name(c)) {
+        e.cls = c;
+        known = true;
+      }
+    if (!known)
+      return Error(weftInvalidArgument, "%s:%d: unknown link class '%s' (known: shm, numa, net)",
                    origin.c_str(), lineno, cls.c_str());
     if (e.cost.alpha_s < 0 || e.cost.beta_s_per_byte < 0 || e.cost.gamma_s_per_byte < 0 ||
         e.nranks < 0)
@@ -115,7 +121,7 @@ Status parse_tuning_text(const std::string& text, const std::string& origin, Tab
                      "%s:%d: a '*' collective sets the class's generic constants: algorithm must "
                      "be '*', nranks 0 and from_bytes 0",
                      origin.c_str(), lineno);
-      (e.cls == LinkClass::Shm ? table->base.shm : table->base.net) = e.cost;
+      table->base.of(e.cls) = e.cost;
       continue;
     }
     if (!parse_coll(coll, &e.coll))

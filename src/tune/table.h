@@ -21,7 +21,10 @@
 
 namespace weft::tune {
 
-enum class LinkClass : uint8_t { Shm, Net };
+// shm: shared memory within a NUMA domain (or where NUMA is unknown); numa: shared
+// memory between a host's NUMA domains; net: between hosts.
+enum class LinkClass : uint8_t { Shm, Net, Numa };
+constexpr LinkClass kLinkClasses[] = {LinkClass::Shm, LinkClass::Numa, LinkClass::Net};
 const char* link_class_name(LinkClass c);
 
 // The generic constants per link class; used where no entry below matches.
@@ -33,6 +36,10 @@ struct LinkClassCosts {
   algo::LinkCost shm{2.0e-6, 9.3e-11, 1.0e-10};
   // net: TCP over a ~10 Gb/s NIC: ~25 us per message, ~1 ns/B on the wire.
   algo::LinkCost net{25.0e-6, 1.0e-9, 1.0e-10};
+  // numa: shm's with a cross-socket hop (guessed, as defaults.cpp says).
+  algo::LinkCost numa{2.5e-6, 2.0e-10, 1.0e-10};
+  algo::LinkCost& of(LinkClass c) { return c == LinkClass::Shm ? shm : c == LinkClass::Numa ? numa : net; }
+  const algo::LinkCost& of(LinkClass c) const { return const_cast<LinkClassCosts*>(this)->of(c); }
 };
 
 // One refinement. Wildcards: algo "*" (every algorithm of coll), nranks 0 (any).
@@ -62,7 +69,7 @@ struct Table {
 Table default_table();
 
 // Tuning file: '#' comments; one entry per line:
-//   <shm|net> <collective|*> <algorithm|*> <nranks|0> <from_bytes> <alpha_s> <beta_s_per_byte> <gamma_s_per_byte>
+//   <shm|numa|net> <collective|*> <algorithm|*> <nranks|0> <from_bytes> <alpha_s> <beta_s_per_byte> <gamma_s_per_byte>
 // A line with collective "*" (and algorithm "*", nranks 0, from_bytes 0) replaces the
 // class's generic constants. Entries replace same-key defaults; others stay.
 Status load_tuning_file(const std::string& path, Table* table);

@@ -51,7 +51,9 @@ Status Tuner::create(int nranks, int local_ranks, const Options& opt, std::uniqu
   if (opt.log_table && log::enabled(log::Level::Info, log::Subsys::TUNE)) {
     WEFT_INFO(TUNE, "%d ranks, %d on this host: link class %s%s; %s=%s; online tuning %s; constants from %s:",
               nranks, local_ranks, link_class_name(t->cls_),
-              t->simulate_ ? " (two levels: schedules simulated with shm within hosts, net across)" : "",
+              t->simulate_ ? " (schedules simulated on the ranks' layout: shm within NUMA domains, numa across "
+                             "a host's domains, net across hosts)"
+                           : "",
               opt.algo_source,
               opt.algo.empty() ? "(auto)" : opt.algo.c_str(), t->online_.enabled ? "on" : "off",
               opt.tuning_file.empty() ? "built-in defaults" : opt.tuning_file.c_str());
@@ -71,8 +73,9 @@ sim::Fabric Tuner::priced(const sched::BuildArgs& args, size_t elem_size) const 
   if (layout_costs_) return where;
   const uint64_t bytes = args.count * elem_size;
   sim::Fabric f = where;
-  const algo::LinkCost shm = table_.lookup(LinkClass::Shm, args.coll, "*", args.nranks, bytes);
-  f.cost = {shm, shm, table_.lookup(LinkClass::Net, args.coll, "*", args.nranks, bytes)};
+  f.cost = {table_.lookup(LinkClass::Shm, args.coll, "*", args.nranks, bytes),
+            table_.lookup(LinkClass::Numa, args.coll, "*", args.nranks, bytes),
+            table_.lookup(LinkClass::Net, args.coll, "*", args.nranks, bytes)};
   return f;
 }
 
@@ -146,6 +149,7 @@ Status Tuner::explain_terms(sched::Coll coll, const sched::BuildArgs& args, size
         *alone[term] = simulated(*p.algo, args, elem_size, f);
       }
       t.cost = full.cost[0];
+      t.numa_cost = full.cost[1];
       t.net_cost = full.cost[2];
     } else {
       // The formulas are linear in the constants: each term alone is the formula
@@ -154,7 +158,7 @@ Status Tuner::explain_terms(sched::Coll coll, const sched::BuildArgs& args, size
       t.latency = p.algo->cost(args, elem_size, {c.alpha_s, 0, 0});
       t.bandwidth = p.algo->cost(args, elem_size, {0, c.beta_s_per_byte, 0});
       t.reduction = p.algo->cost(args, elem_size, {0, 0, c.gamma_s_per_byte});
-      t.cost = t.net_cost = c;
+      t.cost = t.numa_cost = t.net_cost = c;
     }
     out->terms.push_back(t);
   }
@@ -167,7 +171,7 @@ std::string Tuner::explain(sched::Coll coll, const sched::BuildArgs& args, size_
   std::snprintf(buf, sizeof(buf), "weft explain: %s %llu B (size class %d), %d ranks, link class %s%s:\n",
                 sched::coll_name(coll), static_cast<unsigned long long>(bytes), size_class(bytes), args.nranks,
                 layout_costs_ ? "the layout's own (simulated)"
-                : simulate_   ? "shm within hosts, net across (simulated)"
+                : simulate_   ? "the ranks' layout's: shm, numa, net (simulated)"
                               : link_class_name(cls_),
                 spec_.filter(coll).active ? (", " + spec_.describe()).c_str() : "");
   std::string out = buf;
@@ -178,12 +182,24 @@ std::string Tuner::explain(sched::Coll coll, const sched::BuildArgs& args, size_
     if (t.predicted < 0) {
       std::snprintf(buf, sizeof(buf), "weft explain:   %-22s no model (forced)\n", t.algo->name);
     } else if (t.simulated) {
+      // The constants of each link level the layout has.
+      std::string levels;
+      const char* sep = "";
+      for (const auto& [level, c] : {std::pair{sim::Level::Domain, t.cost}, std::pair{sim::Level::Host, t.numa_cost},
+                                     std::pair{sim::Level::Network, t.net_cost}}) {
+        if (!layout_.uses(level) && level != sim::Level::Domain) continue;
+        char one[96];
+        std::snprintf(one, sizeof(one), "%s%s alpha %.3g us beta %.3g ns/B", sep,
+                      level == sim::Level::Domain ? "shm" : level == sim::Level::Host ? "numa" : "net",
+                      c.alpha_s * 1e6, c.beta_s_per_byte * 1e9);
+        levels += one;
+        sep = "; ";
+      }
       std::snprintf(buf, sizeof(buf),
                     "weft explain:   %-22s %10.3f us simulated; alone: latency %.3f, bandwidth %.3f, reduction %.3f"
-                    "   (shm alpha %.3g us beta %.3g ns/B; net alpha %.3g us beta %.3g ns/B)%s\n",
+                    "   (%s)%s\n",
                     t.algo->name, t.predicted * 1e6, t.latency * 1e6, t.bandwidth * 1e6, t.reduction * 1e6,
-                    t.cost.alpha_s * 1e6, t.cost.beta_s_per_byte * 1e9, t.net_cost.alpha_s * 1e6,
-                    t.net_cost.beta_s_per_byte * 1e9, pick);
+                    levels.c_str(), pick);
     } else {
       std::snprintf(buf, sizeof(buf),
                     "weft explain:   %-22s %10.3f us = latency %.3f + bandwidth %.3f + reduction %.3f"
@@ -204,9 +220,12 @@ std::vector<Prediction> Tuner::candidates(sched::Coll coll, const sched::BuildAr
     if (!f.allows(a->name) || !algo::supports(*a, args)) continue;
     // On one host a two-level algorithm is a flat one under another formula (for
     // hierarchical, the ring's without its pipeline slices: 10x too cheap with
-    // the ring's constants). It runs there only when named.
+    // the ring's constants). It runs there only when named, or where the host's
+    // ranks span NUMA domains and it cuts the host by them.
     const bool named = f.active && !f.exclude;
-    if (a->two_level && args.local_size >= args.nranks && !named) continue;
+    const bool one_node = args.local_size >= args.nranks;
+    const bool one_domain = args.domain_size <= 0 || args.domain_size >= args.local_size;
+    if (a->two_level && one_node && !(a->domain_level && !one_domain) && !named) continue;
     // Without a model an algorithm runs only when forced alone.
     if (a->cost == nullptr && !(f.active && !f.exclude && f.names.size() == 1)) continue;
     out.push_back({a, a->cost != nullptr ? predict(*a, args, elem_size) : 0.0});
@@ -235,7 +254,7 @@ Status Tuner::model_pick(sched::Coll coll, const sched::BuildArgs& args, size_t 
 Status Tuner::choose(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size,
                      const algo::Algorithm** out, bool internal) {
   const auto key = std::make_tuple(static_cast<int>(coll), args.nranks, args.count, elem_size, args.root,
-                                   args.slice_elems, args.local_size);
+                                   args.slice_elems, args.local_size, args.domain_size);
   auto hit = picks_.find(key);
   if (hit != picks_.end()) {
     *out = hit->second;

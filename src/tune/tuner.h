@@ -97,12 +97,12 @@ class Tuner {
   // (beta) and reduction (gamma) terms add up to predicted; where predictions are
   // simulations each is the simulated time with only its constants. predicted < 0:
   // no model (forced). measured: online tuning's agreed time for the call's size
-  // class, < 0 until it has one. cost: the constants (simulated: shm's; net_cost net's).
+  // class, < 0 until it has one. cost: the constants (simulated: shm's; numa_cost and net_cost the other levels').
   struct Term {
     const algo::Algorithm* algo = nullptr;
     double predicted = 0, latency = 0, bandwidth = 0, reduction = 0, measured = -1;
     bool simulated = false;  // this prediction is a simulation
-    algo::LinkCost cost, net_cost;
+    algo::LinkCost cost, numa_cost, net_cost;
   };
   struct Explanation {
     std::vector<Term> terms;  // every candidate, registry order
@@ -143,7 +143,7 @@ class Tuner {
   bool explain_ = false;
   // (collective, ranks, count, element size, root, slice, local size) -> pick, so the
   // per-call cost of choosing is one map lookup.
-  std::map<std::tuple<int, int, uint64_t, size_t, int, uint64_t, int>, const algo::Algorithm*> picks_;
+  std::map<std::tuple<int, int, uint64_t, size_t, int, uint64_t, int, int>, const algo::Algorithm*> picks_;
   OnlineOptions online_;
   // (collective, size class) -> its online trial, made at the class's first call.
   std::map<std::pair<int, int>, Trial> trials_;

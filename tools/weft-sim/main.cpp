@@ -217,24 +217,21 @@ int main(int argc, char** argv) {
       where += buf;
     }
   } else {
-    std::ifstream in(topo_file);
-    if (!in) return fail("cannot read " + topo_file);
-    std::stringstream text;
-    text << in.rdbuf();
     try {
-      const topo::System s = topo::from_json(text.str());
+      const topo::System s = topo::load_file(topo_file);
       fabric = sim::from_system(s, gen.intra, gen.cross, gen.inter);
       std::snprintf(buf, sizeof buf, "%s: %d ranks on %zu host%s; ", topo_file.c_str(), fabric.nranks, s.hosts.size(),
                     s.hosts.size() == 1 ? "" : "s");
       where = buf;
     } catch (const std::exception& e) {
-      return fail(topo_file + ": " + e.what());
+      return fail(e.what());
     }
   }
   // As a communicator runs them: relabelable collectives in host-grouped order;
-  // hierarchical builders need equal hosts of consecutive ranks.
+  // hierarchical builders need equal hosts (and domains) of consecutive ranks.
   if (sched::relabelable(coll)) fabric = sim::reordered(fabric, sim::grouped_order(fabric));
   local_size = sim::block_size(fabric);
+  const int domain_size = sim::domain_block_size(fabric);
   const int n = fabric.nranks;
   std::snprintf(buf, sizeof buf, "gamma %.3g ns/B, slices of %s", gamma_ns, human(slice).c_str());
   where += buf;
@@ -266,6 +263,7 @@ int main(int argc, char** argv) {
     args.count = static_cast<uint64_t>(bytes / elem / (per_rank ? n : 1));
     args.slice_elems = static_cast<uint64_t>(slice / elem);
     args.local_size = local_size;
+    args.domain_size = domain_size;
     if (args.count == 0) continue;
     Row row;
     row.bytes = double(args.count) * elem * (per_rank ? n : 1);

@@ -12,8 +12,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -136,14 +134,7 @@ int main(int argc, char** argv) {
     topo::System s;
     bool lead = true;
     if (!file.empty()) {
-      std::ifstream in(file);
-      if (!in) {
-        std::fprintf(stderr, "weft-topo: cannot read %s\n", file.c_str());
-        return 1;
-      }
-      std::stringstream text;
-      text << in.rdbuf();
-      s = topo::from_json(text.str());
+      s = topo::load_file(file);
     } else if (launched()) {
       if (!gather(&s, &lead)) return 1;
     } else {

@@ -180,6 +180,58 @@ TEST_P(TwoLevel, EveryNodeSize) {
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, TwoLevel, ::testing::Values("hierarchical", "chain_tree"));
 
+// Nodes cut into NUMA domains: every (ranks, node, domain) shape up to 24 ranks.
+TEST(Algorithms, HierarchicalEveryDomainSize) {
+  const Algorithm* alg = find_algorithm(sched::Coll::AllReduce, "hierarchical");
+  ASSERT_NE(alg, nullptr);
+  EXPECT_TRUE(alg->domain_level);
+  for (int n = 1; n <= 24; ++n)
+    for (int L = 1; L <= n; ++L) {
+      if (n % L) continue;
+      for (int D = 1; D <= L; ++D) {
+        BuildArgs a;
+        a.nranks = n;
+        a.local_size = L;
+        a.domain_size = D;
+        EXPECT_EQ(supports(*alg, a), L % D == 0);
+        if (L % D) continue;
+        for (uint64_t count : {uint64_t{1}, static_cast<uint64_t>(n) + 1, static_cast<uint64_t>(n * n + 3)})
+          for (uint64_t slice : {uint64_t{0}, uint64_t{2}}) {
+            a.count = count;
+            a.slice_elems = slice;
+            Status st = sched::verify_both(sched::build_all(a, alg->name, alg->build));
+            ASSERT_TRUE(st.ok()) << "n=" << n << " L=" << L << " D=" << D << ": " << st.message();
+          }
+      }
+    }
+}
+
+// 2 nodes x 2 domains x 4 ranks, N elements: each rank sends 2(D-1)N/D inside its
+// domain, 2(K-1)N/(DK) to the other domain of its node and 2(M-1)N/(LM) to the
+// other node (the three reduce-scatter + all-gather pairs), with D = 4, K = 2,
+// M = 2, L = 8: 1.5 N, N/4 and N/8.
+TEST(Algorithms, HierarchicalKeepsBytesInsideDomains) {
+  const Algorithm* alg = find_algorithm(sched::Coll::AllReduce, "hierarchical");
+  ASSERT_NE(alg, nullptr);
+  BuildArgs a;
+  a.nranks = 16;
+  a.local_size = 8;
+  a.domain_size = 4;
+  a.count = 6400;
+  for (int r = 0; r < a.nranks; ++r) {
+    uint64_t in_domain = 0, across_domains = 0, across_nodes = 0;
+    for (const sched::Step& s : alg->build(a, r).steps) {
+      if (s.kind != sched::Kind::Send) continue;
+      if (s.peer / 8 != r / 8) across_nodes += s.src.count;
+      else if (s.peer / 4 != r / 4) across_domains += s.src.count;
+      else in_domain += s.src.count;
+    }
+    EXPECT_EQ(in_domain, 9600u) << "rank " << r;
+    EXPECT_EQ(across_domains, 1600u) << "rank " << r;
+    EXPECT_EQ(across_nodes, 800u) << "rank " << r;
+  }
+}
+
 // The peers a plan talks to.
 std::vector<int> peers_of(const sched::RankPlan& p) {
   std::vector<int> out;
