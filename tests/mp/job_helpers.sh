@@ -9,7 +9,7 @@ shm_segments() { ls /dev/shm | grep -c '^weft-' || true; }
 no_leftovers() {
   local name bad=0
   sleep 0.5
-  name=$(basename "$1")
+  name=$(basename "$1" | cut -c1-15)  # pgrep -x matches the kernel's 15-character process name
   if pgrep -x "$name" >/dev/null; then echo "FAIL: leftover processes"; pkill -9 -x "$name"; bad=1; fi
   [ "$(shm_segments)" -le "$2" ] || { echo "FAIL: leftover shm segments: $(ls /dev/shm | grep '^weft-' | tr '\n' ' ')"; bad=1; }
   return $bad

@@ -144,6 +144,37 @@ TEST(Sim, HierarchicalTwoLevels) {
                   "hierarchical, a 4-lane NIC");
 }
 
+TEST(Sim, HierarchicalThreeLevels) {
+  // 2 hosts x 2 NUMA domains x 2 ranks, each level its own costs: the ring phases
+  // run one after another, each a single step of 2 ranks each way: N/2 inside the
+  // domain, N/4 across the host's domains, N/8 across hosts.
+  Generator g = two_hosts_of_four();
+  g.domains = 2;
+  g.cross = {4e-6, 4e-10, kGamma};
+  const uint64_t count = 1 << 16;
+  const double N = count * 4.0;
+  auto step = [&](const algo::LinkCost& c, double bytes) {
+    return 2 * (c.alpha_s + bytes * c.beta_s_per_byte) + bytes * kGamma;
+  };
+  const double want = step(g.intra, N / 2) + step(g.cross, N / 4) + step(g.inter, N / 8);
+  const Fabric f = generate(g);
+  EXPECT_EQ(f.levels_used(), 3);
+  EXPECT_EQ(block_size(f), 4);
+  EXPECT_EQ(domain_block_size(f), 2);
+  const algo::Algorithm* a = algo::find_algorithm(Coll::AllReduce, "hierarchical");
+  BuildArgs args{Coll::AllReduce, 8, count, 0, 0};
+  args.local_size = 4;
+  args.domain_size = 2;
+  Result r;
+  ASSERT_TRUE(simulate(sched::build_all(args, "hierarchical", a->build), f, 4, &r).ok());
+  expect_near_rel(r.seconds, want, "hierarchical, three levels");
+  // The two-level schedule on the same machine sends N/4 x 3 steps each way
+  // inside the host, two of the three steps of each crossing domains.
+  args.domain_size = 0;
+  ASSERT_TRUE(simulate(sched::build_all(args, "hierarchical", a->build), f, 4, &r).ok());
+  EXPECT_GT(r.seconds, want);
+}
+
 TEST(Sim, FlatRingCrossesTheSlowLinkEveryStep) {
   // The same 2 x 4 machine: ranks 3 and 7 send every one of their 2(n-1) chunks
   // across hosts, and each gets its next chunk over a fast link before its port is

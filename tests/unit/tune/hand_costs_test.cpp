@@ -309,6 +309,34 @@ TEST(HandCosts, OneHostStaysOnTheFormulas) {
     EXPECT_DOUBLE_EQ(p.seconds, predicted(*plain, p.algo->name, allreduce(8, 1 << 20, 8))) << p.algo->name;
 }
 
+// One host of 8 ranks in 2 NUMA domains of 4 (ranks unbound to a shared link
+// between them: each rank's own port). Within a domain alpha 1 us, beta 0.1 ns/B;
+// across domains (numa) alpha 4 us, beta 1 ns/B; gamma 0.2 ns/B. N = 4 MiB.
+//   hierarchical, three levels with one node: inside each domain as the two-host
+//     case above, 1264.2912 us; across the 2 domains each rank's N/8 = 524288 B
+//     once each way, on its own port: 2 (4 + 524.288) us + 524288 x 0.2 ns
+//     = 1056.576 + 104.8576 us. Total 2425.7248 us.
+//   ring (flat, in domain order): ranks 3 and 7 send all 14 chunks of N/8 across
+//     domains, back to back: 14 (4 + 524.288) us = 7396.032 us.
+TEST(HandCosts, OneHostTwoNumaDomainsPicksHierarchical) {
+  TuningFile f("shm * * 0 0 1e-06 1e-10 2e-10\nnuma * * 0 0 4e-06 1e-09 2e-10\n");
+  sim::Generator g;
+  g.per_node = 8;
+  g.domains = 2;
+  g.nics = 0;
+  auto t = layered_tuner(f, sim::generate(g), 8, "");
+  ASSERT_TRUE(t->simulating());
+  EXPECT_EQ(t->link_class(), LinkClass::Shm);
+  BuildArgs b = allreduce(8, 1 << 20, 8);
+  b.domain_size = 4;
+  EXPECT_NEAR(predicted(*t, "hierarchical", b), 2425.7248e-6, 1e-6 * 2425.7248e-6);
+  EXPECT_NEAR(predicted(*t, "ring", b), 7396.032e-6, 1e-6 * 7396.032e-6);
+  EXPECT_EQ(choose(*t, b), "hierarchical");
+  const std::string text = t->explain(Coll::AllReduce, b, 4);
+  EXPECT_NE(text.find("numa alpha 4 us beta 1 ns/B"), std::string::npos) << text;
+  EXPECT_EQ(text.find("net alpha"), std::string::npos) << "one host: no network level\n" << text;
+}
+
 }  // namespace
 }  // namespace weft::tune
 
