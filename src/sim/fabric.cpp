@@ -100,31 +100,29 @@ Fabric reordered(const Fabric& f, const std::vector<int>& order) {
   return g;
 }
 
-int block_size(const Fabric& f) {
+namespace {
+// The length of the runs when `label` is cut into runs of one length, each of its
+// own label; else 0.
+int run_length(const std::vector<int>& label) {
+  const int n = static_cast<int>(label.size());
   int first = 0;
-  while (first < f.nranks && f.host[size_t(first)] == f.host[0]) ++first;
-  if (first == 0 || f.nranks % first != 0) return 0;
+  while (first < n && label[size_t(first)] == label[0]) ++first;
+  if (first == 0 || n % first != 0) return 0;
   std::set<int> seen;
-  for (int b = 0; b < f.nranks; b += first) {
-    if (!seen.insert(f.host[size_t(b)]).second) return 0;
+  for (int b = 0; b < n; b += first) {
+    if (!seen.insert(label[size_t(b)]).second) return 0;
     for (int r = b; r < b + first; ++r)
-      if (f.host[size_t(r)] != f.host[size_t(b)]) return 0;
+      if (label[size_t(r)] != label[size_t(b)]) return 0;
   }
   return first;
 }
+}  // namespace
+
+int block_size(const Fabric& f) { return run_length(f.host); }
 
 int domain_block_size(const Fabric& f) {
-  const int per_host = block_size(f);
-  int first = 0;
-  while (first < f.nranks && f.domain[size_t(first)] == f.domain[0]) ++first;
-  if (per_host == 0 || first == 0 || per_host % first != 0) return 0;
-  std::set<int> seen;
-  for (int b = 0; b < f.nranks; b += first) {
-    if (!seen.insert(f.domain[size_t(b)]).second) return 0;
-    for (int r = b; r < b + first; ++r)
-      if (f.domain[size_t(r)] != f.domain[size_t(b)]) return 0;
-  }
-  return first;
+  const int per_host = block_size(f), per_domain = run_length(f.domain);
+  return per_host > 0 && per_domain > 0 && per_host % per_domain == 0 ? per_domain : 0;
 }
 
 Fabric generate(const Generator& g) {
