@@ -216,14 +216,7 @@ Status Communicator::connect_transports(const boot::UniqueId& id) {
   local_ranks_on_host_ = same_host;
   local_rank_ = 0;
   for (int r = 0; r < rank_; ++r) local_rank_ += cards[static_cast<size_t>(r)].host_hash == mine.host_hash ? 1 : 0;
-  // Hosts in order of first appearance; plan_layout() adds NUMA domains.
-  layout_ = sim::Fabric{};
-  std::vector<uint64_t> hosts;
-  for (const transport::Card& c : cards) {
-    const auto at = std::find(hosts.begin(), hosts.end(), c.host_hash);
-    layout_.host.push_back(static_cast<int>(at - hosts.begin()));
-    if (at == hosts.end()) hosts.push_back(c.host_hash);
-  }
+  host_hash_ = mine.host_hash;
 
   std::vector<std::vector<int>> peers(reg.size());
   std::vector<bool> used(reg.size(), false);
@@ -566,8 +559,9 @@ Status Communicator::bind_to_host_share() {
 
 Status Communicator::plan_layout() {
   struct Place {
-    int32_t host, numa;
-  } mine{layout_.host[static_cast<size_t>(rank_)], topo::numa_node_of_binding()};
+    uint64_t host;  // equal for ranks of one host
+    int64_t numa;
+  } mine{host_hash_, topo::numa_node_of_binding()};
   const std::string& file = params::TOPO_FILE();
   if (!file.empty()) {
     // Planning for the machine the file describes: its hosts and NUMA nodes by the
@@ -584,7 +578,7 @@ Status Communicator::plan_layout() {
       return Error(weftInvalidArgument, "WEFT_TOPO_FILE=%s describes %zu ranks; rank %d of the job is not among them",
                    file.c_str(), s.ranks.size(), r);
     const topo::Rank& where = s.ranks[static_cast<size_t>(r)];
-    mine = {where.host, where.numa.size() == 1 ? where.numa[0] : -1};
+    mine = {static_cast<uint64_t>(where.host), where.numa.size() == 1 ? where.numa[0] : -1};
   }
   std::vector<Place> all(static_cast<size_t>(nranks_));
   WEFT_TRY(boot_->allgather(&mine, sizeof(mine), all.data(), Deadline::after_ms(timeout_ms_)));
@@ -592,8 +586,8 @@ Status Communicator::plan_layout() {
   // a domain per (host, NUMA node), unbound ranks in one of their own.
   layout_ = sim::Fabric{};
   layout_.nranks = nranks_;
-  std::map<int, int> host_index;
-  std::map<std::pair<int, int>, int> domain_index;
+  std::map<uint64_t, int> host_index;
+  std::map<std::pair<int, int64_t>, int> domain_index;
   for (const Place& p : all) {
     const auto h = host_index.emplace(p.host, static_cast<int>(host_index.size()));
     if (h.second) layout_.nics.push_back({-1.0});
