@@ -32,18 +32,6 @@ uint64_t fnv1a(const void* data, size_t n, uint64_t h = 1469598103934665603ull) 
   return h;
 }
 
-reduce::Op elementwise_op(weftRedOp_t op) {
-  switch (op) {
-    case weftProd: return reduce::Op::Prod;
-    case weftMax: return reduce::Op::Max;
-    case weftMin: return reduce::Op::Min;
-    case weftBand: return reduce::Op::Band;
-    case weftBor: return reduce::Op::Bor;
-    case weftBxor: return reduce::Op::Bxor;
-    default: return reduce::Op::Sum;  // sum, avg (sum then divide), pre-multiplied sum
-  }
-}
-
 }  // namespace
 
 Status check_memory(const char* what, const char* which, const void* p, bool on_stream) {
@@ -361,6 +349,7 @@ void Communicator::fail(const Status& st) {
     if (error_.ok()) error_ = st;
   }
   failed_.store(true, std::memory_order_release);
+  p2p_.unblock();  // a stream waiting at a cuda_p2p barrier must not wait for ranks that will not come
   // Tell the other ranks at once, so they fail now rather than at their deadline.
   boot_->abort(st.message());
 }
@@ -393,7 +382,7 @@ Status Communicator::validate(const CollArgs& a, bool on_stream) const {
                    what(), static_cast<int>(a.op), reduce::dtype_name(it->second.dtype),
                    reduce::dtype_name(a.dtype));
   }
-  if (reduces && reduce::is_bitwise(elementwise_op(a.op)) && reduce::is_float_dtype(a.dtype))
+  if (reduces && reduce::is_bitwise(reduce::elementwise_op(a.op)) && reduce::is_float_dtype(a.dtype))
     return Error(weftInvalidArgument, "%s: bitwise op %s needs an integer datatype, not %s", what(),
                  reduce::op_name(a.op), reduce::dtype_name(a.dtype));
   if (a.root < 0 || a.root >= nranks_)
@@ -821,7 +810,7 @@ Status Communicator::begin(const CollArgs& a, const algo::Algorithm* forced, std
   }
   ++seq_;
   const void* send = a.op >= weftNumOps ? premul_input(a) : a.send;
-  call->emplace(exec::Call{plan, send, a.recv, a.dtype, elementwise_op(a.op), seq_, LazyDeadline(timeout_ms_),
+  call->emplace(exec::Call{plan, send, a.recv, a.dtype, reduce::elementwise_op(a.op), seq_, LazyDeadline(timeout_ms_),
                            host_data_});
   *algo_out = algo;
   return Status::Ok();
@@ -931,7 +920,7 @@ template <bool kTraced>
 inline Status Communicator::run_call(const CollArgs& a, const sched::RankPlan* plan) {
   ++seq_;
   const void* send = a.op >= weftNumOps ? premul_input(a) : a.send;
-  exec::Call call{plan, send, a.recv, a.dtype, elementwise_op(a.op), seq_, LazyDeadline(timeout_ms_),
+  exec::Call call{plan, send, a.recv, a.dtype, reduce::elementwise_op(a.op), seq_, LazyDeadline(timeout_ms_),
                   host_data_};
   Status st = kTraced ? exec_->run_traced(call) : exec_->run(call);
   if (!st.ok()) return call_failed(a, std::move(st));

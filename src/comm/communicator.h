@@ -22,6 +22,7 @@
 #include "exec/executor.h"
 #include "reduce/reduce.h"
 #include "sched/schedule.h"
+#include "transports/cuda_p2p/p2p_group.h"
 #include "transports/link.h"
 #include "transports/transport.h"
 #include "tune/tuner.h"
@@ -159,6 +160,9 @@ class Communicator final : public exec::Health {
   template <class MakeOp>
   Status stage_on_stream(const char* what, void* stream, StagingLayout& layout, MakeOp make_op);
   Status enqueue_chunked(const CollArgs& dev, void* stream, size_t per);
+  // At the first collective on device memory (collective): whether the ranks'
+  // GPUs can map each other's memory (cuda_p2p) or calls are staged.
+  Status choose_device_path(const exec::cuda::Api& d);
   Status connect_transports(const boot::UniqueId& id);
   Status check_consistent(const CollArgs& args);
   Status execute(const CollArgs& args);
@@ -265,6 +269,8 @@ class Communicator final : public exec::Health {
   int next_premul_ = weftNumOps;
   std::vector<unsigned char> premul_input_;  // the scaled input of a pre-multiplied sum
   DeviceStaging staging_;  // pinned host copies of the calls on device memory
+  transport::cuda_p2p::Group p2p_;  // device collectives over mapped GPU memory, where the ranks agreed
+  bool device_path_chosen_ = false;
   int cu_device_ = -1;
 
   // Everything above the error state is touched only under queue_'s drive lock.

@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "base/log.h"
 #include "base/params.h"
 #include "comm/communicator.h"
 #include "comm/operations.h"
@@ -142,9 +143,61 @@ Status Communicator::enqueue_chunked(const CollArgs& dev, void* stream, size_t p
   return Status::Ok();
 }
 
+Status Communicator::choose_device_path(const exec::cuda::Api& d) {
+  device_path_chosen_ = true;
+  transport::cuda_p2p::Group::Options o;
+  o.rank = rank_;
+  o.nranks = nranks_;
+  o.host_hash = host_hash_;
+  o.buffer_bytes = static_cast<size_t>(std::max<int64_t>(0, params::P2P_BUFFER_BYTES()));
+  o.oneshot_bytes = static_cast<size_t>(std::max<int64_t>(0, params::P2P_ONESHOT_BYTES()));
+  o.timeout_ms = timeout_ms_;
+  o.on_timeout = [this](const Status& st) { fail(st); };
+  const std::string& level = params::P2P_LEVEL();
+  static const char* const kLevels[] = {"LOC", "NVL", "PIX", "PXB", "PHB", "SYS"};
+  if (std::find_if(std::begin(kLevels), std::end(kLevels), [&](const char* l) { return level == l; }) ==
+      std::end(kLevels))
+    return Error(weftInvalidArgument, "WEFT_P2P_LEVEL=%s: expected LOC, NVL, PIX, PXB, PHB or SYS", level.c_str());
+  o.same_gpu_only = level == "LOC";
+  if (params::P2P_DISABLE() != 0) o.disabled_by = "WEFT_P2P_DISABLE=1";
+  transport::cuda_p2p::Card mine;
+  p2p_.prepare(d, o, &mine);
+  std::vector<transport::cuda_p2p::Card> cards(static_cast<size_t>(nranks_));
+  WEFT_TRY(run(CollArgs{sched::Coll::AllGather, &mine, cards.data(), sizeof(mine), weftUint8}));
+  // Each rank's verdict on reaching all the others; cuda_p2p only if all can.
+  struct Verdict {
+    char why[240];
+  } verdict{};
+  std::snprintf(verdict.why, sizeof(verdict.why), "%s", p2p_.connect(cards).c_str());
+  std::vector<Verdict> verdicts(static_cast<size_t>(nranks_));
+  WEFT_TRY(run(CollArgs{sched::Coll::AllGather, &verdict, verdicts.data(), sizeof(verdict), weftUint8}));
+  std::string why;
+  for (int r = 0; r < nranks_ && why.empty(); ++r)
+    if (verdicts[static_cast<size_t>(r)].why[0] != 0)
+      why = "rank " + std::to_string(r) + " sees " + verdicts[static_cast<size_t>(r)].why;
+  p2p_.settle(why.empty());
+  if (why.empty())
+    WEFT_INFO(TRANSPORT, "rank %d: device collectives over cuda_p2p (%s)", rank_, p2p_.how().c_str());
+  else
+    WEFT_INFO(TRANSPORT, "rank %d: device collectives staged through pinned host memory: %s", rank_, why.c_str());
+  return Status::Ok();
+}
+
 Status Communicator::enqueue(const CollArgs& dev, void* stream) {
   WEFT_TRY(validate(dev, true));
   WEFT_TRY(async_error());
+  if (!device_path_chosen_) {
+    const exec::cuda::Api* d = nullptr;
+    WEFT_TRY(stream_driver(sched::coll_name(dev.coll), stream, &d));
+    WEFT_TRY(choose_device_path(*d));
+  }
+  if (p2p_.active() && transport::cuda_p2p::Group::serves(dev.coll) && dev.op < weftNumOps) {
+    transport::cuda_p2p::Call c{dev.coll, dev.send, dev.recv, dev.count, dev.dtype, reduce::elementwise_op(dev.op),
+                                dev.op == weftAvg, dev.root};
+    Status st = p2p_.run(c, stream);
+    if (!st.ok()) fail(st);  // the stream is out of step with the peers' now
+    return st;
+  }
   const bool elementwise = dev.coll == sched::Coll::AllReduce || dev.coll == sched::Coll::Broadcast ||
                            dev.coll == sched::Coll::Reduce;
   const size_t per = std::max<size_t>(

@@ -49,6 +49,18 @@ const Api* api() {
   find(lib, &table.wait_value32, "cuStreamWaitValue32_v2", "cuStreamWaitValue32");
   find(lib, &table.ctx_get_device, "cuCtxGetDevice");
   find(lib, &table.error_string, "cuGetErrorString");
+  find(lib, &table.mem_alloc, "cuMemAlloc_v2");
+  find(lib, &table.mem_free, "cuMemFree_v2");
+  find(lib, &table.ipc_get_handle, "cuIpcGetMemHandle");
+  find(lib, &table.ipc_open_handle, "cuIpcOpenMemHandle_v2", "cuIpcOpenMemHandle");
+  find(lib, &table.ipc_close_handle, "cuIpcCloseMemHandle");
+  find(lib, &table.host_register, "cuMemHostRegister_v2", "cuMemHostRegister");
+  find(lib, &table.host_unregister, "cuMemHostUnregister");
+  find(lib, &table.pci_bus_id, "cuDeviceGetPCIBusId");
+  find(lib, &table.device_by_pci_bus_id, "cuDeviceGetByPCIBusId");
+  find(lib, &table.can_access_peer, "cuDeviceCanAccessPeer");
+  find(lib, &table.launch_host_func, "cuLaunchHostFunc");
+  table.host_memory = dlsym(lib, "fake_cuda_mark") != nullptr;
   if (table.pointer_attributes == nullptr) return nullptr;  // not a CUDA driver
   g_api.store(&table, std::memory_order_release);  // the handle stays: the driver is never unloaded under us
   return &table;

@@ -21,6 +21,14 @@ constexpr unsigned kMemoryTypeDevice = 2;
 constexpr unsigned kHostAllocPortable = 0x01;  // CU_MEMHOSTALLOC_PORTABLE
 constexpr unsigned kHostAllocDeviceMap = 0x02;  // CU_MEMHOSTALLOC_DEVICEMAP
 constexpr unsigned kWaitValueGeq = 0x0;         // CU_STREAM_WAIT_VALUE_GEQ (cyclic: (int32_t)(*addr - v) >= 0)
+constexpr unsigned kHostRegisterPortable = 0x01;  // CU_MEMHOSTREGISTER_PORTABLE
+constexpr unsigned kHostRegisterDeviceMap = 0x02;  // CU_MEMHOSTREGISTER_DEVICEMAP
+constexpr unsigned kIpcLazyEnablePeerAccess = 0x1;  // CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS
+
+// CUipcMemHandle: passed by value, as the driver declares it.
+struct IpcHandle {
+  char reserved[64];
+};
 
 // Every pointer is nullptr where the driver lacks the function. Each returns a
 // CUresult (0: CUDA_SUCCESS).
@@ -36,6 +44,22 @@ struct Api {
   int (*wait_value32)(Stream s, DevicePtr addr, uint32_t value, unsigned flags);   // cuStreamWaitValue32_v2
   int (*ctx_get_device)(int* device);                                  // cuCtxGetDevice
   int (*error_string)(int rc, const char** text);                      // cuGetErrorString
+  // Device memory shared between the processes of one host (cuda_p2p).
+  int (*mem_alloc)(DevicePtr* p, size_t bytes);                        // cuMemAlloc_v2
+  int (*mem_free)(DevicePtr p);                                        // cuMemFree_v2
+  int (*ipc_get_handle)(IpcHandle* h, DevicePtr p);                    // cuIpcGetMemHandle
+  int (*ipc_open_handle)(DevicePtr* p, IpcHandle h, unsigned flags);   // cuIpcOpenMemHandle_v2
+  int (*ipc_close_handle)(DevicePtr p);                                // cuIpcCloseMemHandle
+  int (*host_register)(void* p, size_t bytes, unsigned flags);         // cuMemHostRegister_v2
+  int (*host_unregister)(void* p);                                     // cuMemHostUnregister
+  int (*pci_bus_id)(char* id, int len, int device);                    // cuDeviceGetPCIBusId
+  int (*device_by_pci_bus_id)(int* device, const char* id);            // cuDeviceGetByPCIBusId
+  int (*can_access_peer)(int* can, int device, int peer);              // cuDeviceCanAccessPeer
+  int (*launch_host_func)(Stream s, void (*fn)(void*), void* data);    // cuLaunchHostFunc
+  // The stand-in driver of the tests (it exports fake_cuda_mark): its "device
+  // memory" is host memory, so weft's device reductions run as host functions
+  // on the stream there instead of CUDA kernels.
+  bool host_memory;
 };
 
 // The legacy default stream (CU_STREAM_LEGACY, cudaStreamLegacy).

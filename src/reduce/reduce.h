@@ -53,6 +53,20 @@ inline size_t dtype_size(weftDataType_t dtype) {
   }
 }
 const char* dtype_name(weftDataType_t dtype);
+
+// The elementwise op of an API op: avg is a sum divided afterwards, a
+// pre-multiplied sum a sum of scaled inputs.
+inline Op elementwise_op(weftRedOp_t op) {
+  switch (op) {
+    case weftProd: return Op::Prod;
+    case weftMax: return Op::Max;
+    case weftMin: return Op::Min;
+    case weftBand: return Op::Band;
+    case weftBor: return Op::Bor;
+    case weftBxor: return Op::Bxor;
+    default: return Op::Sum;
+  }
+}
 const char* op_name(weftRedOp_t op);
 
 // dst[i] = srcs[0][i] op srcs[1][i] op ... op srcs[nsrcs-1][i], for i < count.

@@ -10,11 +10,23 @@
 // side by side), fake_cuda_stream_hold (a held stream runs nothing until
 // released), fake_cuda_fail_next (the next call of an entry point fails with
 // CUDA_ERROR_INVALID_VALUE). As the driver, a copy may not span two allocations.
+//
+// IPC as the driver's between processes of one host: cuMemAlloc'd memory is a
+// memfd mapping, and a handle names the exporter's pid and descriptor, which
+// the importer opens through /proc and maps. A host function (cuLaunchHostFunc)
+// runs on the stream's thread, in stream order; weft runs its device reductions
+// that way on this driver. Every device is one "GPU" per ordinal, each with
+// peer access to the others.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -34,7 +46,18 @@ struct Range {
   uintptr_t base;
   size_t bytes;
   int gpu;
+  int fd = -1;            // cuMemAlloc'd: its memfd (exported by cuIpcGetMemHandle)
+  bool imported = false;  // cuIpcOpenMemHandle'd: unmapped by cuIpcCloseMemHandle
 };
+// CUipcMemHandle's 64 bytes here.
+struct Handle {
+  uint32_t magic;
+  int32_t pid, fd, gpu;
+  uint64_t bytes;
+  char pad[40];
+};
+static_assert(sizeof(Handle) == 64);
+constexpr uint32_t kHandleMagic = 0x77656674;
 std::mutex g_mu;
 std::vector<Range> g_device;  // guarded by g_mu
 std::string g_fail_next;      // guarded by g_mu
@@ -162,21 +185,77 @@ EXPORT int cuCtxGetDevice(int* device) {
 }
 
 EXPORT int cuMemAlloc_v2(uintptr_t* p, size_t bytes) {
-  void* mem = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
-  if (mem == nullptr) return 2;  // CUDA_ERROR_OUT_OF_MEMORY
+  const size_t len = (bytes + 4095) / 4096 * 4096;
+  const int fd = memfd_create("fake-cuda-alloc", MFD_CLOEXEC);
+  if (fd < 0) return 2;  // CUDA_ERROR_OUT_OF_MEMORY
+  void* mem = ftruncate(fd, static_cast<off_t>(len)) == 0
+                  ? mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                  : MAP_FAILED;
+  if (mem == MAP_FAILED) {
+    close(fd);
+    return 2;
+  }
   *p = reinterpret_cast<uintptr_t>(mem);
-  fake_cuda_mark(mem, bytes, t_device < 0 ? 0 : t_device);
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_device.push_back({*p, bytes, t_device < 0 ? 0 : t_device, fd, false});
   return kSuccess;
 }
-EXPORT int cuMemFree_v2(uintptr_t p) {
+// Unmaps an allocation (free) or a mapping of a peer's (close).
+static int unmap(uintptr_t p, bool imported) {
   std::lock_guard<std::mutex> lock(g_mu);
-  for (size_t i = 0; i < g_device.size(); ++i)
-    if (g_device[i].base == p) {
-      g_device.erase(g_device.begin() + static_cast<long>(i));
-      std::free(reinterpret_cast<void*>(p));
+  for (size_t i = 0; i < g_device.size(); ++i) {
+    const Range r = g_device[i];
+    if (r.base != p || r.imported != imported || (!imported && r.fd < 0)) continue;
+    g_device.erase(g_device.begin() + static_cast<long>(i));
+    munmap(reinterpret_cast<void*>(p), (r.bytes + 4095) / 4096 * 4096);
+    if (r.fd >= 0) close(r.fd);
+    return kSuccess;
+  }
+  return kInvalidValue;
+}
+EXPORT int cuMemFree_v2(uintptr_t p) { return unmap(p, false); }
+
+EXPORT int cuIpcGetMemHandle(Handle* h, uintptr_t p) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (const Range& r : g_device)
+    if (r.base == p && r.fd >= 0 && !r.imported) {
+      *h = Handle{kHandleMagic, static_cast<int32_t>(getpid()), r.fd, r.gpu, r.bytes, {}};
       return kSuccess;
     }
   return kInvalidValue;
+}
+EXPORT int cuIpcOpenMemHandle_v2(uintptr_t* p, Handle h, unsigned) {
+  if (h.magic != kHandleMagic) return kInvalidValue;
+  if (h.pid == getpid()) return kInvalidValue;  // as the driver: not in the exporting process
+  const std::string path = "/proc/" + std::to_string(h.pid) + "/fd/" + std::to_string(h.fd);
+  const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return kInvalidValue;
+  void* mem = mmap(nullptr, (h.bytes + 4095) / 4096 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (mem == MAP_FAILED) return 2;
+  *p = reinterpret_cast<uintptr_t>(mem);
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_device.push_back({*p, h.bytes, h.gpu, -1, true});
+  return kSuccess;
+}
+EXPORT int cuIpcCloseMemHandle(uintptr_t p) { return unmap(p, true); }
+
+// Host memory is what this "GPU" reads anyway.
+EXPORT int cuMemHostRegister_v2(void*, size_t, unsigned) { return kSuccess; }
+EXPORT int cuMemHostUnregister(void*) { return kSuccess; }
+EXPORT int cuDeviceGetPCIBusId(char* id, int len, int device) {
+  std::snprintf(id, static_cast<size_t>(len), "0000:%02x:00.0", 0x10 + device);
+  return kSuccess;
+}
+EXPORT int cuDeviceGetByPCIBusId(int* device, const char* id) {
+  unsigned bus = 0;
+  if (std::sscanf(id, "0000:%x:00.0", &bus) != 1 || bus < 0x10) return kInvalidValue;
+  *device = static_cast<int>(bus - 0x10);
+  return kSuccess;
+}
+EXPORT int cuDeviceCanAccessPeer(int* can, int, int) {
+  *can = 1;
+  return kSuccess;
 }
 
 EXPORT int cuMemHostAlloc(void** p, size_t bytes, unsigned) {
@@ -238,6 +317,11 @@ EXPORT int cuStreamWaitValue32_v2(void* s, uintptr_t addr, uint32_t value, unsig
     while (static_cast<int32_t>(flag.load(std::memory_order_acquire) - value) < 0)
       std::this_thread::sleep_for(std::chrono::microseconds(20));
   });
+  return kSuccess;
+}
+EXPORT int cuLaunchHostFunc(void* s, void (*fn)(void*), void* data) {
+  if (failing("cuLaunchHostFunc")) return kInvalidValue;
+  stream_of(s)->enqueue([=] { fn(data); });
   return kSuccess;
 }
 EXPORT int cuGetErrorString(int rc, const char** text) {

@@ -1,0 +1,27 @@
+#!/bin/sh
+# Collectives on device memory through DRIVER (the stand-in driver, or
+# libcuda.so.1 where a GPU is: exits 77, a skip, without one), N ranks, every
+# collective, dtype and op checked on the host; and every rank must say at INFO
+# that its device collectives took PATH ("cuda_p2p" or "staged").
+#   device_path.sh WEFT_RUN CHECKER N DRIVER PATH [CHECKER ARGS...]
+set -u
+run=$1 checker=$2 n=$3 driver=$4 path=$5
+shift 5
+if [ "$driver" = libcuda.so.1 ]; then "$checker" --probe-device "$driver" || exit $?; fi
+log=$(mktemp) || exit 1
+trap 'rm -f "$log"' EXIT
+WEFT_DEBUG=INFO WEFT_DEBUG_SUBSYS=TRANSPORT "$run" -n "$n" --timeout 500 -- "$checker" --device "$driver" "$@" >"$log" 2>&1
+rc=$?
+grep -v ' INFO ' "$log"
+case $path in
+  cuda_p2p) line='device collectives over cuda_p2p' ;;
+  staged) line='device collectives staged through pinned host memory' ;;
+  *) echo "device_path.sh: PATH is cuda_p2p or staged, not $path"; exit 2 ;;
+esac
+said=$(grep "$line" "$log" | sed -n 's/.*rank \([0-9]*\): device collectives.*/\1/p' | sort -u | wc -l)
+grep "$line" "$log" | sed 's/.*WEFT INFO //' | sort -u
+if [ "$said" -ne "$n" ]; then
+  echo "FAIL: $said of $n ranks said \"$line\""
+  exit 1
+fi
+exit $rc

@@ -1,0 +1,411 @@
+#include "transports/cuda_p2p/p2p_group.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+
+#include "base/log.h"
+#include "base/wait.h"
+#include "transports/cuda_p2p/device_kernels.h"
+
+namespace weft::transport::cuda_p2p {
+namespace {
+
+constexpr size_t kPage = 4096;
+constexpr int kDoneWord = kMaxRanks;  // the owner's stream: the last barrier whose call it finished
+
+exec::cuda::DevicePtr dptr(const void* p) { return reinterpret_cast<exec::cuda::DevicePtr>(p); }
+
+uint32_t load(const uint32_t* w) {
+  return std::atomic_ref<uint32_t>(*const_cast<uint32_t*>(w)).load(std::memory_order_acquire);
+}
+
+void set_text(char* dst, size_t cap, const std::string& s) { std::snprintf(dst, cap, "%s", s.c_str()); }
+
+const char* missing_entry(const exec::cuda::Api& d) {
+  if (d.mem_alloc == nullptr) return "cuMemAlloc";
+  if (d.mem_free == nullptr) return "cuMemFree";
+  if (d.ipc_get_handle == nullptr) return "cuIpcGetMemHandle";
+  if (d.ipc_open_handle == nullptr) return "cuIpcOpenMemHandle";
+  if (d.ipc_close_handle == nullptr) return "cuIpcCloseMemHandle";
+  if (d.host_register == nullptr) return "cuMemHostRegister";
+  if (d.host_unregister == nullptr) return "cuMemHostUnregister";
+  if (d.pci_bus_id == nullptr) return "cuDeviceGetPCIBusId";
+  if (d.device_by_pci_bus_id == nullptr) return "cuDeviceGetByPCIBusId";
+  if (d.can_access_peer == nullptr) return "cuDeviceCanAccessPeer";
+  return nullptr;
+}
+
+// A page of host memory shared through a memfd, registered for the GPU.
+Status map_page(const exec::cuda::Api& d, int fd, uint32_t** host, exec::cuda::DevicePtr* dev) {
+  void* p = mmap(nullptr, kPage, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return SysError(errno, "mapping a cuda_p2p flag page");
+  int rc = d.host_register(p, kPage, exec::cuda::kHostRegisterPortable | exec::cuda::kHostRegisterDeviceMap);
+  if (rc == 0) {
+    rc = d.host_device_pointer(dev, p, 0);
+    if (rc != 0) d.host_unregister(p);
+  }
+  if (rc != 0) {
+    munmap(p, kPage);
+    return Error(weftUnhandledCudaError, "registering a cuda_p2p flag page for the GPU: %s",
+                 exec::cuda::error_text(rc).c_str());
+  }
+  *host = static_cast<uint32_t*>(p);
+  return Status::Ok();
+}
+
+void unmap_page(const exec::cuda::Api& d, uint32_t* host) {
+  if (host == nullptr) return;
+  d.host_unregister(host);
+  munmap(host, kPage);
+}
+
+}  // namespace
+
+void Group::prepare(const exec::cuda::Api& d, const Options& o, Card* card) {
+  d_ = &d;
+  o_ = o;
+  *card = Card{};
+  card->host_hash = o.host_hash;
+  card->pid = static_cast<int32_t>(getpid());
+  auto refuse = [&](const std::string& why) { set_text(card->why_not, sizeof(card->why_not), why); };
+  if (!o.disabled_by.empty()) return refuse(o.disabled_by);
+  if (o.nranks > kMaxRanks) return refuse("more than " + std::to_string(kMaxRanks) + " ranks");
+  if (const char* lacks = missing_entry(d)) return refuse(std::string("the CUDA driver lacks ") + lacks);
+  if (const char* why = kernels_missing(d)) return refuse(why);
+  if (d.ctx_get_device == nullptr || d.ctx_get_device(&card->device) != 0)
+    return refuse("no CUDA context is current on the calling thread");
+  if (d.pci_bus_id(card->bus_id, sizeof(card->bus_id), card->device) != 0) return refuse("cuDeviceGetPCIBusId failed");
+  // Buffers of a multiple of 4 KiB, so that slices and pieces stay aligned.
+  // A reduce-scatter round holds a 256-byte piece per rank at least.
+  const size_t want = std::max<size_t>(o.buffer_bytes, static_cast<size_t>(o.nranks) * 256);
+  buffer_bytes_ = std::max<size_t>(kPage, (want + kPage - 1) / kPage * kPage);
+  peers_.assign(static_cast<size_t>(o.nranks), Peer{});
+  Peer& me = peers_[static_cast<size_t>(o.rank)];
+  exec::cuda::DevicePtr base = 0;
+  int rc = d.mem_alloc(&base, 2 * buffer_bytes_);
+  if (rc != 0) return refuse("cuMemAlloc of " + std::to_string(2 * buffer_bytes_) + " bytes: " + exec::cuda::error_text(rc));
+  me.buffers = reinterpret_cast<unsigned char*>(base);
+  rc = d.ipc_get_handle(&card->handle, base);
+  if (rc != 0) return refuse("cuIpcGetMemHandle: " + exec::cuda::error_text(rc));
+  memfd_ = memfd_create("weft-p2p-flags", MFD_CLOEXEC);
+  if (memfd_ < 0 || ftruncate(memfd_, kPage) != 0) return refuse(std::string("memfd for the flag page: ") + std::strerror(errno));
+  Status st = map_page(d, memfd_, &me.flags, &me.flags_dev);
+  if (!st.ok()) return refuse(st.message());
+  card->flags_fd = memfd_;
+  card->buffer_bytes = buffer_bytes_;
+  card->ready = 1;
+}
+
+std::string Group::connect(const std::vector<Card>& cards) {
+  const Card& mine = cards[static_cast<size_t>(o_.rank)];
+  if (!mine.ready) return mine.why_not;
+  for (int p = 0; p < o_.nranks; ++p) {
+    const Card& c = cards[static_cast<size_t>(p)];
+    const std::string who = "rank " + std::to_string(p);
+    if (!c.ready) return who + ": " + c.why_not;
+    if (c.host_hash != mine.host_hash) return who + " is on another host";
+    if (c.buffer_bytes != buffer_bytes_) return who + " has other WEFT_P2P_BUFFER_BYTES";
+    if (p == o_.rank) continue;
+    if (std::strncmp(c.bus_id, mine.bus_id, sizeof(c.bus_id)) != 0) {
+      if (o_.same_gpu_only) return who + "'s GPU " + c.bus_id + " is not this rank's (WEFT_P2P_LEVEL=LOC)";
+      int dev = -1, can = 0;
+      if (d_->device_by_pci_bus_id(&dev, c.bus_id) != 0) return who + "'s GPU " + c.bus_id + " is not visible here";
+      if (d_->can_access_peer(&can, mine.device, dev) != 0 || can == 0)
+        return who + "'s GPU " + c.bus_id + " cannot be accessed from " + mine.bus_id + " (cuDeviceCanAccessPeer)";
+    }
+    Peer& peer = peers_[static_cast<size_t>(p)];
+    exec::cuda::DevicePtr base = 0;
+    int rc = d_->ipc_open_handle(&base, c.handle, exec::cuda::kIpcLazyEnablePeerAccess);
+    if (rc != 0) return who + "'s buffers: cuIpcOpenMemHandle: " + exec::cuda::error_text(rc);
+    peer.buffers = reinterpret_cast<unsigned char*>(base);
+    const std::string path = "/proc/" + std::to_string(c.pid) + "/fd/" + std::to_string(c.flags_fd);
+    const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) return who + "'s flag page " + path + ": " + std::strerror(errno);
+    Status st = map_page(*d_, fd, &peer.flags, &peer.flags_dev);
+    close(fd);
+    if (!st.ok()) return who + ": " + st.message();
+  }
+  // How: "4 ranks on GPU 0000:3b:00.0" or "4 ranks on 4 GPUs with peer access".
+  std::vector<std::string> gpus;
+  for (const Card& c : cards)
+    if (std::find(gpus.begin(), gpus.end(), c.bus_id) == gpus.end()) gpus.emplace_back(c.bus_id);
+  how_ = std::to_string(o_.nranks) + " ranks " +
+         (gpus.size() == 1 ? "on GPU " + gpus[0] : "on " + std::to_string(gpus.size()) + " GPUs with peer access");
+  return "";
+}
+
+void Group::settle(bool ok) {
+  if (ok) {
+    active_.store(true, std::memory_order_release);
+    watchdog_ = std::thread([this] { watch(); });
+    return;
+  }
+  release();
+}
+
+void Group::release() {
+  if (d_ == nullptr) return;
+  for (size_t p = 0; p < peers_.size(); ++p) {
+    Peer& peer = peers_[p];
+    unmap_page(*d_, peer.flags);
+    if (peer.buffers != nullptr) {
+      if (static_cast<int>(p) == o_.rank) d_->mem_free(dptr(peer.buffers));
+      else d_->ipc_close_handle(dptr(peer.buffers));
+    }
+    peer = Peer{};
+  }
+  peers_.clear();
+  if (memfd_ >= 0) close(memfd_);
+  memfd_ = -1;
+  active_.store(false, std::memory_order_release);
+}
+
+Group::~Group() {
+  if (!active()) {
+    release();
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  stop_cv_.notify_all();
+  watchdog_.join();
+  // Every rank's stream must be past its last call before a buffer or page it
+  // reads goes: the done words count barriers, the same number everywhere.
+  Deadline deadline = Deadline::after_ms(o_.timeout_ms);
+  SpinWait wait;
+  bool finished = !broken_;
+  for (const Peer& peer : peers_)
+    while (finished && static_cast<int32_t>(load(peer.flags + kDoneWord) - phase_.load()) < 0) {
+      if (deadline.expired()) finished = false;
+      else wait.pause();
+    }
+  if (!finished) {
+    WEFT_WARN(INIT, "cuda_p2p: a rank's stream has not finished its last call after %lld ms (or a call failed part-way): "
+              "this rank's %zu bytes of device buffers and the peers' mappings stay", static_cast<long long>(o_.timeout_ms),
+              2 * buffer_bytes_);
+    return;
+  }
+  release();
+}
+
+void Group::unblock() {
+  if (!active()) return;
+  // Far ahead of any barrier enqueued so far (the waits compare cyclically).
+  const uint32_t ahead = phase_.load(std::memory_order_relaxed) + (1u << 30);
+  uint32_t* own = peers_[static_cast<size_t>(o_.rank)].flags;
+  for (int p = 0; p < o_.nranks; ++p) std::atomic_ref<uint32_t>(own[p]).store(ahead, std::memory_order_release);
+}
+
+// Which ranks the stream waits for: those that have not yet written the call's
+// first barrier into this rank's page; none: this rank's own stream has not
+// reached the call (work queued before it on the stream).
+std::string Group::stuck_at(uint32_t first_barrier) const {
+  const uint32_t* own = peers_[static_cast<size_t>(o_.rank)].flags;
+  std::string late;
+  for (int p = 0; p < o_.nranks; ++p)
+    if (p != o_.rank && static_cast<int32_t>(load(own + p) - first_barrier) < 0)
+      late += (late.empty() ? "" : ", ") + std::to_string(p);
+  const uint32_t* mine_at_peer = o_.nranks > 1 ? peers_[static_cast<size_t>(o_.rank == 0 ? 1 : 0)].flags : nullptr;
+  const bool reached = mine_at_peer != nullptr && static_cast<int32_t>(load(mine_at_peer + o_.rank) - first_barrier) >= 0;
+  if (!reached) return "this rank's stream has not reached it (work before it on the stream has not finished)";
+  return late.empty() ? "its stream is past the barrier but has not finished the call"
+                      : "its stream waits at a barrier for rank(s) " + late + ", which have not reached the call";
+}
+
+void Group::watch() {
+  const uint32_t* done = peers_[static_cast<size_t>(o_.rank)].flags + kDoneWord;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    while (!pending_.empty() && static_cast<int32_t>(load(done) - pending_.front().done) >= 0) pending_.pop_front();
+    if (!pending_.empty() &&
+        std::chrono::steady_clock::now() - pending_.front().enqueued > std::chrono::milliseconds(o_.timeout_ms)) {
+      const Pending p = pending_.front();
+      pending_.clear();
+      Status st = Error(weftTimeout, "rank %d: cuda_p2p %s on stream %p not finished %lld ms after it was enqueued "
+                        "(WEFT_TIMEOUT_MS): %s", o_.rank, p.what, p.stream, static_cast<long long>(o_.timeout_ms),
+                        stuck_at(p.first_barrier).c_str());
+      lock.unlock();
+      if (o_.on_timeout) o_.on_timeout(st);  // fails the communicator, which unblocks the stream
+      lock.lock();
+      continue;
+    }
+    stop_cv_.wait_for(lock, std::chrono::milliseconds(10));
+  }
+}
+
+Status Group::step(int rc, exec::cuda::Stream s, const char* doing) {
+  if (rc == 0) return Status::Ok();
+  broken_ = true;
+  return Error(weftUnhandledCudaError, "cuda_p2p on stream %p: %s: %s", s, doing, exec::cuda::error_text(rc).c_str());
+}
+
+Status Group::copy(void* dst, const void* src, size_t bytes, exec::cuda::Stream s) {
+  if (bytes == 0 || dst == src) return Status::Ok();
+  // Into this rank's own buffer: the input; else out of a buffer (or the root's input): the result.
+  const bool input = dst >= buffer(o_.rank, 0) && dst < buffer(o_.rank, 0) + 2 * buffer_bytes_;
+  return step(d_->copy_async(dptr(dst), dptr(src), bytes, s), s,
+              input ? "copying the input into its buffer" : "copying the result");
+}
+
+// Every stream writes the barrier's number into each peer's page (its own word
+// there), then waits until each peer has written it into this rank's page. The
+// write orders after the stream's earlier work, memory included (the default
+// flags of cuStreamWriteValue32).
+Status Group::barrier(exec::cuda::Stream s) {
+  const uint32_t n = phase_.fetch_add(1, std::memory_order_relaxed) + 1;
+  for (int p = 0; p < o_.nranks; ++p)
+    if (p != o_.rank)
+      WEFT_TRY(step(d_->write_value32(s, peers_[static_cast<size_t>(p)].flags_dev + o_.rank * sizeof(uint32_t), n, 0),
+                    s, "signalling a barrier"));
+  const exec::cuda::DevicePtr own = peers_[static_cast<size_t>(o_.rank)].flags_dev;
+  for (int p = 0; p < o_.nranks; ++p)
+    if (p != o_.rank)
+      WEFT_TRY(step(d_->wait_value32(s, own + p * sizeof(uint32_t), n, exec::cuda::kWaitValueGeq), s,
+                    "waiting at a barrier"));
+  return Status::Ok();
+}
+
+// dst = the op of every rank's buffer `which` at byte `offset`, this rank's first
+// (dst may be that buffer's own range).
+Status Group::reduce_from_all(void* dst, size_t offset, size_t count, const Call& c, int which,
+                              exec::cuda::Stream s) {
+  std::vector<const void*> srcs;
+  srcs.reserve(static_cast<size_t>(o_.nranks));
+  srcs.push_back(buffer(o_.rank, which) + offset);
+  for (int p = 0; p < o_.nranks; ++p)
+    if (p != o_.rank) srcs.push_back(buffer(p, which) + offset);
+  Status st = reduce_on_stream(*d_, dst, srcs.data(), o_.nranks, count, c.dtype, c.op, s);
+  if (st.ok() && c.average) st = divide_on_stream(*d_, dst, count, c.dtype, o_.nranks, s);
+  if (!st.ok()) broken_ = true;
+  return st;
+}
+
+Status Group::run(const Call& c, exec::cuda::Stream s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (broken_) return Error(weftInternalError, "cuda_p2p: an earlier call failed part-way on this communicator");
+  const uint32_t first_barrier = phase_.load(std::memory_order_relaxed) + 1;
+  Status st;
+  switch (c.coll) {
+    case sched::Coll::AllReduce: st = all_reduce(c, s); break;
+    case sched::Coll::AllGather: st = all_gather(c, s); break;
+    case sched::Coll::ReduceScatter: st = reduce_scatter(c, s); break;
+    case sched::Coll::Broadcast: st = broadcast(c, s); break;
+    case sched::Coll::Reduce: st = reduce(c, s); break;
+    default: return Error(weftInternalError, "cuda_p2p does not run %s", sched::coll_name(c.coll));
+  }
+  WEFT_TRY(st);
+  // Done with every peer's memory for this call (read by the watchdog and at destroy).
+  const uint32_t done = phase_.load(std::memory_order_relaxed);
+  WEFT_TRY(step(d_->write_value32(s, peers_[static_cast<size_t>(o_.rank)].flags_dev + kDoneWord * sizeof(uint32_t),
+                                  done, 0),
+                s, "marking the call done"));
+  pending_.push_back({sched::coll_name(c.coll), s, first_barrier, done, std::chrono::steady_clock::now()});
+  return Status::Ok();
+}
+
+// Rounds of up to one buffer. One-shot: every rank reduces the whole round from
+// every buffer. Two-shot: rank r reduces slice r in place in its own buffer,
+// and after a second barrier every rank copies each slice from its owner.
+Status Group::all_reduce(const Call& c, exec::cuda::Stream s) {
+  const size_t esize = reduce::dtype_size(c.dtype);
+  const size_t per = buffer_bytes_ / esize;
+  const bool oneshot = c.count * esize <= o_.oneshot_bytes || o_.nranks == 1;
+  const auto* in = static_cast<const unsigned char*>(c.send);
+  auto* out = static_cast<unsigned char*>(c.recv);
+  // Slices of 256-byte multiples keep the kernels' 16-byte loads aligned.
+  const size_t align = std::max<size_t>(1, 256 / esize);
+  for (size_t first = 0; first < c.count; first += per) {
+    const size_t m = std::min(per, c.count - first);
+    const int which = static_cast<int>(round_++ % 2);
+    WEFT_TRY(copy(buffer(o_.rank, which), in + first * esize, m * esize, s));
+    WEFT_TRY(barrier(s));
+    if (oneshot) {
+      WEFT_TRY(reduce_from_all(out + first * esize, 0, m, c, which, s));
+      continue;
+    }
+    const size_t slice = ((m + o_.nranks - 1) / o_.nranks + align - 1) / align * align;
+    auto lo = [&](int p) { return std::min(m, static_cast<size_t>(p) * slice); };
+    auto hi = [&](int p) { return std::min(m, lo(p) + slice); };
+    const size_t my_lo = lo(o_.rank), my_n = hi(o_.rank) - my_lo;
+    WEFT_TRY(reduce_from_all(buffer(o_.rank, which) + my_lo * esize, my_lo * esize, my_n, c, which, s));
+    WEFT_TRY(barrier(s));
+    for (int p = 0; p < o_.nranks; ++p)
+      WEFT_TRY(copy(out + (first + lo(p)) * esize, buffer(p, which) + lo(p) * esize, (hi(p) - lo(p)) * esize, s));
+  }
+  return Status::Ok();
+}
+
+// Each rank's piece in rounds of up to one buffer; everyone copies every piece.
+Status Group::all_gather(const Call& c, exec::cuda::Stream s) {
+  const size_t bytes = c.count * reduce::dtype_size(c.dtype);
+  const auto* in = static_cast<const unsigned char*>(c.send);
+  auto* out = static_cast<unsigned char*>(c.recv);
+  for (size_t at = 0; at < bytes; at += buffer_bytes_) {
+    const size_t len = std::min(buffer_bytes_, bytes - at);
+    const int which = static_cast<int>(round_++ % 2);
+    WEFT_TRY(copy(buffer(o_.rank, which), in + at, len, s));
+    WEFT_TRY(barrier(s));
+    for (int p = 0; p < o_.nranks; ++p)
+      WEFT_TRY(copy(out + p * bytes + at, p == o_.rank ? in + at : buffer(p, which), len, s));
+  }
+  return Status::Ok();
+}
+
+// Rounds over the output's elements: each rank puts the n pieces of the round
+// in its buffer, then reduces its own piece from every buffer.
+Status Group::reduce_scatter(const Call& c, exec::cuda::Stream s) {
+  const size_t esize = reduce::dtype_size(c.dtype);
+  const size_t align = std::max<size_t>(1, 256 / esize);
+  const size_t per = std::max<size_t>(align, buffer_bytes_ / esize / o_.nranks / align * align);
+  const auto* in = static_cast<const unsigned char*>(c.send);
+  auto* out = static_cast<unsigned char*>(c.recv);
+  for (size_t first = 0; first < c.count; first += per) {
+    const size_t m = std::min(per, c.count - first);
+    const int which = static_cast<int>(round_++ % 2);
+    for (int p = 0; p < o_.nranks; ++p)
+      WEFT_TRY(copy(buffer(o_.rank, which) + p * m * esize, in + (p * c.count + first) * esize, m * esize, s));
+    WEFT_TRY(barrier(s));
+    WEFT_TRY(reduce_from_all(out + first * esize, o_.rank * m * esize, m, c, which, s));
+  }
+  return Status::Ok();
+}
+
+Status Group::broadcast(const Call& c, exec::cuda::Stream s) {
+  const size_t bytes = c.count * reduce::dtype_size(c.dtype);
+  const auto* in = static_cast<const unsigned char*>(c.send);
+  auto* out = static_cast<unsigned char*>(c.recv);
+  const bool root = o_.rank == c.root;
+  for (size_t at = 0; at < bytes; at += buffer_bytes_) {
+    const size_t len = std::min(buffer_bytes_, bytes - at);
+    const int which = static_cast<int>(round_++ % 2);
+    if (root) WEFT_TRY(copy(buffer(o_.rank, which), in + at, len, s));
+    WEFT_TRY(barrier(s));
+    WEFT_TRY(root ? copy(out + at, in + at, len, s) : copy(out + at, buffer(c.root, which), len, s));
+  }
+  return Status::Ok();
+}
+
+Status Group::reduce(const Call& c, exec::cuda::Stream s) {
+  const size_t esize = reduce::dtype_size(c.dtype);
+  const size_t per = buffer_bytes_ / esize;
+  const auto* in = static_cast<const unsigned char*>(c.send);
+  auto* out = static_cast<unsigned char*>(c.recv);
+  for (size_t first = 0; first < c.count; first += per) {
+    const size_t m = std::min(per, c.count - first);
+    const int which = static_cast<int>(round_++ % 2);
+    WEFT_TRY(copy(buffer(o_.rank, which), in + first * esize, m * esize, s));
+    WEFT_TRY(barrier(s));
+    if (o_.rank == c.root) WEFT_TRY(reduce_from_all(out + first * esize, 0, m, c, which, s));
+  }
+  return Status::Ok();
+}
+
+}  // namespace weft::transport::cuda_p2p

@@ -1,0 +1,161 @@
+// cuda_p2p: collectives on device memory among the ranks of one host whose GPUs
+// can reach each other (the same GPU, or peer access over NVLink/PCIe), with no
+// host thread and no host copy in the data path.
+//
+// Each rank owns two device buffers that every peer maps (CUDA IPC) and a page
+// of pinned host flags that every peer maps too. A call is enqueued on the
+// caller's stream only: the stream copies its input into the rank's buffer,
+// meets the peers at a barrier (each stream writes the barrier's number into
+// every peer's flag page and waits until every peer has written its own: driver
+// stream memory operations, no kernel spins), then reads the peers' buffers in
+// place (CUDA reduction kernels with every peer's buffer as a source, or copies)
+// into the output. A rank writes only its own buffer; the two buffers are used
+// in turn, so a round's writes come after every peer has left the round before
+// the last one (they passed the previous round's barrier).
+//
+// Cost of an all-reduce of N bytes over n ranks (alpha: one barrier, beta: one
+// byte through the GPU's memory): one-shot (small N) alpha + (2 + n) N beta,
+// two-shot (per buffer-sized round) 2 alpha + (4 + 1/n) N beta.
+#pragma once
+
+#include <cstddef>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/status.h"
+#include "exec/cuda_driver.h"
+#include "reduce/reduce.h"
+#include "sched/schedule.h"
+#include "weft/weft.h"
+
+namespace weft::transport::cuda_p2p {
+
+// Ranks a flag page has room for.
+constexpr int kMaxRanks = 512;
+
+// What a rank tells its peers (all-gathered as bytes).
+struct Card {
+  uint64_t host_hash = 0;
+  int32_t pid = 0;
+  int32_t flags_fd = -1;  // its flag page (a memfd the peers open through /proc)
+  int32_t device = -1;    // its CUdevice
+  int32_t ready = 0;      // 0: why_not says why it cannot take part
+  uint64_t buffer_bytes = 0;
+  char bus_id[32] = {};
+  exec::cuda::IpcHandle handle{};  // its two buffers, one allocation
+  char why_not[112] = {};
+};
+
+// One call as the caller made it (device pointers).
+struct Call {
+  sched::Coll coll = sched::Coll::AllReduce;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t count = 0;  // as the collective's API counts
+  weftDataType_t dtype = weftFloat32;
+  reduce::Op op = reduce::Op::Sum;
+  bool average = false;  // weftAvg: a sum divided by the ranks
+  int root = 0;
+};
+
+class Group {
+ public:
+  struct Options {
+    int rank = 0, nranks = 1;
+    uint64_t host_hash = 0;
+    size_t buffer_bytes = 0;
+    bool same_gpu_only = false;   // WEFT_P2P_LEVEL=LOC
+    std::string disabled_by;      // non-empty: this rank does not take part (WEFT_P2P_DISABLE=1)
+    size_t oneshot_bytes = 0;
+    int64_t timeout_ms = 300000;  // a call's deadline from its enqueue; also how long destroy waits
+    // Called (from the watchdog thread) when a call misses its deadline.
+    std::function<void(const Status&)> on_timeout;
+  };
+
+  Group() = default;
+  Group(const Group&) = delete;
+  Group& operator=(const Group&) = delete;
+  // Waits (until the deadline) for every rank's stream to finish its last call,
+  // then frees; memory a stream may still touch is left, with a warning.
+  ~Group();
+
+  // This rank's buffers and flag page, described in *card; card->ready 0 with
+  // the reason where it cannot take part.
+  void prepare(const exec::cuda::Api& d, const Options& o, Card* card);
+  // Maps every peer's buffers and flags; "" when this rank can reach them all,
+  // else why not. Every rank must then agree before the first call.
+  std::string connect(const std::vector<Card>& cards);
+  // The ranks agreed: calls go through the group from now on (ok; a watchdog
+  // thread then fails a call its stream has not finished by the deadline), or
+  // it is released and never used (!ok).
+  void settle(bool ok);
+  bool active() const { return active_.load(std::memory_order_acquire); }
+  // The reason of the choice, for the INFO line.
+  const std::string& how() const { return how_; }
+
+  // Whether the group runs this call (else it is staged).
+  static bool serves(sched::Coll c) {
+    return c == sched::Coll::AllReduce || c == sched::Coll::AllGather || c == sched::Coll::ReduceScatter ||
+           c == sched::Coll::Broadcast || c == sched::Coll::Reduce;
+  }
+  // Enqueues the call on the stream and returns. A failed enqueue leaves the
+  // stream out of step with the peers: the caller fails the communicator.
+  Status run(const Call& c, exec::cuda::Stream stream);
+
+  // The communicator failed: this rank's stream passes every barrier from now
+  // on, so it never waits for a peer that will not come. Any thread.
+  void unblock();
+
+ private:
+  struct Peer {
+    unsigned char* buffers = nullptr;  // its two buffers, mapped here (own: allocated)
+    uint32_t* flags = nullptr;         // its flag page, mapped here
+    exec::cuda::DevicePtr flags_dev = 0;
+  };
+  unsigned char* buffer(int rank, int which) const { return peers_[rank].buffers + which * buffer_bytes_; }
+  Status step(int rc, exec::cuda::Stream s, const char* doing);
+  Status copy(void* dst, const void* src, size_t bytes, exec::cuda::Stream s);
+  Status barrier(exec::cuda::Stream s);
+  Status reduce_from_all(void* dst, size_t offset, size_t count, const Call& c, int which, exec::cuda::Stream s);
+  Status all_reduce(const Call& c, exec::cuda::Stream s);
+  Status all_gather(const Call& c, exec::cuda::Stream s);
+  Status reduce_scatter(const Call& c, exec::cuda::Stream s);
+  Status broadcast(const Call& c, exec::cuda::Stream s);
+  Status reduce(const Call& c, exec::cuda::Stream s);
+  void release();
+  // The watchdog: every 10 ms, the oldest call not yet finished by its stream.
+  void watch();
+  std::string stuck_at(uint32_t first_barrier) const;
+
+  const exec::cuda::Api* d_ = nullptr;
+  Options o_;
+  size_t buffer_bytes_ = 0;
+  int memfd_ = -1;
+  std::vector<Peer> peers_;  // by rank; this rank's entry is its own memory
+  std::atomic<bool> active_{false};
+  bool broken_ = false;  // a call failed part-way: the streams may hold it forever
+  std::string how_;
+  std::mutex mu_;        // one call's enqueue at a time (the counters below)
+  std::atomic<uint32_t> phase_{0};  // barriers enqueued so far (every rank counts the same); read by unblock()
+  uint64_t round_ = 0;   // buffer uses so far (which buffer: round_ % 2)
+  struct Pending {
+    const char* what;
+    exec::cuda::Stream stream;
+    uint32_t first_barrier, done;  // its first barrier's number; the done word once it finished
+    std::chrono::steady_clock::time_point enqueued;
+  };
+  std::deque<Pending> pending_;  // guarded by mu_
+  std::condition_variable stop_cv_;
+  bool stop_ = false;  // guarded by mu_
+  std::thread watchdog_;
+};
+
+}  // namespace weft::transport::cuda_p2p
