@@ -464,6 +464,42 @@ void run_device_faults(Checker& c) {
   std::printf("rank %d: a stuck stream and a failed copy fail the call: %s\n", c.rank, why.c_str());
 }
 
+// --device with the stand-in driver and two ranks: rank 1's stream is held, so
+// it never reaches an all-reduce; both ranks' calls fail by the deadline instead
+// of leaving the streams waiting, rank 0's naming rank 1 where the call went
+// over cuda_p2p (its stream waits for rank 1 at a barrier).
+void run_device_stuck_peer(Checker& c) {
+  DeviceMemory& d = *c.device;
+  constexpr size_t kCount = 1000;
+  auto* dev = static_cast<float*>(d.alloc(kCount * sizeof(float)));
+  weftComm_t stuck = nullptr;
+  if (!c.ok(weftCommSplit(c.comm, 0, c.rank, &stuck, nullptr), "split")) return;
+  // The first device collective chooses the path over the host: before the hold.
+  c.ok(weftAllReduce(dev, dev, kCount, weftFloat32, weftSum, stuck, d.stream()), "all-reduce before the hold");
+  c.ok(d.synchronize() ? weftSuccess : weftUnhandledCudaError, "synchronize");
+  if (c.rank == 1) d.hold(true);
+  c.ok(weftAllReduce(dev, dev, kCount, weftFloat32, weftSum, stuck, d.stream()), "all-reduce beside a held stream");
+  weftResult_t async = weftSuccess;
+  for (int i = 0; i < 200 && async == weftSuccess; ++i) {
+    weftCommGetAsyncError(stuck, &async);
+    if (async == weftSuccess) usleep(50000);
+  }
+  // The next call fails with the communicator's error, which it leaves as the last error.
+  const weftResult_t next = weftAllReduce(dev, dev, kCount, weftFloat32, weftSum, stuck, d.stream());
+  const std::string why = weftGetLastError(stuck);
+  const char* disabled = std::getenv("WEFT_P2P_DISABLE");
+  const bool p2p = disabled == nullptr || std::string(disabled) != "1";
+  const bool named = !p2p || c.rank != 0 || why.find("rank(s) 1") != std::string::npos;
+  if ((async != weftTimeout && async != weftRemoteError) || next == weftSuccess || !named)
+    c.ok(weftInternalError, std::string("beside a held stream: async error ") + weftGetErrorString(async) +
+                                ", the next call " + weftGetErrorString(next) + ": " + why);
+  if (c.rank == 1) d.hold(false);
+  d.synchronize();
+  weftCommDestroy(stuck);
+  d.release(dev);
+  std::printf("rank %d: beside a held stream the call fails: %s\n", c.rank, why.c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -535,6 +571,7 @@ int main(int argc, char** argv) {
     c.ok(weftBarrier(c.comm), "barrier");
   }
   if (c.device != nullptr && device.is_fake() && c.n == 1) run_device_faults(c);
+  if (c.device != nullptr && device.is_fake() && c.n == 2) run_device_stuck_peer(c);
   std::string algo_note;
   for (const auto& [coll, name] : c.expect) algo_note += (algo_note.empty() ? ", forced " : ", ") + coll + "=" + name;
   if (!c.expect.empty()) algo_note += ": " + std::to_string(c.checked_algo) + " call shapes checked";

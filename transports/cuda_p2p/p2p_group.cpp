@@ -229,8 +229,8 @@ void Group::watch() {
         std::chrono::steady_clock::now() - pending_.front().enqueued > std::chrono::milliseconds(o_.timeout_ms)) {
       const Pending p = pending_.front();
       pending_.clear();
-      Status st = Error(weftTimeout, "rank %d: cuda_p2p %s on stream %p not finished %lld ms after it was enqueued "
-                        "(WEFT_TIMEOUT_MS): %s", o_.rank, p.what, p.stream, static_cast<long long>(o_.timeout_ms),
+      Status st = Error(weftTimeout, "cuda_p2p %s on stream %p not finished %lld ms after it was enqueued "
+                        "(WEFT_TIMEOUT_MS): %s", p.what, p.stream, static_cast<long long>(o_.timeout_ms),
                         stuck_at(p.first_barrier).c_str());
       lock.unlock();
       if (o_.on_timeout) o_.on_timeout(st);  // fails the communicator, which unblocks the stream
