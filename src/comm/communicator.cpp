@@ -244,6 +244,7 @@ Status Communicator::connect_transports(const boot::UniqueId& id) {
 }
 
 Communicator::~Communicator() {
+  p2p_.stop_watchdog();  // its timeouts fail this communicator, which is going
   if (boot_ != nullptr) boot_->set_status_source(nullptr);
   // In-flight operations finish first (promptly once aborted: they fail).
   if (queue_ != nullptr) {

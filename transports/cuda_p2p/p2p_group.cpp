@@ -171,12 +171,7 @@ Group::~Group() {
     release();
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
-  stop_cv_.notify_all();
-  watchdog_.join();
+  stop_watchdog();
   // Every rank's stream must be past its last call before a buffer or page it
   // reads goes: the done words count barriers, the same number everywhere.
   Deadline deadline = Deadline::after_ms(o_.timeout_ms);
@@ -194,6 +189,15 @@ Group::~Group() {
     return;
   }
   release();
+}
+
+void Group::stop_watchdog() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  stop_cv_.notify_all();
+  if (watchdog_.joinable()) watchdog_.join();
 }
 
 void Group::unblock() {

@@ -113,6 +113,9 @@ class Group {
   // The communicator failed: this rank's stream passes every barrier from now
   // on, so it never waits for a peer that will not come. Any thread.
   void unblock();
+  // Stops the watchdog (no more on_timeout calls): first thing at the owner's
+  // destruction, while what on_timeout touches still exists.
+  void stop_watchdog();
 
  private:
   struct Peer {
