@@ -8,6 +8,8 @@
 #include "base/log.h"
 #include "base/params.h"
 #include "comm/communicator.h"
+#include "comm/device_kernels.h"
+#include "comm/device_p2p.h"
 #include "comm/operations.h"
 #include "comm/staging_layout.h"
 #include "exec/cuda_driver.h"
@@ -150,7 +152,7 @@ Status Communicator::choose_device_path(const exec::cuda::Api& d) {
   o.nranks = nranks_;
   o.host_hash = host_hash_;
   o.buffer_bytes = static_cast<size_t>(std::max<int64_t>(0, params::P2P_BUFFER_BYTES()));
-  o.oneshot_bytes = static_cast<size_t>(std::max<int64_t>(0, params::P2P_ONESHOT_BYTES()));
+  if (const char* why = kernels_missing(d)) o.kernels_missing = why;
   o.timeout_ms = timeout_ms_;
   o.on_timeout = [this](const Status& st) { fail(st); };
   const std::string& level = params::P2P_LEVEL();
@@ -191,10 +193,8 @@ Status Communicator::enqueue(const CollArgs& dev, void* stream) {
     WEFT_TRY(stream_driver(sched::coll_name(dev.coll), stream, &d));
     WEFT_TRY(choose_device_path(*d));
   }
-  if (p2p_.active() && transport::cuda_p2p::Group::serves(dev.coll) && dev.op < weftNumOps) {
-    transport::cuda_p2p::Call c{dev.coll, dev.send, dev.recv, dev.count, dev.dtype, reduce::elementwise_op(dev.op),
-                                dev.op == weftAvg, dev.root};
-    Status st = p2p_.run(c, stream);
+  if (p2p_.active() && p2p_serves(dev)) {
+    Status st = p2p_collective(p2p_, dev, stream);
     if (!st.ok()) fail(st);  // the stream is out of step with the peers' now
     return st;
   }

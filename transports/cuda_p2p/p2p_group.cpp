@@ -11,7 +11,6 @@
 
 #include "base/log.h"
 #include "base/wait.h"
-#include "transports/cuda_p2p/device_kernels.h"
 
 namespace weft::transport::cuda_p2p {
 namespace {
@@ -77,7 +76,7 @@ void Group::prepare(const exec::cuda::Api& d, const Options& o, Card* card) {
   if (!o.disabled_by.empty()) return refuse(o.disabled_by);
   if (o.nranks > kMaxRanks) return refuse("more than " + std::to_string(kMaxRanks) + " ranks");
   if (const char* lacks = missing_entry(d)) return refuse(std::string("the CUDA driver lacks ") + lacks);
-  if (const char* why = kernels_missing(d)) return refuse(why);
+  if (!o.kernels_missing.empty()) return refuse(o.kernels_missing);
   if (d.ctx_get_device == nullptr || d.ctx_get_device(&card->device) != 0)
     return refuse("no CUDA context is current on the calling thread");
   if (d.pci_bus_id(card->bus_id, sizeof(card->bus_id), card->device) != 0) return refuse("cuDeviceGetPCIBusId failed");
@@ -277,138 +276,21 @@ Status Group::barrier(exec::cuda::Stream s) {
   return Status::Ok();
 }
 
-// dst = the op of every rank's buffer `which` at byte `offset`, this rank's first
-// (dst may be that buffer's own range).
-Status Group::reduce_from_all(void* dst, size_t offset, size_t count, const Call& c, int which,
-                              exec::cuda::Stream s) {
-  std::vector<const void*> srcs;
-  srcs.reserve(static_cast<size_t>(o_.nranks));
-  srcs.push_back(buffer(o_.rank, which) + offset);
-  for (int p = 0; p < o_.nranks; ++p)
-    if (p != o_.rank) srcs.push_back(buffer(p, which) + offset);
-  Status st = reduce_on_stream(*d_, dst, srcs.data(), o_.nranks, count, c.dtype, c.op, s);
-  if (st.ok() && c.average) st = divide_on_stream(*d_, dst, count, c.dtype, o_.nranks, s);
-  if (!st.ok()) broken_ = true;
-  return st;
-}
-
-Status Group::run(const Call& c, exec::cuda::Stream s) {
+Status Group::call(const char* what, exec::cuda::Stream s, const std::function<Status()>& body) {
   std::lock_guard<std::mutex> lock(mu_);
   if (broken_) return Error(weftInternalError, "cuda_p2p: an earlier call failed part-way on this communicator");
   const uint32_t first_barrier = phase_.load(std::memory_order_relaxed) + 1;
-  Status st;
-  switch (c.coll) {
-    case sched::Coll::AllReduce: st = all_reduce(c, s); break;
-    case sched::Coll::AllGather: st = all_gather(c, s); break;
-    case sched::Coll::ReduceScatter: st = reduce_scatter(c, s); break;
-    case sched::Coll::Broadcast: st = broadcast(c, s); break;
-    case sched::Coll::Reduce: st = reduce(c, s); break;
-    default: return Error(weftInternalError, "cuda_p2p does not run %s", sched::coll_name(c.coll));
+  Status st = body();
+  if (!st.ok()) {
+    broken_ = true;
+    return st;
   }
-  WEFT_TRY(st);
   // Done with every peer's memory for this call (read by the watchdog and at destroy).
   const uint32_t done = phase_.load(std::memory_order_relaxed);
   WEFT_TRY(step(d_->write_value32(s, peers_[static_cast<size_t>(o_.rank)].flags_dev + kDoneWord * sizeof(uint32_t),
                                   done, 0),
                 s, "marking the call done"));
-  pending_.push_back({sched::coll_name(c.coll), s, first_barrier, done, std::chrono::steady_clock::now()});
-  return Status::Ok();
-}
-
-// Rounds of up to one buffer. One-shot: every rank reduces the whole round from
-// every buffer. Two-shot: rank r reduces slice r in place in its own buffer,
-// and after a second barrier every rank copies each slice from its owner.
-Status Group::all_reduce(const Call& c, exec::cuda::Stream s) {
-  const size_t esize = reduce::dtype_size(c.dtype);
-  const size_t per = buffer_bytes_ / esize;
-  const bool oneshot = c.count * esize <= o_.oneshot_bytes || o_.nranks == 1;
-  const auto* in = static_cast<const unsigned char*>(c.send);
-  auto* out = static_cast<unsigned char*>(c.recv);
-  // Slices of 256-byte multiples keep the kernels' 16-byte loads aligned.
-  const size_t align = std::max<size_t>(1, 256 / esize);
-  for (size_t first = 0; first < c.count; first += per) {
-    const size_t m = std::min(per, c.count - first);
-    const int which = static_cast<int>(round_++ % 2);
-    WEFT_TRY(copy(buffer(o_.rank, which), in + first * esize, m * esize, s));
-    WEFT_TRY(barrier(s));
-    if (oneshot) {
-      WEFT_TRY(reduce_from_all(out + first * esize, 0, m, c, which, s));
-      continue;
-    }
-    const size_t slice = ((m + o_.nranks - 1) / o_.nranks + align - 1) / align * align;
-    auto lo = [&](int p) { return std::min(m, static_cast<size_t>(p) * slice); };
-    auto hi = [&](int p) { return std::min(m, lo(p) + slice); };
-    const size_t my_lo = lo(o_.rank), my_n = hi(o_.rank) - my_lo;
-    WEFT_TRY(reduce_from_all(buffer(o_.rank, which) + my_lo * esize, my_lo * esize, my_n, c, which, s));
-    WEFT_TRY(barrier(s));
-    for (int p = 0; p < o_.nranks; ++p)
-      WEFT_TRY(copy(out + (first + lo(p)) * esize, buffer(p, which) + lo(p) * esize, (hi(p) - lo(p)) * esize, s));
-  }
-  return Status::Ok();
-}
-
-// Each rank's piece in rounds of up to one buffer; everyone copies every piece.
-Status Group::all_gather(const Call& c, exec::cuda::Stream s) {
-  const size_t bytes = c.count * reduce::dtype_size(c.dtype);
-  const auto* in = static_cast<const unsigned char*>(c.send);
-  auto* out = static_cast<unsigned char*>(c.recv);
-  for (size_t at = 0; at < bytes; at += buffer_bytes_) {
-    const size_t len = std::min(buffer_bytes_, bytes - at);
-    const int which = static_cast<int>(round_++ % 2);
-    WEFT_TRY(copy(buffer(o_.rank, which), in + at, len, s));
-    WEFT_TRY(barrier(s));
-    for (int p = 0; p < o_.nranks; ++p)
-      WEFT_TRY(copy(out + p * bytes + at, p == o_.rank ? in + at : buffer(p, which), len, s));
-  }
-  return Status::Ok();
-}
-
-// Rounds over the output's elements: each rank puts the n pieces of the round
-// in its buffer, then reduces its own piece from every buffer.
-Status Group::reduce_scatter(const Call& c, exec::cuda::Stream s) {
-  const size_t esize = reduce::dtype_size(c.dtype);
-  const size_t align = std::max<size_t>(1, 256 / esize);
-  const size_t per = std::max<size_t>(align, buffer_bytes_ / esize / o_.nranks / align * align);
-  const auto* in = static_cast<const unsigned char*>(c.send);
-  auto* out = static_cast<unsigned char*>(c.recv);
-  for (size_t first = 0; first < c.count; first += per) {
-    const size_t m = std::min(per, c.count - first);
-    const int which = static_cast<int>(round_++ % 2);
-    for (int p = 0; p < o_.nranks; ++p)
-      WEFT_TRY(copy(buffer(o_.rank, which) + p * m * esize, in + (p * c.count + first) * esize, m * esize, s));
-    WEFT_TRY(barrier(s));
-    WEFT_TRY(reduce_from_all(out + first * esize, o_.rank * m * esize, m, c, which, s));
-  }
-  return Status::Ok();
-}
-
-Status Group::broadcast(const Call& c, exec::cuda::Stream s) {
-  const size_t bytes = c.count * reduce::dtype_size(c.dtype);
-  const auto* in = static_cast<const unsigned char*>(c.send);
-  auto* out = static_cast<unsigned char*>(c.recv);
-  const bool root = o_.rank == c.root;
-  for (size_t at = 0; at < bytes; at += buffer_bytes_) {
-    const size_t len = std::min(buffer_bytes_, bytes - at);
-    const int which = static_cast<int>(round_++ % 2);
-    if (root) WEFT_TRY(copy(buffer(o_.rank, which), in + at, len, s));
-    WEFT_TRY(barrier(s));
-    WEFT_TRY(root ? copy(out + at, in + at, len, s) : copy(out + at, buffer(c.root, which), len, s));
-  }
-  return Status::Ok();
-}
-
-Status Group::reduce(const Call& c, exec::cuda::Stream s) {
-  const size_t esize = reduce::dtype_size(c.dtype);
-  const size_t per = buffer_bytes_ / esize;
-  const auto* in = static_cast<const unsigned char*>(c.send);
-  auto* out = static_cast<unsigned char*>(c.recv);
-  for (size_t first = 0; first < c.count; first += per) {
-    const size_t m = std::min(per, c.count - first);
-    const int which = static_cast<int>(round_++ % 2);
-    WEFT_TRY(copy(buffer(o_.rank, which), in + first * esize, m * esize, s));
-    WEFT_TRY(barrier(s));
-    if (o_.rank == c.root) WEFT_TRY(reduce_from_all(out + first * esize, 0, m, c, which, s));
-  }
+  pending_.push_back({what, s, first_barrier, done, std::chrono::steady_clock::now()});
   return Status::Ok();
 }
 

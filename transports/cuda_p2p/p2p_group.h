@@ -1,21 +1,17 @@
-// cuda_p2p: collectives on device memory among the ranks of one host whose GPUs
-// can reach each other (the same GPU, or peer access over NVLink/PCIe), with no
-// host thread and no host copy in the data path.
+// cuda_p2p: the ranks of one host whose GPUs can reach each other (the same GPU,
+// or peer access over NVLink/PCIe) map each other's device memory and meet at
+// barriers kept by their streams, with no host thread in the data path. The
+// collectives built on it are in comm/device_p2p.cpp.
 //
 // Each rank owns two device buffers that every peer maps (CUDA IPC) and a page
-// of pinned host flags that every peer maps too. A call is enqueued on the
-// caller's stream only: the stream copies its input into the rank's buffer,
-// meets the peers at a barrier (each stream writes the barrier's number into
-// every peer's flag page and waits until every peer has written its own: driver
-// stream memory operations, no kernel spins), then reads the peers' buffers in
-// place (CUDA reduction kernels with every peer's buffer as a source, or copies)
-// into the output. A rank writes only its own buffer; the two buffers are used
-// in turn, so a round's writes come after every peer has left the round before
-// the last one (they passed the previous round's barrier).
-//
-// Cost of an all-reduce of N bytes over n ranks (alpha: one barrier, beta: one
-// byte through the GPU's memory): one-shot (small N) alpha + (2 + n) N beta,
-// two-shot (per buffer-sized round) 2 alpha + (4 + 1/n) N beta.
+// of pinned host flags that every peer maps too. A call is stream work only: a
+// body (Group::call) copies into the rank's own buffer, meets the peers at a
+// barrier (each stream writes the barrier's number into every peer's flag page
+// and waits until every peer has written its own: driver stream memory
+// operations, no kernel spins), then reads the peers' buffers in place. A rank
+// writes only its own buffer; the two buffers are used in turn, so a round's
+// writes come after every peer has left the round before the last one (they
+// passed the previous round's barrier).
 #pragma once
 
 #include <cstddef>
@@ -32,9 +28,6 @@
 
 #include "base/status.h"
 #include "exec/cuda_driver.h"
-#include "reduce/reduce.h"
-#include "sched/schedule.h"
-#include "weft/weft.h"
 
 namespace weft::transport::cuda_p2p {
 
@@ -54,18 +47,6 @@ struct Card {
   char why_not[112] = {};
 };
 
-// One call as the caller made it (device pointers).
-struct Call {
-  sched::Coll coll = sched::Coll::AllReduce;
-  const void* send = nullptr;
-  void* recv = nullptr;
-  size_t count = 0;  // as the collective's API counts
-  weftDataType_t dtype = weftFloat32;
-  reduce::Op op = reduce::Op::Sum;
-  bool average = false;  // weftAvg: a sum divided by the ranks
-  int root = 0;
-};
-
 class Group {
  public:
   struct Options {
@@ -74,7 +55,7 @@ class Group {
     size_t buffer_bytes = 0;
     bool same_gpu_only = false;   // WEFT_P2P_LEVEL=LOC
     std::string disabled_by;      // non-empty: this rank does not take part (WEFT_P2P_DISABLE=1)
-    size_t oneshot_bytes = 0;
+    std::string kernels_missing;  // non-empty: the owner cannot enqueue device reductions, and why
     int64_t timeout_ms = 300000;  // a call's deadline from its enqueue; also how long destroy waits
     // Called (from the watchdog thread) when a call misses its deadline.
     std::function<void(const Status&)> on_timeout;
@@ -101,14 +82,23 @@ class Group {
   // The reason of the choice, for the INFO line.
   const std::string& how() const { return how_; }
 
-  // Whether the group runs this call (else it is staged).
-  static bool serves(sched::Coll c) {
-    return c == sched::Coll::AllReduce || c == sched::Coll::AllGather || c == sched::Coll::ReduceScatter ||
-           c == sched::Coll::Broadcast || c == sched::Coll::Reduce;
-  }
-  // Enqueues the call on the stream and returns. A failed enqueue leaves the
-  // stream out of step with the peers: the caller fails the communicator.
-  Status run(const Call& c, exec::cuda::Stream stream);
+  // One call: body enqueues its stream work with the primitives below (under
+  // the group's lock); then the stream marks the call done for the watchdog. A
+  // failed body leaves the stream out of step with the peers': the caller fails
+  // the communicator, and the group refuses later calls.
+  Status call(const char* what, exec::cuda::Stream s, const std::function<Status()>& body);
+
+  // The primitives of a call's body.
+  int rank() const { return o_.rank; }
+  int nranks() const { return o_.nranks; }
+  const exec::cuda::Api& driver() const { return *d_; }
+  size_t buffer_bytes() const { return buffer_bytes_; }
+  // The buffer (0 or 1) of the next round.
+  int next_buffer() { return static_cast<int>(round_++ % 2); }
+  // A rank's buffer as mapped here (this rank's own: its allocation).
+  unsigned char* buffer(int rank, int which) const { return peers_[rank].buffers + which * buffer_bytes_; }
+  Status copy(void* dst, const void* src, size_t bytes, exec::cuda::Stream s);
+  Status barrier(exec::cuda::Stream s);
 
   // The communicator failed: this rank's stream passes every barrier from now
   // on, so it never waits for a peer that will not come. Any thread.
@@ -123,16 +113,7 @@ class Group {
     uint32_t* flags = nullptr;         // its flag page, mapped here
     exec::cuda::DevicePtr flags_dev = 0;
   };
-  unsigned char* buffer(int rank, int which) const { return peers_[rank].buffers + which * buffer_bytes_; }
   Status step(int rc, exec::cuda::Stream s, const char* doing);
-  Status copy(void* dst, const void* src, size_t bytes, exec::cuda::Stream s);
-  Status barrier(exec::cuda::Stream s);
-  Status reduce_from_all(void* dst, size_t offset, size_t count, const Call& c, int which, exec::cuda::Stream s);
-  Status all_reduce(const Call& c, exec::cuda::Stream s);
-  Status all_gather(const Call& c, exec::cuda::Stream s);
-  Status reduce_scatter(const Call& c, exec::cuda::Stream s);
-  Status broadcast(const Call& c, exec::cuda::Stream s);
-  Status reduce(const Call& c, exec::cuda::Stream s);
   void release();
   // The watchdog: every 10 ms, the oldest call not yet finished by its stream.
   void watch();

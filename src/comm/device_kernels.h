@@ -12,7 +12,7 @@
 #include "reduce/reduce.h"
 #include "weft/weft.h"
 
-namespace weft::transport::cuda_p2p {
+namespace weft {
 
 // Whether reductions can be enqueued with this driver; else why not.
 const char* kernels_missing(const exec::cuda::Api& d);
@@ -26,4 +26,4 @@ Status reduce_on_stream(const exec::cuda::Api& d, void* dst, const void* const* 
 Status divide_on_stream(const exec::cuda::Api& d, void* dst, size_t count, weftDataType_t dtype, int64_t divisor,
                         exec::cuda::Stream stream);
 
-}  // namespace weft::transport::cuda_p2p
+}  // namespace weft

@@ -1,4 +1,4 @@
-#include "transports/cuda_p2p/device_kernels.h"
+#include "comm/device_kernels.h"
 
 #include <algorithm>
 #include <vector>
@@ -8,7 +8,7 @@
 #include "cuda/reduce_cuda.h"
 #endif
 
-namespace weft::transport::cuda_p2p {
+namespace weft {
 namespace {
 
 // One reduction or division, run on the host by the stand-in driver's stream.
@@ -102,4 +102,4 @@ Status divide_on_stream(const exec::cuda::Api& d, void* dst, size_t count, weftD
 #endif
 }
 
-}  // namespace weft::transport::cuda_p2p
+}  // namespace weft

@@ -1,0 +1,147 @@
+#include "comm/device_p2p.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "base/params.h"
+#include "comm/device_kernels.h"
+
+namespace weft {
+namespace {
+
+using transport::cuda_p2p::Group;
+
+// dst = the op of every rank's buffer `which` at byte `offset`, this rank's first
+// (dst may be that buffer's own range).
+Status reduce_from_all(Group& g, void* dst, size_t offset, size_t count, const CollArgs& c, int which,
+                       exec::cuda::Stream s) {
+  std::vector<const void*> srcs;
+  srcs.reserve(static_cast<size_t>(g.nranks()));
+  srcs.push_back(g.buffer(g.rank(), which) + offset);
+  for (int p = 0; p < g.nranks(); ++p)
+    if (p != g.rank()) srcs.push_back(g.buffer(p, which) + offset);
+  WEFT_TRY(reduce_on_stream(g.driver(), dst, srcs.data(), g.nranks(), count, c.dtype, reduce::elementwise_op(c.op), s));
+  return c.op == weftAvg ? divide_on_stream(g.driver(), dst, count, c.dtype, g.nranks(), s) : Status::Ok();
+}
+
+// Rounds of up to one buffer. One-shot: every rank reduces the whole round from
+// every buffer. Two-shot: rank r reduces slice r in place in its own buffer,
+// and after a second barrier every rank copies each slice from its owner.
+Status all_reduce(Group& g, const CollArgs& c, exec::cuda::Stream s) {
+  const size_t esize = reduce::dtype_size(c.dtype);
+  const size_t per = g.buffer_bytes() / esize;
+  const auto oneshot_bytes = static_cast<size_t>(std::max<int64_t>(0, params::P2P_ONESHOT_BYTES()));
+  const bool oneshot = c.count * esize <= oneshot_bytes || g.nranks() == 1;
+  const auto* in = static_cast<const unsigned char*>(c.send);
+  auto* out = static_cast<unsigned char*>(c.recv);
+  // Slices of 256-byte multiples keep the kernels' 16-byte loads aligned.
+  const size_t align = std::max<size_t>(1, 256 / esize);
+  for (size_t first = 0; first < c.count; first += per) {
+    const size_t m = std::min(per, c.count - first);
+    const int which = g.next_buffer();
+    WEFT_TRY(g.copy(g.buffer(g.rank(), which), in + first * esize, m * esize, s));
+    WEFT_TRY(g.barrier(s));
+    if (oneshot) {
+      WEFT_TRY(reduce_from_all(g, out + first * esize, 0, m, c, which, s));
+      continue;
+    }
+    const size_t slice = ((m + g.nranks() - 1) / g.nranks() + align - 1) / align * align;
+    auto lo = [&](int p) { return std::min(m, static_cast<size_t>(p) * slice); };
+    auto hi = [&](int p) { return std::min(m, lo(p) + slice); };
+    const size_t my_lo = lo(g.rank()), my_n = hi(g.rank()) - my_lo;
+    WEFT_TRY(reduce_from_all(g, g.buffer(g.rank(), which) + my_lo * esize, my_lo * esize, my_n, c, which, s));
+    WEFT_TRY(g.barrier(s));
+    for (int p = 0; p < g.nranks(); ++p)
+      WEFT_TRY(g.copy(out + (first + lo(p)) * esize, g.buffer(p, which) + lo(p) * esize, (hi(p) - lo(p)) * esize, s));
+  }
+  return Status::Ok();
+}
+
+// Each rank's piece in rounds of up to one buffer; everyone copies every piece.
+Status all_gather(Group& g, const CollArgs& c, exec::cuda::Stream s) {
+  const size_t bytes = c.count * reduce::dtype_size(c.dtype);
+  const auto* in = static_cast<const unsigned char*>(c.send);
+  auto* out = static_cast<unsigned char*>(c.recv);
+  for (size_t at = 0; at < bytes; at += g.buffer_bytes()) {
+    const size_t len = std::min(g.buffer_bytes(), bytes - at);
+    const int which = g.next_buffer();
+    WEFT_TRY(g.copy(g.buffer(g.rank(), which), in + at, len, s));
+    WEFT_TRY(g.barrier(s));
+    for (int p = 0; p < g.nranks(); ++p)
+      WEFT_TRY(g.copy(out + p * bytes + at, p == g.rank() ? in + at : g.buffer(p, which), len, s));
+  }
+  return Status::Ok();
+}
+
+// Rounds over the output's elements: each rank puts the n pieces of the round
+// in its buffer, then reduces its own piece from every buffer.
+Status reduce_scatter(Group& g, const CollArgs& c, exec::cuda::Stream s) {
+  const size_t esize = reduce::dtype_size(c.dtype);
+  const size_t align = std::max<size_t>(1, 256 / esize);
+  const size_t per = std::max<size_t>(align, g.buffer_bytes() / esize / g.nranks() / align * align);
+  const auto* in = static_cast<const unsigned char*>(c.send);
+  auto* out = static_cast<unsigned char*>(c.recv);
+  for (size_t first = 0; first < c.count; first += per) {
+    const size_t m = std::min(per, c.count - first);
+    const int which = g.next_buffer();
+    for (int p = 0; p < g.nranks(); ++p)
+      WEFT_TRY(g.copy(g.buffer(g.rank(), which) + p * m * esize, in + (p * c.count + first) * esize, m * esize, s));
+    WEFT_TRY(g.barrier(s));
+    WEFT_TRY(reduce_from_all(g, out + first * esize, g.rank() * m * esize, m, c, which, s));
+  }
+  return Status::Ok();
+}
+
+Status broadcast(Group& g, const CollArgs& c, exec::cuda::Stream s) {
+  const size_t bytes = c.count * reduce::dtype_size(c.dtype);
+  const auto* in = static_cast<const unsigned char*>(c.send);
+  auto* out = static_cast<unsigned char*>(c.recv);
+  const bool root = g.rank() == c.root;
+  for (size_t at = 0; at < bytes; at += g.buffer_bytes()) {
+    const size_t len = std::min(g.buffer_bytes(), bytes - at);
+    const int which = g.next_buffer();
+    if (root) WEFT_TRY(g.copy(g.buffer(g.rank(), which), in + at, len, s));
+    WEFT_TRY(g.barrier(s));
+    WEFT_TRY(root ? g.copy(out + at, in + at, len, s) : g.copy(out + at, g.buffer(c.root, which), len, s));
+  }
+  return Status::Ok();
+}
+
+Status reduce_to_root(Group& g, const CollArgs& c, exec::cuda::Stream s) {
+  const size_t esize = reduce::dtype_size(c.dtype);
+  const size_t per = g.buffer_bytes() / esize;
+  const auto* in = static_cast<const unsigned char*>(c.send);
+  auto* out = static_cast<unsigned char*>(c.recv);
+  for (size_t first = 0; first < c.count; first += per) {
+    const size_t m = std::min(per, c.count - first);
+    const int which = g.next_buffer();
+    WEFT_TRY(g.copy(g.buffer(g.rank(), which), in + first * esize, m * esize, s));
+    WEFT_TRY(g.barrier(s));
+    if (g.rank() == c.root) WEFT_TRY(reduce_from_all(g, out + first * esize, 0, m, c, which, s));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool p2p_serves(const CollArgs& a) {
+  const bool coll = a.coll == sched::Coll::AllReduce || a.coll == sched::Coll::AllGather ||
+                    a.coll == sched::Coll::ReduceScatter || a.coll == sched::Coll::Broadcast ||
+                    a.coll == sched::Coll::Reduce;
+  return coll && a.op < weftNumOps;  // pre-multiplied sums are staged
+}
+
+Status p2p_collective(Group& g, const CollArgs& c, exec::cuda::Stream s) {
+  return g.call(sched::coll_name(c.coll), s, [&]() -> Status {
+    switch (c.coll) {
+      case sched::Coll::AllReduce: return all_reduce(g, c, s);
+      case sched::Coll::AllGather: return all_gather(g, c, s);
+      case sched::Coll::ReduceScatter: return reduce_scatter(g, c, s);
+      case sched::Coll::Broadcast: return broadcast(g, c, s);
+      case sched::Coll::Reduce: return reduce_to_root(g, c, s);
+      default: return Error(weftInternalError, "cuda_p2p does not run %s", sched::coll_name(c.coll));
+    }
+  });
+}
+
+}  // namespace weft

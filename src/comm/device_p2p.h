@@ -1,0 +1,24 @@
+// Collectives on device memory over cuda_p2p (transports/cuda_p2p/p2p_group.h):
+// rounds of up to one buffer, each rank copying its part into its own buffer,
+// a barrier, then reductions (comm/device_kernels.h) or copies reading every
+// peer's buffer in place.
+//
+// Cost of an all-reduce of N bytes over n ranks (alpha: one barrier, beta: one
+// byte through the GPU's memory): one-shot (up to WEFT_P2P_ONESHOT_BYTES)
+// alpha + (2 + n) N beta, two-shot (per buffer-sized round) 2 alpha + (4 + 1/n) N beta.
+#pragma once
+
+#include "base/status.h"
+#include "comm/communicator.h"
+#include "exec/cuda_driver.h"
+#include "transports/cuda_p2p/p2p_group.h"
+
+namespace weft {
+
+// Whether cuda_p2p runs this call (else it is staged).
+bool p2p_serves(const CollArgs& a);
+
+// Enqueues the call on the stream over the group.
+Status p2p_collective(transport::cuda_p2p::Group& g, const CollArgs& a, exec::cuda::Stream s);
+
+}  // namespace weft
