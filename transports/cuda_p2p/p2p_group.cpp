@@ -204,7 +204,8 @@ void Group::unblock() {
   // Far ahead of any barrier enqueued so far (the waits compare cyclically).
   const uint32_t ahead = phase_.load(std::memory_order_relaxed) + (1u << 30);
   uint32_t* own = peers_[static_cast<size_t>(o_.rank)].flags;
-  for (int p = 0; p < o_.nranks; ++p) std::atomic_ref<uint32_t>(own[p]).store(ahead, std::memory_order_release);
+  for (int p = 0; p < o_.nranks; ++p)
+    if (p != o_.rank) std::atomic_ref<uint32_t>(own[p]).store(ahead, std::memory_order_release);
 }
 
 // Which ranks the stream waits for: those that have not yet written the call's
@@ -216,8 +217,7 @@ std::string Group::stuck_at(uint32_t first_barrier) const {
   for (int p = 0; p < o_.nranks; ++p)
     if (p != o_.rank && static_cast<int32_t>(load(own + p) - first_barrier) < 0)
       late += (late.empty() ? "" : ", ") + std::to_string(p);
-  const uint32_t* mine_at_peer = o_.nranks > 1 ? peers_[static_cast<size_t>(o_.rank == 0 ? 1 : 0)].flags : nullptr;
-  const bool reached = mine_at_peer != nullptr && static_cast<int32_t>(load(mine_at_peer + o_.rank) - first_barrier) >= 0;
+  const bool reached = static_cast<int32_t>(load(own + o_.rank) - first_barrier) >= 0;
   if (!reached) return "this rank's stream has not reached it (work before it on the stream has not finished)";
   return late.empty() ? "its stream is past the barrier but has not finished the call"
                       : "its stream waits at a barrier for rank(s) " + late + ", which have not reached the call";
@@ -264,10 +264,11 @@ Status Group::copy(void* dst, const void* src, size_t bytes, exec::cuda::Stream 
 // flags of cuStreamWriteValue32).
 Status Group::barrier(exec::cuda::Stream s) {
   const uint32_t n = phase_.fetch_add(1, std::memory_order_relaxed) + 1;
+  // Into this rank's word of every page, its own included: there nobody waits, and
+  // unblock() leaves it, so it tells the watchdog how far this rank's stream got.
   for (int p = 0; p < o_.nranks; ++p)
-    if (p != o_.rank)
-      WEFT_TRY(step(d_->write_value32(s, peers_[static_cast<size_t>(p)].flags_dev + o_.rank * sizeof(uint32_t), n, 0),
-                    s, "signalling a barrier"));
+    WEFT_TRY(step(d_->write_value32(s, peers_[static_cast<size_t>(p)].flags_dev + o_.rank * sizeof(uint32_t), n, 0),
+                  s, "signalling a barrier"));
   const exec::cuda::DevicePtr own = peers_[static_cast<size_t>(o_.rank)].flags_dev;
   for (int p = 0; p < o_.nranks; ++p)
     if (p != o_.rank)
