@@ -123,9 +123,15 @@ Model::Model(const GPT2Config& cfg, DType dt) : cfg_(cfg), dtype_(dt) {
 
 void Model::unitTensors(int u, int* first, int* end) const {
   const int L = cfg_.numLayers;
-  if (u == 0) *first = kWte, *end = kFirstLayer;
-  else if (u <= L) *first = kFirstLayer + kSlots * (u - 1), *end = *first + kSlots;
-  else *first = kFirstLayer + kSlots * L, *end = *first + 2;
+  if (u == 0) {
+    *first = kWte, *end = kFirstLayer;
+  } else if (unitBlock(u) >= 0) {
+    const int block = kFirstLayer + kSlots * unitBlock(u);
+    *first = u == attentionUnit(unitBlock(u)) ? block + kLn1W : block + kLn2W;
+    *end = u == attentionUnit(unitBlock(u)) ? block + kLn2W : block + kSlots;
+  } else {
+    *first = kFirstLayer + kSlots * L, *end = *first + 2;
+  }
 }
 
 void Model::getParams(float* out) const { convertToFloat(dtype_, paramData(), out, numParams_); }
@@ -185,17 +191,15 @@ class GPT2 final : public Model {
     } else {
       std::memcpy(s.input.data(), in, sizeof(T) * N * C);
     }
-    for (int l = part.firstBlock; l < part.endBlock; l++) {
-      unitUsed(Pass::forward, l + 1);
-      blockForward(s, l, B, Tn, blockIn(s, part, l), blockOut(s, part, l), acts(s, part, l));
-    }
+    for (int l = part.firstBlock; l < part.endBlock; l++)
+      blockForward(Pass::forward, s, l, B, Tn, blockIn(s, part, l), blockOut(s, part, l), acts(s, part, l));
     if (checkpoint_) ckptHolds_ = {slot, part.endBlock - 1};
     const T* last = blockIn(s, part, part.endBlock);
     if (!part.head) {
       std::memcpy(out, last, sizeof(T) * N * C);
       return 0.0;
     }
-    unitUsed(Pass::forward, cfg_.numLayers + 1);
+    unitUsed(Pass::forward, numUnits() - 1);
     layernormForward(s.lnf.data(), s.lnfMean.data(), s.lnfRstd.data(), last, P(lnfW()), P(lnfW() + 1), N, C);
     // LM head tied to wte [V,C]: logits = lnf @ wte^T
     unitUsed(Pass::forward, 0);
@@ -312,7 +316,7 @@ class GPT2 final : public Model {
       keep(s.dlogits, dlogits_.data(), size_t(N) * V);
       const T* last = blockIn(s, part, part.endBlock);
       fillZero(dresid_.data(), size_t(N) * C);
-      unitUsed(Pass::backward, cfg_.numLayers + 1);
+      unitUsed(Pass::backward, numUnits() - 1);
       layernormBackward(dresid_.data(), G(lnfW()), G(lnfW() + 1), dbuf_.data(), last, P(lnfW()),
                         s.lnfMean.data(), s.lnfRstd.data(), N, C);
       gradsReady(tensors_[lnfW()].offset);
@@ -323,12 +327,17 @@ class GPT2 final : public Model {
     for (int l = part.endBlock - 1; l >= part.firstBlock; l--) {
       Layer& a = acts(s, part, l);
       const T* x = blockIn(s, part, l);
-      unitUsed(Pass::backward, l + 1);
       // Activation checkpointing: recompute this block's activations from its input
       // (bit-identical to the forward pass) into the shared work buffers, unless
       // they are still there from this slot's forward.
-      if (checkpoint_ && !(ckptHolds_.first == slot && ckptHolds_.second == l))
-        blockForward(s, l, B, Tn, x, a.res2.data(), a);
+      if (checkpoint_ && !(ckptHolds_.first == slot && ckptHolds_.second == l)) {
+        blockForward(Pass::backward, s, l, B, Tn, x, a.res2.data(), a);
+      } else if (checkpoint_) {
+        unitUsed(Pass::backward, attentionUnit(l));
+        unitUsed(Pass::backward, mlpUnit(l));
+      } else {
+        unitUsed(Pass::backward, mlpUnit(l));
+      }
       ckptHolds_ = {-1, -1};
       T* dw = nullptr;
       T* db = nullptr;
@@ -357,6 +366,7 @@ class GPT2 final : public Model {
                         a.ln2Mean.data(), a.ln2Rstd.data(), N, C);
       gradsReady(offset(l, kLn2W));
       // res1 = x + attn(ln1(x))
+      unitUsed(Pass::backward, attentionUnit(l));
       const T* dAttnOut = dresid_.data();
       if (s.drop.active()) {
         dropoutApply(dtmp_.data(), dresid_.data(), size_t(N) * C, s.drop.at(3 * l + 1));
@@ -410,9 +420,10 @@ class GPT2 final : public Model {
   }
 
   // One transformer block: x -> out, keeping its activations in `a`.
-  void blockForward(const Slot& s, int l, int B, int Tn, const T* x, T* out, Layer& a) {
+  void blockForward(Pass pass, const Slot& s, int l, int B, int Tn, const T* x, T* out, Layer& a) {
     const int C = cfg_.channels, NH = cfg_.numHeads, N = B * Tn;
     const Dropout& drop = s.drop;
+    unitUsed(pass, attentionUnit(l));
     layernormForward(a.ln1.data(), a.ln1Mean.data(), a.ln1Rstd.data(), x, P(l, kLn1W), P(l, kLn1B), N,
                      C);
     matmulForward(a.qkv.data(), a.ln1.data(), P(l, kAttnW), P(l, kAttnB), N, C, 3 * C);
@@ -421,6 +432,7 @@ class GPT2 final : public Model {
     if (drop.active())
       dropoutApply(a.attproj.data(), a.attproj.data(), size_t(N) * C, drop.at(3 * l + 1));
     residualForward(a.res1.data(), x, a.attproj.data(), size_t(N) * C);
+    unitUsed(pass, mlpUnit(l));
     layernormForward(a.ln2.data(), a.ln2Mean.data(), a.ln2Rstd.data(), a.res1.data(), P(l, kLn2W),
                      P(l, kLn2B), N, C);
     matmulForward(a.fch.data(), a.ln2.data(), P(l, kFcW), P(l, kFcB), N, C, 4 * C);

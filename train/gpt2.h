@@ -126,12 +126,22 @@ class Model {
   virtual void setFlatGrads(bool allocated) = 0;
 
   // Units of parameters a pass reads together: 0 = wte and wpe (the embeddings and
-  // the tied head), 1..L = the blocks, L+1 = ln_f. Tensors [first, end) of unit u.
-  int numUnits() const { return cfg_.numLayers + 2; }
+  // the tied head); block l's halves, attentionUnit(l) = 2l+1 (ln_1 and attn) and
+  // mlpUnit(l) = 2l+2 (ln_2 and mlp); numUnits()-1 = ln_f. Half blocks, not blocks:
+  // ZeRO-3 holds a unit and the prefetched next one gathered, and a whole GPT-2
+  // block is several times the model state's 5% margin. Tensors [first, end) of u.
+  int numUnits() const { return 2 * cfg_.numLayers + 2; }
+  static int attentionUnit(int block) { return 2 * block + 1; }
+  static int mlpUnit(int block) { return 2 * block + 2; }
+  // The block a unit belongs to; -1 for the embeddings and ln_f.
+  int unitBlock(int u) const { return u >= 1 && u <= 2 * cfg_.numLayers ? (u - 1) / 2 : -1; }
   void unitTensors(int u, int* first, int* end) const;
   enum class Pass { forward, backward };
-  // Called before a pass reads a unit's parameters. Forward: 0, 1..L, L+1, 0 (head);
-  // backward: 0 (head), L+1, L..1 (a checkpointed block's recompute included), 0.
+  // Called before a pass reads a unit's parameters. Forward: 0, then each block's
+  // attention and MLP units, ln_f, 0 (head). Backward: 0 (head), ln_f, then per
+  // block from the last: MLP, attention; with activation checkpointing attention,
+  // MLP (the recompute, announced even when the block's activations are still
+  // there), attention.
   void setUnitHook(std::function<void(Pass, int unit)> hook) { unitHook_ = std::move(hook); }
 
   void getParams(float* out) const;         // widened copy

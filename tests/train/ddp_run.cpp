@@ -199,8 +199,9 @@ void overlap(weftComm_t comm, const std::vector<uint16_t>& data) {
   if (!bw || !first || !(first->begin < bw->end && first->begin > bw->begin))
     fail("trace: bucket 0 does not start inside backward");
   for (int l = 0; l < o.model.numLayers; l++)
-    if (!find("forward block " + std::to_string(l)) || !find("backward block " + std::to_string(l)))
-      fail("trace: block " + std::to_string(l) + " missing");
+    for (const char* half : {" attention", " MLP"})
+      if (!find("forward block " + std::to_string(l) + half) || !find("backward block " + std::to_string(l) + half))
+        fail("trace: block " + std::to_string(l) + half + " missing");
   const std::string path = (fs::temp_directory_path() / ("weft-trace-" + std::to_string(getppid()) + ".json")).string();
   writeChromeTrace(comm, ev, path);
   if (rank == 0) {

@@ -71,7 +71,8 @@ const char* kUsage =
     "                          1: ZeRO-1, optimizer state sharded, buckets reduce-scattered;\n"
     "                          2: also gradients (every micro-batch's buckets reduce-scattered);\n"
     "                          3: also parameters (each block gathered for its forward and backward)\n"
-    "  --bucket-mb MB          gradient bucket cap (25, as PyTorch; the first bucket 1 MiB)\n"
+    "  --bucket-mb MB          gradient bucket cap (25, as PyTorch; the first bucket 1 MiB; ZeRO-2:\n"
+    "                          the largest, up to 25, at which 4 buckets fit in 2 x parameters / ranks bytes)\n"
     "  --reduce-dtype fp32     reduce 16-bit gradients in fp32 (default: in their own type)\n"
     "  --grad-compress bf16|fp16  send fp32 gradients as 16-bit and widen after\n"
     "  --powersgd R            PowerSGD rank-R compression of 2-D gradients with error feedback and\n"
@@ -229,7 +230,7 @@ int main(int argc, char** argv) {
   double lossScale = 65536.0, dropout = 0.0;
   bool prepareOnly = false, ckptActs = false, verbose = false, powerSgdFeedback = true, elastic = false;
   int threads = 0, zero = 0;
-  double bucketMb = 25;
+  double bucketMb = 0;  // 0: DataParallel's default for the stage
   std::string reduceDtype, gradCompress, traceFile;
   int traceStep = 3, powerSgd = 0, powerSgdStart = 10;
   int ppStages = 1, microbatches = 0, chunks = 0, ppReplicas = 1;
@@ -278,7 +279,10 @@ int main(int argc, char** argv) {
     else if (a == "--checkpoint-activations") ckptActs = true;
     else if (a == "--threads") threads = int(num());
     else if (a == "--zero") zero = int(num());
-    else if (a == "--bucket-mb") bucketMb = num();
+    else if (a == "--bucket-mb") {
+      bucketMb = num();
+      if (!(bucketMb > 0)) die("--bucket-mb must be > 0");
+    }
     else if (a == "--reduce-dtype") reduceDtype = val();
     else if (a == "--grad-compress") gradCompress = val();
     else if (a == "--verbose") verbose = true;
@@ -368,7 +372,6 @@ int main(int argc, char** argv) {
     opt.comm = comm;
     if (zero < 0 || zero > 3) die("--zero must be 0, 1, 2 or 3");
     opt.dp.zero = zero;
-    if (bucketMb <= 0) die("--bucket-mb must be > 0");
     opt.dp.bucketMb = bucketMb;
     if (powerSgd < 0) die("--powersgd must be >= 1");
     if (powerSgd > 0 && zero != 0) die("--powersgd needs --zero 0");
@@ -516,7 +519,7 @@ int main(int argc, char** argv) {
         } else if (world > 1)
           std::printf("  data-parallel: %d ranks x %d threads, %s, %zu gradient buckets (cap %g MiB, first 1 MiB), "
                       "gradients reduced in %s%s\n",
-                      world, threads, zeroName[zero], dp->buckets().size(), bucketMb,
+                      world, threads, zeroName[zero], dp->buckets().size(), dp->bucketCapMb(),
                       dtypeName(opt.dp.commDtype.value_or(opt.dtype)),
                       powerSgd ? (", PowerSGD rank " + std::to_string(powerSgd) + " from step " +
                                   std::to_string(powerSgdStart)).c_str() : "");

@@ -38,21 +38,32 @@ void convert(DType from, const void* src, DType to, void* dst, size_t n, std::ve
 }
 
 
-std::vector<Bucket> makeBuckets(const Model& model, const DataParallelOptions& opt, int size) {
+std::vector<Bucket> makeBuckets(const Model& model, const DataParallelOptions& opt, double capMb, int size) {
   if (opt.zero == 3 && size > 1) return unitBuckets(model);
   auto bytes = [](double mb) { return mb <= 0 ? size_t(1) : size_t(mb * 1024 * 1024); };
-  return assignBuckets(model.tensors(), dtypeSize(model.dtype()), bytes(opt.bucketMb), bytes(opt.firstBucketMb));
+  return assignBuckets(model.tensors(), dtypeSize(model.dtype()), bytes(capMb), bytes(opt.firstBucketMb));
 }
 
 }  // namespace
 
+double defaultBucketMb(const Model& model, int zero, int size) {
+  constexpr double kPyTorchCapMb = 25, kLeastMb = 1;
+  if (zero != 2 || size < 2) return kPyTorchCapMb;
+  size_t largest = 0;
+  for (const ParamTensor& t : model.tensors()) largest = std::max(largest, t.numel);
+  const double es = double(dtypeSize(model.dtype()));
+  const double partitionMb = double(model.numParams()) * es / size / (1 << 20);
+  const double capMb = partitionMb / kGradPoolBuffers - double(largest) * es / (1 << 20);
+  return std::clamp(capMb, kLeastMb, kPyTorchCapMb);
+}
+
 std::vector<Bucket> unitBuckets(const Model& model) {
   const auto& t = model.tensors();
-  const int L = model.config().numLayers;
+  const int U = model.numUnits();
   std::vector<Bucket> out;
-  // Backward order: ln_f, blocks L..1, the embeddings.
-  for (int k = 0; k < L + 2; k++) {
-    const int unit = k == 0 ? L + 1 : (k <= L ? L + 1 - k : 0);
+  // Backward order: ln_f, the blocks' halves from the last, the embeddings.
+  for (int k = 0; k < U; k++) {
+    const int unit = k == U - 1 ? 0 : U - 1 - k;
     int first = 0, end = 0;
     model.unitTensors(unit, &first, &end);
     out.push_back(Bucket{t[size_t(first)].offset, t[size_t(end - 1)].offset + t[size_t(end - 1)].numel, first,
@@ -82,7 +93,8 @@ DataParallel::DataParallel(weftComm_t comm, Model& model, const AdamWConfig& ada
       size_(commSize(comm)),
       zero_(size_ > 1 ? opt.zero : 0),
       commDtype_(opt.commDtype.value_or(model.dtype())),
-      buckets_(makeBuckets(model, opt, size_)),
+      bucketCapMb_(opt.bucketMb > 0 ? opt.bucketMb : defaultBucketMb(model, zero_, size_)),
+      buckets_(makeBuckets(model, opt, bucketCapMb_, size_)),
       adam_(model, adam, ownedSegments(buckets_, model.numParams(), zero_, rank_, size_)) {
   if (opt.zero < 0 || opt.zero > 3) throw std::invalid_argument("--zero must be 0, 1, 2 or 3");
   if (opt.powerSgdRank > 0 && opt.zero != 0) throw std::invalid_argument("PowerSGD needs --zero 0 (DDP)");
@@ -101,26 +113,18 @@ DataParallel::DataParallel(weftComm_t comm, Model& model, const AdamWConfig& ada
     if (zero_ > 0) at += st.owned;
     if (size_ == 1) continue;
     if (zero_ == 0 && commDtype_ != model.dtype()) st.wire.resize(len * ces);
-    if (zero_ > 0) st.recv.resize(st.shard * ces);
   }
   if (zero_ >= 2) model_.setFlatGrads(false);  // gradients live in pooled bucket buffers
   if (zero_ == 3) {
-    const int L = model.config().numLayers;
     ownedParams_.resize(adam_.numOwned() * dtypeSize(model.dtype()));
     convertFromFloat(model.dtype(), adam_.master.data(), ownedParams_.data(), adam_.numOwned());
-    units_.resize(size_t(L + 2));
+    units_.resize(size_t(model.numUnits()));
     // The embeddings (with the tied head) and ln_f stay gathered: every pass reads
     // them at both ends. Blocks come and go.
     materialized_ = true;
     release();
   }
-  const int L = model.config().numLayers;
-  sequence_[int(Model::Pass::forward)].push_back(0);
-  for (int u = 1; u <= L + 1; u++) sequence_[int(Model::Pass::forward)].push_back(u);
-  sequence_[int(Model::Pass::forward)].push_back(0);
-  sequence_[int(Model::Pass::backward)] = {0, L + 1};
-  for (int u = L; u >= 1; u--) sequence_[int(Model::Pass::backward)].push_back(u);
-  sequence_[int(Model::Pass::backward)].push_back(0);
+  for (Model::Pass p : {Model::Pass::forward, Model::Pass::backward}) sequence_[int(p)] = unitSequence(p);
   model_.setUnitHook([this](Model::Pass p, int u) { onUnit(p, u); });
 }
 
@@ -142,8 +146,28 @@ std::vector<DataParallel::BucketTiming> DataParallel::lastTimings() const {
 }
 
 size_t DataParallel::bucketOfUnit(int unit) const {
+  const int U = model_.numUnits();
+  return size_t(unit == 0 ? U - 1 : U - 1 - unit);
+}
+
+// The order in which the model announces units (Model::setUnitHook).
+std::vector<int> DataParallel::unitSequence(Model::Pass pass) const {
   const int L = model_.config().numLayers;
-  return size_t(unit == 0 ? L + 1 : L + 1 - unit);
+  std::vector<int> seq{0};
+  if (pass == Model::Pass::forward) {
+    for (int l = 0; l < L; l++) seq.insert(seq.end(), {Model::attentionUnit(l), Model::mlpUnit(l)});
+    seq.insert(seq.end(), {model_.numUnits() - 1, 0});
+    return seq;
+  }
+  seq.push_back(model_.numUnits() - 1);
+  for (int l = L - 1; l >= 0; l--) {
+    if (model_.activationCheckpointing())
+      seq.insert(seq.end(), {Model::attentionUnit(l), Model::mlpUnit(l), Model::attentionUnit(l)});
+    else
+      seq.insert(seq.end(), {Model::mlpUnit(l), Model::attentionUnit(l)});
+  }
+  seq.push_back(0);
+  return seq;
 }
 
 // ---- gradients ----------------------------------------------------------------
@@ -257,7 +281,8 @@ void DataParallel::post(size_t b) {
     convert(mdt, st.buf->grad.data(), commDtype_, st.buf->wire.data(), padded, &scratch_);
     send = st.buf->wire.data();
   }
-  weft::check(weftReduceScatterAsync(send, st.recv.data(), st.shard, wt, weftSum, comm_, &st.req), comm_);
+  if (st.buf->recv.size() < st.shard * ces) st.buf->recv.resize(st.shard * ces);
+  weft::check(weftReduceScatterAsync(send, st.buf->recv.data(), st.shard, wt, weftSum, comm_, &st.req), comm_);
   inFlight_.push_back(b);
   volume_.gradientBytes += padded * ces;
 }
@@ -268,7 +293,7 @@ void DataParallel::complete(size_t b) {
   traceBucket(b);
   // Accumulate this rank's reduced part (micro-batches add up under ZeRO-2/3).
   if (scratch_.size() < st.owned) scratch_.resize(st.owned);
-  convertToFloat(commDtype_, st.recv.data(), scratch_.data(), st.owned);
+  convertToFloat(commDtype_, st.buf->recv.data(), scratch_.data(), st.owned);
   float* g = grads_.data() + st.ownedAt;
   for (size_t i = 0; i < st.owned; i++) g[i] += scratch_[i];
   freeGrads_.push_back(st.buf);
@@ -358,7 +383,7 @@ void DataParallel::allGatherParams() {
   const size_t es = dtypeSize(mdt);
   if (zero_ == 3) {
     // The kept units now; blocks are gathered when a pass reaches them.
-    for (int u : {0, model_.config().numLayers + 1}) {
+    for (int u : keptUnits()) {
       dropUnit(u);
       gatherUnit(u);
       waitUnit(u);
@@ -413,11 +438,12 @@ void DataParallel::traceBucket(size_t b) {
 }
 
 std::string DataParallel::unitName(Model::Pass pass, size_t pos) const {
-  const int L = model_.config().numLayers;
   const int unit = sequence_[int(pass)][pos];
   const std::string dir = pass == Model::Pass::forward ? "forward " : "backward ";
-  if (layerUnit(unit)) return dir + "block " + std::to_string(unit - 1);
-  if (unit == L + 1) return dir + "ln_f";
+  const int block = model_.unitBlock(unit);
+  if (block >= 0)
+    return dir + "block " + std::to_string(block) + (unit == Model::attentionUnit(block) ? " attention" : " MLP");
+  if (unit == model_.numUnits() - 1) return dir + "ln_f";
   const bool first = pos == 0;  // unit 0 opens and closes each pass
   return dir + ((pass == Model::Pass::forward) == first ? "embeddings" : "head");
 }
@@ -466,9 +492,13 @@ void DataParallel::dropUnit(int unit) {
 }
 
 void DataParallel::onUnit(Model::Pass pass, int unit) {
-  const std::vector<int>& seq = sequence_[int(pass)];
   size_t& pos = seqPos_[int(pass)];
-  if (seq[pos] != unit) throw std::logic_error("the model visited its units out of the expected order");
+  if (pos == 0) sequence_[int(pass)] = unitSequence(pass);  // checkpointing may have been switched
+  const std::vector<int>& seq = sequence_[int(pass)];
+  if (seq[pos] != unit)
+    throw std::logic_error("the model visited unit " + std::to_string(unit) + " where unit " + std::to_string(seq[pos]) +
+                           " was expected (" + (pass == Model::Pass::forward ? "forward" : "backward") + ", step " +
+                           std::to_string(pos) + ")");
   if (tracing_) {
     tracePassEnd();
     openUnit_ = TraceEvent{unitName(pass, pos), 0, now(), 0};
@@ -479,8 +509,8 @@ void DataParallel::onUnit(Model::Pass pass, int unit) {
   int next = -1;
   for (size_t k = pos; k != 0 && next < 0; k = (k + 1) % seq.size())
     if (layerUnit(seq[k])) next = seq[k];
-  for (int u = 1; u <= model_.config().numLayers; u++)
-    if (u != unit && u != next) dropUnit(u);
+  for (int u = 0; u < model_.numUnits(); u++)
+    if (layerUnit(u) && u != unit && u != next) dropUnit(u);
   if (layerUnit(unit)) {
     gatherUnit(unit);
     waitUnit(unit);
@@ -499,7 +529,7 @@ void DataParallel::materialize() {
 void DataParallel::release() {
   if (zero_ != 3 || !materialized_) return;
   model_.setFlatParams(false);
-  for (int u : {0, model_.config().numLayers + 1}) {
+  for (int u : keptUnits()) {
     gatherUnit(u);
     waitUnit(u);
   }
@@ -558,7 +588,7 @@ void DataParallel::setParams(const void* raw) {
     dst += s.count * es;
   }
   for (int u = 0; u < model_.numUnits(); u++) dropUnit(u);
-  for (int u : {0, model_.config().numLayers + 1}) {
+  for (int u : keptUnits()) {
     gatherUnit(u);
     waitUnit(u);
   }
@@ -571,8 +601,11 @@ MemoryReport DataParallel::memory() const {
   r.grads = zero_ >= 2 ? 0 : model_.numParams() * es;
   r.optimizer = adam_.numOwned() * 3 * sizeof(float);
   r.fp32Grads = grads_.size() * sizeof(float);
-  for (const auto& st : b_) r.commBuffers += st.recv.size() + st.wire.size();
-  for (const auto& g : gradPool_) (zero_ >= 2 ? r.grads : r.commBuffers) += g->grad.size() + g->wire.size();
+  for (const auto& st : b_) r.commBuffers += st.wire.size();
+  for (const auto& g : gradPool_) {
+    (zero_ >= 2 ? r.grads : r.commBuffers) += g->grad.size() + g->wire.size();
+    r.commBuffers += g->recv.size();
+  }
   for (const auto& u : unitPool_) r.params += u->size();
   r.commBuffers += gatherBuf_.size() + scratch_.size() * sizeof(float);
   return r;

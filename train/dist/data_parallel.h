@@ -28,6 +28,14 @@
 
 namespace weft::train {
 
+// The bucket cap when none is given: PyTorch DDP's bucket_cap_mb (25 MiB), except
+// under ZeRO-2, where the pooled buffers that hold buckets while backward fills
+// them are all the gradient memory a rank has: there the cap is the largest (up to
+// 25) at which kGradPoolBuffers buckets, each up to the cap plus its last tensor,
+// fit in the formula's 2 Psi / N bytes of gradient partition.
+constexpr int kGradPoolBuffers = 4;
+double defaultBucketMb(const Model& model, int zero, int size);
+
 // weft's datatype for a storage type.
 weftDataType_t weftType(DType d);
 // This rank and the size of comm (nullptr: one process, rank 0 of 1); weft errors throw.
@@ -36,7 +44,7 @@ int commSize(weftComm_t c);
 
 struct DataParallelOptions {
   int zero = 0;                    // ZeRO stage: 0 (DDP), 1, 2 or 3
-  double bucketMb = 25;            // PyTorch DDP's bucket_cap_mb
+  double bucketMb = 0;             // bucket cap; 0: defaultBucketMb()
   double firstBucketMb = 1;        // PyTorch's first bucket
   std::optional<DType> commDtype;  // gradients travel and are summed in this type; empty: the model's
   int powerSgdRank = 0;            // DDP only: PowerSGD of this rank after powerSgdStart steps; 0 off
@@ -80,6 +88,7 @@ class DataParallel {
   int rank() const { return rank_; }
   int size() const { return size_; }
   const std::vector<Bucket>& buckets() const { return buckets_; }
+  double bucketCapMb() const { return bucketCapMb_; }
   AdamW& optimizer() { return adam_; }
   const AdamW& optimizer() const { return adam_; }
 
@@ -143,15 +152,15 @@ class DataParallel {
  private:
   struct GradBuffer {
     std::vector<char> grad, wire;  // the bucket in the model's type; converted for the wire
+    std::vector<char> recv;        // ZeRO: this rank's reduced part (comm type)
   };
   struct BucketState {
     weftRequest_t req = nullptr;
     BucketTiming timing;
     size_t shard = 0;              // padded per-rank length
     size_t ownedAt = 0, owned = 0; // this rank's part: where in the owned arrays, how long
-    std::vector<char> recv;        // ZeRO: this rank's reduced part (comm type)
     std::vector<char> wire;        // DDP with conversion: the bucket in the comm type
-    GradBuffer* buf = nullptr;     // ZeRO: pooled send (and, ZeRO-2/3, gradient) buffer
+    GradBuffer* buf = nullptr;     // ZeRO: pooled send, receive (and, ZeRO-2/3, gradient) buffer
   };
   struct UnitState {               // ZeRO-3: one unit's gathered parameters
     weftRequest_t req = nullptr;
@@ -173,7 +182,9 @@ class DataParallel {
   void gatherFull(const std::vector<float>& owned, std::vector<float>* full) const;
   void gatherOwned(const void* owned, DType dt, void* full) const;
   size_t bucketOfUnit(int unit) const;
-  bool layerUnit(int unit) const { return unit >= 1 && unit <= model_.config().numLayers; }
+  bool layerUnit(int unit) const { return model_.unitBlock(unit) >= 0; }
+  std::vector<int> unitSequence(Model::Pass pass) const;
+  std::vector<int> keptUnits() const { return {0, model_.numUnits() - 1}; }  // the embeddings, ln_f
   void traceBucket(size_t b);
   std::string unitName(Model::Pass pass, size_t pos) const;
   static double now();
@@ -184,6 +195,7 @@ class DataParallel {
   int rank_ = 0, size_ = 1;
   int zero_ = 0;                   // opt_.zero, 0 for one rank
   DType commDtype_;
+  double bucketCapMb_;
   std::vector<Bucket> buckets_;
   AdamW adam_;
   std::vector<float> grads_;       // owned gradient elements, fp32 (ZeRO: accumulated)
@@ -198,7 +210,7 @@ class DataParallel {
   std::vector<UnitState> units_;
   std::vector<std::unique_ptr<std::vector<char>>> unitPool_;
   std::vector<std::vector<char>*> freeUnits_;
-  std::vector<int> sequence_[2];   // the units each pass visits, in order
+  std::vector<int> sequence_[2];   // the units each pass visits, in order (set as the pass starts)
   size_t seqPos_[2] = {0, 0};
   bool materialized_ = false;
   size_t nextBucket_ = 0;

@@ -136,7 +136,10 @@ std::vector<Segment> ownedSegments(const Model& model, const std::vector<ModelPa
   for (const ModelPart& p : parts)
     for (int l = p.firstBlock; l < p.endBlock; l++) blocks.push_back(l);
   std::sort(blocks.begin(), blocks.end());
-  for (int l : blocks) add(l + 1);
+  for (int l : blocks) {
+    add(Model::attentionUnit(l));
+    add(Model::mlpUnit(l));
+  }
   if (head) add(model.numUnits() - 1);
   return owned;
 }
@@ -384,11 +387,11 @@ Pipeline::StepResult Pipeline::step(const int* tokens, const int* targets,
 }
 
 int Pipeline::ownerOfUnit(int unit) const {
-  const int L = model_.config().numLayers;
+  const int block = model_.unitBlock(unit);
   if (unit == 0) return 0;
-  if (unit == L + 1) return P_ - 1;
+  if (block < 0) return P_ - 1;  // ln_f
   for (size_t vs = 0; vs < split_.size(); vs++)
-    if (unit - 1 >= split_[vs].first && unit - 1 < split_[vs].second) return int(vs) % P_;
+    if (block >= split_[vs].first && block < split_[vs].second) return int(vs) % P_;
   throw std::logic_error("pipeline: no stage holds unit " + std::to_string(unit));
 }
 
