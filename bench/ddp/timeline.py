@@ -47,8 +47,9 @@ def main():
                 continue
             x, w = e["ts"] / 1e3, max(e["dur"] / 1e3, 0.05)
             ax.broken_barh([(x, w)], (i - 0.4, 0.8), facecolors=color(e["name"]), edgecolor="white", linewidth=0.3)
-            if tid == 1 or e["name"].startswith("wait") or w > 60:
-                label = e["name"].replace("forward ", "F ").replace("backward ", "B ").replace("bucket ", "b")
+            if tid == 1 or w > 40:
+                label = (e["name"].replace("forward block ", "F").replace("backward block ", "B")
+                         .replace(" attention", " attn").replace("bucket ", "b"))
                 ax.text(x + w / 2, i, label, ha="center", va="center", fontsize=6, clip_on=True)
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([f"rank {p} {tracks.get(t, t)}" for p, t in rows])

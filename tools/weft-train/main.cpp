@@ -99,7 +99,7 @@ const char* kUsage =
     "  --plot-schedule FILE    PNG chart of the measured step (--trace-step): one row per stage, one box\n"
     "                          per action (F3, B3, I3, W3), idle time white\n"
     "  --verbose               every rank logs its steps, prefixed with its rank\n"
-    "  --trace FILE            Chrome/Perfetto trace (JSON) of one step, every rank: each block's\n"
+    "  --trace FILE            Chrome/Perfetto trace (JSON) of one step, every rank: each half block's\n"
     "                          forward and backward, each bucket's collective, waits, the optimizer\n"
     "  --trace-step S          the step traced (3, or the last if fewer)\n"
     "output:\n"
