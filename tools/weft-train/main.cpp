@@ -70,7 +70,7 @@ const char* kUsage =
     "  --zero 0|1|2|3          0: DDP, gradients all-reduced in buckets during backward (default);\n"
     "                          1: ZeRO-1, optimizer state sharded, buckets reduce-scattered;\n"
     "                          2: also gradients (every micro-batch's buckets reduce-scattered);\n"
-    "                          3: also parameters (each block gathered for its forward and backward)\n"
+    "                          3: also parameters (each half block gathered for its forward and backward)\n"
     "  --bucket-mb MB          gradient bucket cap (25, as PyTorch; the first bucket 1 MiB; ZeRO-2:\n"
     "                          the largest, up to 25, at which 4 buckets fit in 2 x parameters / ranks bytes)\n"
     "  --reduce-dtype fp32     reduce 16-bit gradients in fp32 (default: in their own type)\n"
@@ -492,7 +492,7 @@ int main(int argc, char** argv) {
           long(opt.batch) * opt.seq * (pp ? pp->schedule().microbatches * pp->replicas() : opt.gradAccum * world);
       DataParallel* dp = pp ? nullptr : &tr.dataParallel();
       const char* zeroName[] = {"DDP", "ZeRO-1 (optimizer state sharded)", "ZeRO-2 (optimizer state and gradients sharded)",
-                                "ZeRO-3 (optimizer state, gradients and parameters sharded; buckets are blocks)"};
+                                "ZeRO-3 (optimizer state, gradients and parameters sharded; buckets are half blocks)"};
       if (lead) {
         std::printf("weft-train: preset %s, %s, %zu parameters (%d layers, %d heads, width %d, context %d)\n",
                     preset.c_str(), dtypeName(opt.dtype), tr.model().numParams(), opt.model.numLayers,
