@@ -182,7 +182,9 @@ weftResult_t weftCommAbort(weftComm_t comm);
  * diagnosis ("rank 5 has not entered allreduce #1234 ...") is copied to `line`
  * (up to len - 1 bytes, NUL-terminated) unless it is NULL. Nothing fails. */
 weftResult_t weftCommDump(weftComm_t comm, char* line, size_t len);
-/* weftSuccess, or the error that broke the communicator. */
+/* weftSuccess, or the error that broke the communicator, a peer's abort or a lost
+ * rank included (read from the bootstrap here, so a communicator whose work is all
+ * on streams learns of them too). */
 weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* asyncError);
 weftResult_t weftCommCount(const weftComm_t comm, int* count);
 weftResult_t weftCommUserRank(const weftComm_t comm, int* rank);

@@ -366,7 +366,7 @@ weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* asyncError) {
   Use c(comm, "weftCommGetAsyncError", &rc);
   if (!c) return rc;
   if (asyncError == nullptr) return invalid("%s: asyncError is NULL", "weftCommGetAsyncError");
-  *asyncError = c->async_error().code();
+  *asyncError = c->poll_async_error().code();
   return weftSuccess;
 }
 

@@ -362,6 +362,13 @@ Status Communicator::async_error() {
   return error_;
 }
 
+Status Communicator::poll_async_error() {
+  WEFT_TRY(async_error());
+  Status st = check();
+  if (!st.ok()) fail(st);
+  return async_error();
+}
+
 void Communicator::abort(const std::string& reason) {
   aborted_.store(true);
   fail(Error(weftRemoteError, "rank %d: %s", rank_, reason.c_str()));

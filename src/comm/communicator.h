@@ -130,6 +130,10 @@ class Communicator final : public exec::Health {
   void abort(const std::string& reason);
   // The error that broke the communicator, if any.
   Status async_error();
+  // async_error(), after reading what the bootstrap has from the other ranks (a
+  // peer's abort, a lost rank): weftCommGetAsyncError, so that a communicator
+  // whose work is all on streams, which no host wait polls, still learns of them.
+  Status poll_async_error();
 
   Status check() override;  // exec::Health
   void waiting(const exec::WaitInfo& where) override;

@@ -490,10 +490,11 @@ void run_device_stuck_peer(Checker& c) {
   const char* disabled = std::getenv("WEFT_P2P_DISABLE");
   const bool p2p = disabled == nullptr || std::string(disabled) != "1";
   // Rank 0 names rank 1: its own watchdog says it waits for rank 1, or rank 1's
-  // watchdog fired first and rank 1's abort (its stream has not reached the call)
-  // reached rank 0 before rank 0's own deadline.
+  // watchdog fired first (rank 1 may have enqueued seconds earlier) and rank 1's
+  // abort, saying its stream has not reached the call, reached rank 0 first.
   const bool named = !p2p || c.rank != 0 || why.find("rank(s) 1") != std::string::npos ||
-                     (why.find("rank 1: ") != std::string::npos && why.find("stream has not reached") != std::string::npos);
+                     (why.find("rank 1 ") != std::string::npos && why.find("aborted") != std::string::npos &&
+                      why.find("stream has not reached") != std::string::npos);
   if ((async != weftTimeout && async != weftRemoteError) || next == weftSuccess || !named)
     c.ok(weftInternalError, std::string("beside a held stream: async error ") + weftGetErrorString(async) +
                                 ", the next call " + weftGetErrorString(next) + ": " + why);
