@@ -17,7 +17,7 @@
 namespace weft {
 namespace {
 
-exec::cuda::DevicePtr dptr(const void* p) { return reinterpret_cast<exec::cuda::DevicePtr>(p); }
+using exec::cuda::dptr;
 
 const char* missing_entry(const exec::cuda::Api& d) {
   if (d.host_alloc == nullptr) return "cuMemHostAlloc";

@@ -12,6 +12,9 @@
 namespace weft::exec::cuda {
 
 using DevicePtr = unsigned long long;  // CUdeviceptr
+// A pointer as the driver's calls take it (device memory and registered host
+// memory are addressed alike under unified addressing).
+inline DevicePtr dptr(const void* p) { return reinterpret_cast<DevicePtr>(p); }
 using Stream = void*;                  // CUstream (== cudaStream_t); nullptr: the legacy default stream
 
 // cuda.h's values.

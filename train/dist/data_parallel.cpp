@@ -196,7 +196,7 @@ DataParallel::GradBuffer* DataParallel::takeGradBuffer() {
     return g;
   }
   // Reuse the oldest posted bucket's buffer once it is reduced, unless few exist.
-  if (gradPool_.size() >= 4 && !inFlight_.empty()) {
+  if (gradPool_.size() >= size_t(kGradPoolBuffers) && !inFlight_.empty()) {
     const size_t b = inFlight_.front();
     weft::check(weftWait(&b_[b].req), comm_);
     complete(b);

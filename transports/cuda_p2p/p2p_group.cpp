@@ -15,10 +15,10 @@
 namespace weft::transport::cuda_p2p {
 namespace {
 
+using exec::cuda::dptr;
+
 constexpr size_t kPage = 4096;
 constexpr int kDoneWord = kMaxRanks;  // the owner's stream: the last barrier whose call it finished
-
-exec::cuda::DevicePtr dptr(const void* p) { return reinterpret_cast<exec::cuda::DevicePtr>(p); }
 
 uint32_t load(const uint32_t* w) {
   return std::atomic_ref<uint32_t>(*const_cast<uint32_t*>(w)).load(std::memory_order_acquire);
