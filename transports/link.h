@@ -83,6 +83,11 @@ class Link {
   // error if the peer is gone.
   virtual Status check_peer() = 0;
 
+  // The call whose sends are queued here failed: its buffers may be freed once
+  // this returns, so the link reads none of them afterwards (what it must still
+  // write, it copies first).
+  virtual void abandon_sends() {}
+
  protected:
   explicit Link(int peer) : peer_(peer) {}
 

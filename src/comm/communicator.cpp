@@ -469,6 +469,7 @@ Status Communicator::run_p2p(const std::vector<exec::P2P>& ops, const std::vecto
   Status st = exec_->run_p2p(ops, copies, timeout_ms_);
   if (trace::on()) trace_p2p(ops, began, st);
   if (!st.ok()) {
+    exec_->abandon_sends();
     explain_failure(&st);
     st.prefix("point-to-point group: ");
     fail(st);
@@ -883,6 +884,7 @@ const void* Communicator::premul_input(const CollArgs& a) {
 }
 
 Status Communicator::call_failed(const CollArgs& a, Status st) {
+  exec_->abandon_sends();
   explain_failure(&st);
   st.prefix(std::string(sched::coll_name(a.coll)) + " #" + std::to_string(seq_) + " (count " +
             std::to_string(a.count) + ", " + reduce::dtype_name(a.dtype) + "): ");

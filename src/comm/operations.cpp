@@ -84,6 +84,7 @@ std::unique_ptr<engine::Op> CollOp::complete(Status st) {
     c_->finish_call(a_);
     if (trial_ != nullptr) next = c_->measured(a_, trial_, std::chrono::duration<double>(t1_ - t0_).count());
   } else if (started_ && agreeing_ != nullptr) {
+    c_->exec_->abandon_sends();
     c_->explain_failure(&st);
     st.prefix(std::string("online tuning of ") + sched::coll_name(tuned_.coll) + " (count " +
               std::to_string(tuned_.count) + "): agreeing on the measured times: ");
@@ -127,6 +128,7 @@ Status P2POp::check() {
 std::unique_ptr<engine::Op> P2POp::complete(Status st) {
   if (trace::on() && began_us_ >= 0) c_->trace_p2p(call_.ops, began_us_, st);
   if (!st.ok() && !refused_) {
+    c_->exec_->abandon_sends();
     c_->explain_failure(&st);
     st.prefix("point-to-point: ");
     c_->fail(st);

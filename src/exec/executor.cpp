@@ -52,6 +52,12 @@ void Executor::progress_all() {
     if (l != nullptr) l->progress();
 }
 
+void Executor::abandon_sends() {
+  for (transport::Link* l : links_)
+    if (l != nullptr) l->abandon_sends();
+  in_flight_.clear();
+}
+
 Status Executor::check_waiting(transport::Link* link, LazyDeadline& deadline, const char* what) {
   Status st = link != nullptr ? link->check_peer() : Status::Ok();
   if (st.ok() && health_ != nullptr) st = health_->check();

@@ -131,6 +131,10 @@ class Executor {
   // deadlock.
   Status run_p2p(const std::vector<P2P>& ops, const std::vector<LocalCopy>& copies, int64_t timeout_ms);
 
+  // A call failed (the communicator with it): every link gives up the buffers
+  // of its queued sends, which the caller may free once the call returns.
+  void abandon_sends();
+
   // WEFT_TRACE: record every schedule step of later calls as a span on (pid, tid).
   void set_trace(int pid, int tid) {
     trace_pid_ = pid;

@@ -1,10 +1,5 @@
 #include "transports/tcp/tcp_link.h"
 
-#include <poll.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
-#include <sys/uio.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -24,37 +19,35 @@ size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 }  // namespace
 
-TcpLink::TcpLink(int peer, std::string peer_addr, std::vector<boot::Fd> socks, LinkOptions opts)
-    : Link(peer), peer_addr_(std::move(peer_addr)), socks_(std::move(socks)), opts_(opts),
-      out_(socks_.size()), in_(socks_.size()) {
-  opts_.min_slice = round_up(std::max<size_t>(opts_.min_slice, kAlign), kAlign);
-  opts_.max_slice = std::max(opts_.max_slice, opts_.min_slice);
+size_t largest_slice(const LinkOptions& o) {
+  return std::max(o.max_slice, round_up(std::max<size_t>(o.min_slice, kAlign), kAlign));
 }
+
+TcpLink::TcpLink(int peer, std::shared_ptr<Connection> conn, uint64_t ctx, LinkOptions opts)
+    : Link(peer), conn_(std::move(conn)), ctx_(ctx), opts_(opts), in_(conn_->nsocks()) {
+  opts_.min_slice = round_up(std::max<size_t>(opts_.min_slice, kAlign), kAlign);
+  opts_.max_slice = largest_slice(opts_);
+  conn_->open(ctx_);
+}
+
+TcpLink::~TcpLink() { conn_->close(ctx_); }
 
 Status TcpLink::fail(Status st) {
   if (error_.ok()) error_ = st;
   return error_;
 }
 
-Status TcpLink::lost(Status st) {
-  if (lost_.ok()) {
-    lost_ = std::move(st);
-    lost_at_ = Clock::now();
-  }
-  return report_lost();
-}
-
-Status TcpLink::report_lost() const {
-  if (lost_.ok() || Clock::now() - lost_at_ < std::chrono::milliseconds(kLostGraceMs))
-    return Status::Ok();
-  return lost_;
+Status TcpLink::conn_error() {
+  Connection::Fault f = conn_->fault();
+  if (f.code == weftSuccess) return Status::Ok();
+  return Error(f.code, "peer rank %d at %s %s", peer(), peer_addr().c_str(), f.what.c_str());
 }
 
 // ---- sending -------------------------------------------------------------
 
 uint64_t TcpLink::send(const void* data, size_t bytes, uint64_t tag) {
   const auto* p = static_cast<const unsigned char*>(data);
-  size_t n = socks_.size();
+  size_t n = in_.size();
   // One slice per socket, but none smaller than min_slice nor larger than
   // max_slice; a zero-byte message is one empty frame.
   size_t slice = round_up((bytes + n - 1) / n, kAlign);
@@ -66,10 +59,11 @@ uint64_t TcpLink::send(const void* data, size_t bytes, uint64_t tag) {
     size_t off = k * slice;
     size_t len = std::min(slice, bytes - off);
     OutFrame f{};
-    f.h = FrameHeader{kFrameMagic, static_cast<uint32_t>(len), seq, tag, bytes, off};
+    f.h = FrameHeader{kFrameMagic, static_cast<uint32_t>(len), seq, tag, bytes, off, ctx_};
     f.payload = p + off;
     f.ticket = ticket;
-    out_[next_sock_].push_back(f);
+    f.sock = next_sock_;
+    out_.push_back(f);
     next_sock_ = (next_sock_ + 1) % n;
   }
   pending_.push_back({ticket, nslices});
@@ -86,48 +80,38 @@ void TcpLink::frame_sent(uint64_t ticket) {
   while (!pending_.empty() && pending_.front().frames_left == 0) pending_.pop_front();
 }
 
-void TcpLink::write_socket(size_t i) {
-  std::deque<OutFrame>& q = out_[i];
-  while (!q.empty() && error_.ok() && lost_.ok()) {
-    OutFrame& f = q.front();
-    size_t total = sizeof(FrameHeader) + f.h.slice_bytes;
-    iovec iov[2];
-    int iovcnt = 0;
-    if (f.sent < sizeof(FrameHeader)) {
-      iov[iovcnt++] = {reinterpret_cast<unsigned char*>(&f.h) + f.sent, sizeof(FrameHeader) - f.sent};
-      if (f.h.slice_bytes > 0)
-        iov[iovcnt++] = {const_cast<unsigned char*>(f.payload), f.h.slice_bytes};
-    } else {
-      size_t off = f.sent - sizeof(FrameHeader);
-      iov[iovcnt++] = {const_cast<unsigned char*>(f.payload) + off, f.h.slice_bytes - off};
-    }
-    msghdr msg{};
-    msg.msg_iov = iov;
-    msg.msg_iovlen = static_cast<size_t>(iovcnt);
-    ssize_t rc = ::sendmsg(socks_[i].get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (rc < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-      int err = errno;
-      if (err == EPIPE || err == ECONNRESET || err == ETIMEDOUT || err == EHOSTUNREACH)
-        (void)lost(Error(weftRemoteError, "lost the connection to peer rank %d at %s (socket %zu): %s",
-                         peer(), peer_addr_.c_str(), i, std::strerror(err)));
-      else
-        (void)fail(SysError(err, "sending to peer rank %d at %s (socket %zu)", peer(),
-                            peer_addr_.c_str(), i));
-      return;
-    }
-    f.sent += static_cast<size_t>(rc);
-    if (f.sent < total) continue;  // the kernel took part of it; try again for the rest
-    uint64_t ticket = f.ticket;
-    q.pop_front();
-    frame_sent(ticket);
+void TcpLink::write_frames() {
+  while (!out_.empty()) {
+    const OutFrame& f = out_.front();
+    uint64_t id = 0;
+    Connection::Put put = conn_->put(f.sock, f.h, f.payload, &id);
+    if (put == Connection::Put::Later) return;
+    if (put == Connection::Put::Written) frame_sent(f.ticket);
+    else tails_.push_back({f.sock, id, f.ticket});
+    out_.pop_front();
   }
 }
 
 void TcpLink::progress() {
-  for (size_t i = 0; i < socks_.size(); ++i)
-    if (!out_[i].empty()) write_socket(i);
+  for (size_t k = 0; k < tails_.size();) {
+    if (conn_->written(tails_[k].sock, tails_[k].id)) {
+      frame_sent(tails_[k].ticket);
+      tails_.erase(tails_.begin() + static_cast<long>(k));
+    } else {
+      ++k;
+    }
+  }
+  write_frames();
+  conn_->pump(ctx_);
+}
+
+// The frames not yet started are dropped; the connection copies the rest of
+// those it has started, since other contexts' frames follow them.
+void TcpLink::abandon_sends() {
+  out_.clear();
+  for (const Tail& t : tails_) conn_->keep(t.sock, t.id);
+  tails_.clear();
+  pending_.clear();
 }
 
 bool TcpLink::send_done(uint64_t ticket) {
@@ -140,38 +124,15 @@ bool TcpLink::send_done(uint64_t ticket) {
 
 // ---- receiving -----------------------------------------------------------
 
-// Reads up to n bytes; *got = 0 when nothing is available. Closing is an error
-// here unless it falls on a frame boundary (then the socket is marked eof).
+// Reads up to n bytes; *got = 0 when nothing is available. The connection
+// fails a close in the middle of a frame; at a frame boundary the socket is
+// marked eof.
 Status TcpLink::read_some(size_t i, void* buf, size_t n, size_t* got) {
-  *got = 0;
-  InSock& s = in_[i];
-  for (;;) {
-    ssize_t rc = ::recv(socks_[i].get(), buf, n, MSG_DONTWAIT);
-    if (rc > 0) {
-      *got = static_cast<size_t>(rc);
-      bytes_in_ += *got;
-      return Status::Ok();
-    }
-    if (rc == 0) {
-      if (s.state == In::Header && s.hdr_got == 0) {
-        s.eof = true;
-        return Status::Ok();
-      }
-      return lost(Error(weftRemoteError,
-                        "peer rank %d at %s closed the connection in the middle of a message "
-                        "(socket %zu)",
-                        peer(), peer_addr_.c_str(), i));
-    }
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return Status::Ok();
-    int err = errno;
-    Status st = Error(weftRemoteError, "lost the connection to peer rank %d at %s (socket %zu): %s",
-                      peer(), peer_addr_.c_str(), i, std::strerror(err));
-    if (err == ECONNRESET || err == ETIMEDOUT || err == EPIPE || err == EHOSTUNREACH)
-      return lost(st);
-    return fail(SysError(err, "receiving from peer rank %d at %s (socket %zu)", peer(),
-                         peer_addr_.c_str(), i));
-  }
+  bool eof = false;
+  conn_->read(ctx_, i, buf, n, got, &eof);
+  bytes_in_ += *got;
+  if (eof) in_[i].eof = true;
+  return *got > 0 || eof ? Status::Ok() : conn_error();
 }
 
 Status TcpLink::read_header(size_t i) {
@@ -181,12 +142,7 @@ Status TcpLink::read_header(size_t i) {
     WEFT_TRY(read_some(i, reinterpret_cast<unsigned char*>(&s.h) + s.hdr_got, sizeof(FrameHeader) - s.hdr_got, &got));
     if (got == 0) return Status::Ok();
     s.hdr_got += got;
-    if (s.hdr_got < sizeof(FrameHeader)) continue;
-    std::string why = check_frame(s.h, opts_.max_slice);
-    if (!why.empty())
-      return fail(Error(weftRemoteError, "from peer rank %d at %s (socket %zu): %s", peer(), peer_addr_.c_str(), i,
-                        why.c_str()));
-    s.state = In::Ready;
+    if (s.hdr_got == sizeof(FrameHeader)) s.state = In::Ready;  // the connection checked it
   }
   return Status::Ok();
 }
@@ -196,7 +152,7 @@ Status TcpLink::read_header(size_t i) {
 Status TcpLink::peek(transport::NextMessage* next) {
   next->arrived = false;
   WEFT_TRY(error_);
-  WEFT_TRY(report_lost());
+  WEFT_TRY(conn_error());
   uint64_t in_before = bytes_in_;
   for (size_t i = 0; i < in_.size(); ++i) {
     WEFT_TRY(read_header(i));
@@ -207,7 +163,7 @@ Status TcpLink::peek(transport::NextMessage* next) {
     }
   }
   idle_wait(in_before);
-  return report_lost();
+  return conn_error();
 }
 
 // Moves socket i forward as far as its data and the current receive allow.
@@ -225,7 +181,7 @@ Status TcpLink::pump(size_t i, transport::RecvOp& op) {
         return fail(Error(weftRemoteError,
                           "from peer rank %d at %s (socket %zu): frame of message %llu while "
                           "expecting message %llu (a stale or repeated frame)",
-                          peer(), peer_addr_.c_str(), i, static_cast<unsigned long long>(s.h.seq),
+                          peer(), peer_addr().c_str(), i, static_cast<unsigned long long>(s.h.seq),
                           static_cast<unsigned long long>(recv_seq_)));
       if (s.h.tag != op.tag || s.h.msg_bytes != op.bytes)
         return fail(Error(weftInvalidUsage,
@@ -295,7 +251,7 @@ bool TcpLink::deliver_in_order(transport::RecvOp& op) {
 Status TcpLink::poll_recv(transport::RecvOp& op, bool* complete) {
   *complete = false;
   WEFT_TRY(error_);
-  WEFT_TRY(report_lost());
+  WEFT_TRY(conn_error());
   if (held_) {
     if (!op.consumer->released()) return Status::Ok();
     held_ = false;
@@ -322,20 +278,18 @@ Status TcpLink::poll_recv(transport::RecvOp& op, bool* complete) {
     any_eof |= s.eof;
     if (!s.eof && !(s.state == In::Ready && s.h.seq > recv_seq_)) all_stuck = false;
   }
-  if (any_eof && all_stuck)
-    return lost(Error(weftRemoteError, "peer rank %d at %s closed the connection", peer(),
-                      peer_addr_.c_str()));
+  if (any_eof && all_stuck) conn_->closed();
   idle_wait(in_before);
-  return report_lost();
+  return conn_error();
 }
 
-// After spin_polls empty polls in a row, wait in ppoll() for this link's own
-// sockets (readable, or writable where frames are queued) for at most
-// block_us instead of returning at once. A rank that spins on recv() burns
-// the CPU its peer and the kernel's network stack need when cores are
-// oversubscribed; ppoll returns as soon as data arrives, so the cost when
-// cores are free is one wake-up, and block_us bounds how long this rank's
-// other links go without progress.
+// After spin_polls empty polls in a row, wait in ppoll() for the sockets
+// (readable, or writable where frames are queued) for at most block_us
+// instead of returning at once. A rank that spins on recv() burns the CPU its
+// peer and the kernel's network stack need when cores are oversubscribed;
+// ppoll returns as soon as data arrives, so the cost when cores are free is
+// one wake-up, and block_us bounds how long this rank's other links go
+// without progress.
 void TcpLink::idle_wait(uint64_t in_before) {
   if (opts_.block_us <= 0) return;
   if (bytes_in_ != in_before) {
@@ -343,42 +297,13 @@ void TcpLink::idle_wait(uint64_t in_before) {
     return;
   }
   if (++idle_polls_ < opts_.spin_polls) return;
-  pollfd fds[64];
-  nfds_t n = 0;
-  for (size_t i = 0; i < socks_.size() && n < 64; ++i) {
-    short ev = in_[i].eof ? 0 : POLLIN;
-    if (!out_[i].empty()) ev |= POLLOUT;
-    if (ev != 0) fds[n++] = {socks_[i].get(), ev, 0};
-  }
-  timespec ts{0, static_cast<long>(opts_.block_us) * 1000};
-  (void)::ppoll(fds, n, &ts, nullptr);
+  conn_->wait(ctx_, opts_.block_us, !tails_.empty() || !out_.empty());
 }
 
 Status TcpLink::check_peer() {
   WEFT_TRY(error_);
-  if (!lost_.ok()) return report_lost();
-  size_t closed = 0;
-  for (size_t i = 0; i < socks_.size(); ++i) {
-    pollfd p{socks_[i].get(), POLLRDHUP, 0};
-    if (::poll(&p, 1, 0) <= 0) continue;
-    if (p.revents & POLLERR) {
-      int err = 0;
-      socklen_t len = sizeof err;
-      (void)getsockopt(socks_[i].get(), SOL_SOCKET, SO_ERROR, &err, &len);
-      return lost(Error(weftRemoteError, "lost the connection to peer rank %d at %s (socket %zu): %s",
-                        peer(), peer_addr_.c_str(), i, std::strerror(err != 0 ? err : EPIPE)));
-    }
-    // Closed with nothing left to read: data queued before the close is
-    // still read (and judged) by poll_recv.
-    int unread = 0;
-    if ((p.revents & (POLLRDHUP | POLLHUP)) && ioctl(socks_[i].get(), FIONREAD, &unread) == 0 &&
-        unread == 0)
-      ++closed;
-  }
-  if (closed == socks_.size())
-    return lost(Error(weftRemoteError, "peer rank %d at %s closed the connection", peer(),
-                      peer_addr_.c_str()));
-  return Status::Ok();
+  conn_->check(ctx_);
+  return conn_error();
 }
 
 }  // namespace weft::tcp

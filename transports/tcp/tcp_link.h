@@ -1,4 +1,5 @@
-// A Link to a peer on another host over several TCP connections.
+// A Link to a peer on another host over several TCP connections, as one
+// context of a Connection that communicators split from one share.
 //
 // Each message is cut into slices (one per socket for mid-size messages, at
 // least min_slice bytes, 64-byte aligned) and the slices are dealt round-robin
@@ -11,7 +12,7 @@
 //
 // Sockets are non-blocking and driven by the caller: progress() writes queued
 // frames, poll_recv() reads. Nothing waits, except that poll_recv, after many
-// empty polls in a row, sleeps in ppoll() on its own sockets for at most
+// empty polls in a row, sleeps in ppoll() on the sockets for at most
 // LinkOptions::block_us (see idle_wait). Errors are sticky and name the
 // peer's rank and address.
 #pragma once
@@ -19,18 +20,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "base/wait.h"
-#include "bootstrap/socket.h"
 #include "transports/link.h"
+#include "transports/tcp/connection.h"
 #include "transports/tcp/wire.h"
 
 namespace weft::tcp {
-
-// How long a lost connection stays unreported (see TcpLink::lost_).
-inline constexpr int64_t kLostGraceMs = 200;
 
 struct LinkOptions {
   size_t min_slice = 65536;     // messages below 2 x this go on one socket
@@ -39,11 +37,14 @@ struct LinkOptions {
   int64_t block_us = 100;       // ... for at most this long (0: never wait)
 };
 
+// The largest slice a link sends (and a connection accepts) with these options.
+size_t largest_slice(const LinkOptions& o);
+
 class TcpLink final : public transport::Link {
  public:
-  // socks[i] is the connected non-blocking socket of index i (same index on both
-  // ends); peer_addr ("10.0.0.2:4000") is shown in errors.
-  TcpLink(int peer, std::string peer_addr, std::vector<boot::Fd> socks, LinkOptions opts);
+  // Context `ctx` (the communicator's hash) of `conn`; opened here, closed by the destructor.
+  TcpLink(int peer, std::shared_ptr<Connection> conn, uint64_t ctx, LinkOptions opts);
+  ~TcpLink() override;
 
   const char* name() const override { return "tcp"; }
   uint64_t send(const void* data, size_t bytes, uint64_t tag) override;
@@ -52,15 +53,23 @@ class TcpLink final : public transport::Link {
   Status poll_recv(transport::RecvOp& op, bool* complete) override;
   Status peek(transport::NextMessage* next) override;
   Status check_peer() override;
+  void abandon_sends() override;
 
-  size_t nsocks() const { return socks_.size(); }
-  const std::string& peer_addr() const { return peer_addr_; }
+  size_t nsocks() const { return conn_->nsocks(); }
+  const std::string& peer_addr() const { return conn_->peer_addr(); }
+  const std::shared_ptr<Connection>& connection() const { return conn_; }
 
  private:
   struct OutFrame {
     FrameHeader h;
     const unsigned char* payload;
-    size_t sent = 0;  // header + payload bytes already written
+    uint64_t ticket;
+    size_t sock;
+  };
+  // A frame the connection took in part: it writes the rest.
+  struct Tail {
+    size_t sock;
+    uint64_t id;
     uint64_t ticket;
   };
   struct Pending {
@@ -78,33 +87,31 @@ class TcpLink final : public transport::Link {
     std::vector<unsigned char> bounce;
   };
 
-  void write_socket(size_t i);
+  void write_frames();
   void frame_sent(uint64_t ticket);
   Status pump(size_t i, transport::RecvOp& op);
   // Reads socket i's next frame header if it has none yet.
   Status read_header(size_t i);
   Status read_some(size_t i, void* buf, size_t n, size_t* got);
+  // The connection's error, naming the peer.
+  Status conn_error();
   bool deliver_in_order(transport::RecvOp& op);
   // The consumer kept a piece of a bounce buffer: nothing is read into the
   // bounce buffers until it is done with it.
   bool held_ = false;
   Status fail(Status st);
-  Status lost(Status st);
-  Status report_lost() const;
   void idle_wait(uint64_t in_before);
 
-  std::string peer_addr_;
-  std::vector<boot::Fd> socks_;
+  std::shared_ptr<Connection> conn_;
+  uint64_t ctx_;
   LinkOptions opts_;
-  Status error_;  // sticky: the first protocol or local error
-  // The peer closed or reset a connection, or it timed out. Reported only after
-  // a short grace: when a failure elsewhere makes a peer exit, the bootstrap's
-  // notice naming the original cause should reach the executor first.
-  Status lost_;
-  Clock::time_point lost_at_{};
+  Status error_;  // sticky: the first protocol error of this context
 
-  // Sending.
-  std::vector<std::deque<OutFrame>> out_;
+  // Sending. Frames are handed to the connection in the order they were sent
+  // (across sockets too), so credit goes to the earliest frames: a receiver
+  // that hands a message on in offset order always gets the next piece.
+  std::deque<OutFrame> out_;
+  std::vector<Tail> tails_;
   std::deque<Pending> pending_;
   uint64_t next_ticket_ = 0;
   uint64_t send_seq_ = 0;

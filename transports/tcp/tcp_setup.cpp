@@ -1,12 +1,38 @@
 #include "transports/tcp/tcp_setup.h"
 
+#include <algorithm>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "base/log.h"
 #include "transports/tcp/tcp_transport.h"
 
 namespace weft::tcp {
 namespace {
+
+// The connections of every family in this process, by (family, this rank's
+// rank in the family, the peer's). A communicator split from another finds
+// its TCP peers here and opens its own context on each connection.
+std::mutex g_families_mu;
+using FamilyKey = std::tuple<uint64_t, int, int>;
+std::map<FamilyKey, std::weak_ptr<Connection>>& families() {
+  static auto* m = new std::map<FamilyKey, std::weak_ptr<Connection>>;
+  return *m;
+}
+
+void enroll(const FamilyKey& k, const std::shared_ptr<Connection>& c) {
+  std::lock_guard<std::mutex> lock(g_families_mu);
+  std::erase_if(families(), [](const auto& e) { return e.second.expired(); });
+  families()[k] = c;
+}
+
+std::shared_ptr<Connection> find(const FamilyKey& k) {
+  std::lock_guard<std::mutex> lock(g_families_mu);
+  auto it = families().find(k);
+  return it == families().end() ? nullptr : it->second.lock();
+}
 
 class TcpSetup final : public transport::Transport {
  public:
@@ -34,17 +60,47 @@ class TcpSetup final : public transport::Transport {
       }
     return true;
   }
+  // A communicator of a family uses the family's connections where every rank
+  // has them to each of its TCP peers; otherwise (a communicator made by init,
+  // or the family's connections gone in some process) every rank connects
+  // anew, and those connections serve the family from then on.
   Status connect(const transport::SetupContext& ctx, const std::vector<int>& peers,
                  std::vector<std::unique_ptr<transport::Link>>* links) override {
+    const std::vector<transport::Card>& cards = *ctx.cards;
+    const transport::Card& me = cards[static_cast<size_t>(ctx.rank)];
+    const uint64_t family = cards[0].family;
+    bool one_family = family != 0;
+    for (const transport::Card& c : cards) one_family = one_family && c.family == family;
+    auto key = [&](int p) {
+      return FamilyKey{one_family ? family : ctx.comm_hash, me.family_rank, cards[static_cast<size_t>(p)].family_rank};
+    };
+    if (one_family) {
+      std::vector<std::shared_ptr<Connection>> found;
+      for (int p : peers)
+        if (auto c = find(key(p))) found.push_back(std::move(c));
+      const auto n = static_cast<size_t>(ctx.nranks);
+      std::vector<uint8_t> have(n);
+      uint8_t mine = found.size() == peers.size() ? 1 : 0;
+      WEFT_TRY(ctx.boot->allgather(&mine, 1, have.data(), ctx.deadline));
+      if (std::all_of(have.begin(), have.end(), [](uint8_t h) { return h == 1; })) {
+        const LinkOptions lo = Options::from_params().link;
+        for (size_t i = 0; i < peers.size(); ++i)
+          links->push_back(std::make_unique<TcpLink>(peers[i], found[i], ctx.comm_hash, lo));
+        return Status::Ok();
+      }
+      WEFT_INFO(TRANSPORT, "tcp: this communicator connects anew: %s", mine == 1 ? "another rank lacks the family's connections" : "the family's connections are gone in this process");
+    }
     if (peers.empty()) return Status::Ok();
     std::vector<RemotePeer> remote;
-    for (int p : peers) remote.push_back({p, ctx.blob_of<PeerInfoTcp>((*ctx.cards)[static_cast<size_t>(p)])});
-    return tcp_->connect(ctx.id->secret.bytes, ctx.comm_hash, remote, ctx.deadline, links);
+    for (int p : peers) remote.push_back({p, ctx.blob_of<PeerInfoTcp>(cards[static_cast<size_t>(p)])});
+    const size_t first = links->size();
+    WEFT_TRY(tcp_->connect(ctx.id->secret.bytes, ctx.comm_hash, remote, ctx.deadline, links));
+    for (size_t i = 0; i < peers.size(); ++i)
+      enroll(key(peers[i]), static_cast<TcpLink*>((*links)[first + i].get())->connection());
+    return Status::Ok();
   }
-  // Nobody will connect: stop listening.
-  void finish(bool used) override {
-    if (!used) tcp_.reset();
-  }
+  // Connected (or nobody will connect): stop listening.
+  void finish(bool) override { tcp_.reset(); }
 
  private:
   std::unique_ptr<TcpTransport> tcp_;

@@ -312,8 +312,8 @@ Status TcpTransport::connect(const uint8_t secret[16], uint64_t comm_hash,
   // Every expected connection is in: later arrivals could only be strangers.
   listen_fd_.reset();
   for (const RemotePeer& p : peers) {
-    links->push_back(std::make_unique<TcpLink>(p.rank, where[p.rank], std::move(socks[p.rank]),
-                                               opts_.link));
+    auto conn = std::make_shared<Connection>(where[p.rank], std::move(socks[p.rank]), largest_slice(opts_.link));
+    links->push_back(std::make_unique<TcpLink>(p.rank, std::move(conn), comm_hash, opts_.link));
     WEFT_INFO(TRANSPORT, "rank %d -> rank %d via tcp to %s (%d sockets, %s buffers)", rank_, p.rank,
               where[p.rank].c_str(), n, opts_.buf_bytes > 0 ? "fixed" : "autotuned");
   }

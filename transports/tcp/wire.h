@@ -10,8 +10,9 @@
 
 namespace weft::tcp {
 
-inline constexpr uint64_t kHelloMagic = 0x31504354'74666577ull;  // "weftTCP1"
+inline constexpr uint64_t kHelloMagic = 0x32504354'74666577ull;  // "weftTCP2"
 inline constexpr uint32_t kFrameMagic = 0x46544657u;             // "WFTF"
+inline constexpr uint32_t kCreditMagic = 0x43544657u;            // "WFTC"
 
 // Sent by the connecting (lower) rank, echoed back with from/to swapped by the
 // accepting rank. A connection whose hello does not match is closed.
@@ -29,15 +30,21 @@ static_assert(sizeof(Hello) == 48);
 // One slice of a message. A message of n bytes travels as one or more frames
 // (exactly one when n == 0) spread over the sockets of the pair; each socket
 // carries its frames in message order, so a receiver reassembles by offset.
+// The connections of a pair are shared by every communicator of a family
+// (split from one): `context` names the communicator (its hash).
+//
+// A credit frame (kCreditMagic, no payload) tells the other end how many frame
+// bytes (headers included) of `context` this end has consumed, in `offset`.
 struct FrameHeader {
   uint32_t magic;
   uint32_t slice_bytes;  // payload bytes following this header
-  uint64_t seq;          // message number on this pair and direction, from 0
+  uint64_t seq;          // message number on this pair, context and direction, from 0
   uint64_t tag;          // the executor's tag of the message
   uint64_t msg_bytes;    // size of the whole message
   uint64_t offset;       // where this slice starts in the message
+  uint64_t context;
 };
-static_assert(sizeof(FrameHeader) == 40);
+static_assert(sizeof(FrameHeader) == 48);
 
 // Why a hello is refused (empty: accepted). `expect_to` is the receiving
 // rank; from_rank must be in [0, nranks).
@@ -45,7 +52,7 @@ std::string check_hello(const Hello& h, const uint8_t secret[16], uint64_t comm_
                         int expect_to, int nranks, int nsocks);
 
 // Why a frame header is malformed (empty: fine): bad magic, a slice past the
-// end of its message, a slice larger than max_slice.
+// end of its message, a slice larger than max_slice, a credit with a payload.
 std::string check_frame(const FrameHeader& f, size_t max_slice);
 
 }  // namespace weft::tcp

@@ -10,6 +10,8 @@
 namespace weft::tcp::test {
 namespace {
 
+constexpr uint64_t kCtx = 0x5eed;
+
 struct Raw {
   std::unique_ptr<TcpLink> link;
   std::vector<boot::Fd> far;  // the test's ends
@@ -24,7 +26,8 @@ Raw make_raw(int nsocks, LinkOptions lo = {}) {
     near.emplace_back(sv[0]);
     r.far.emplace_back(sv[1]);
   }
-  r.link = std::make_unique<TcpLink>(3, "192.0.2.7:4000", std::move(near), lo);
+  auto conn = std::make_shared<Connection>("192.0.2.7:4000", std::move(near), largest_slice(lo));
+  r.link = std::make_unique<TcpLink>(3, std::move(conn), kCtx, lo);
   return r;
 }
 
@@ -38,7 +41,7 @@ void write_all(int fd, const void* p, size_t n) {
 
 std::vector<unsigned char> frame(uint64_t seq, uint64_t tag, uint64_t msg_bytes, uint64_t off,
                                  const unsigned char* payload, uint32_t len) {
-  FrameHeader h{kFrameMagic, len, seq, tag, msg_bytes, off};
+  FrameHeader h{kFrameMagic, len, seq, tag, msg_bytes, off, kCtx};
   std::vector<unsigned char> v(sizeof h + len);
   std::memcpy(v.data(), &h, sizeof h);
   if (len > 0) std::memcpy(v.data() + sizeof h, payload, len);
@@ -188,7 +191,7 @@ TEST(Framing, SlicePastTheEndOfItsMessageIsMalformed) {
 }
 
 TEST(Framing, OversizedSliceIsMalformed) {
-  FrameHeader h{kFrameMagic, 0xffffffffu, 0, 1, 1ull << 40, 0};
+  FrameHeader h{kFrameMagic, 0xffffffffu, 0, 1, 1ull << 40, 0, kCtx};
   std::vector<unsigned char> v(sizeof h);
   std::memcpy(v.data(), &h, sizeof h);
   Status st = receive_after(v, false);
