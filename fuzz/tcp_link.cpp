@@ -1,7 +1,8 @@
 // The TCP transport's receive path over a socket pair whose other end carries
 // the input: the hello check, then frames (header, slices, reassembly by offset
-// across one or two sockets) into a receive of a size and tag the input picks,
-// straight into a buffer or through a consumer. Malformed streams must end in an
+// across one or two sockets; credits; other contexts' frames moved aside or
+// dropped) into a receive of a size and tag the input picks, straight into a
+// buffer or through a consumer. Malformed streams must end in an
 // error, never in an out-of-bounds write or a wait without end.
 #include <sys/socket.h>
 #include <unistd.h>
@@ -52,7 +53,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   opts.max_slice = max_slice;
   opts.spin_polls = ~uint64_t{0};  // never wait in ppoll: everything is there already
   opts.block_us = 0;
-  tcp::TcpLink link(1, "fuzz", std::move(mine), opts);
+  // Context 0 receives; frames of context 1 (open beside it) are moved aside,
+  // those of any other are dropped.
+  auto conn = std::make_shared<tcp::Connection>("fuzz", std::move(mine), tcp::largest_slice(opts));
+  tcp::TcpLink link(1, conn, 0, opts);
+  tcp::TcpLink beside(1, conn, 1, opts);
   fuzz::Receive rx(bytes, tag, consumer);
   bool complete = false;
   for (int i = 0; i < 256 && !complete; ++i)
