@@ -113,15 +113,18 @@ void Connection::send_credits() {
     c->reported = c->consumed;
     c->credit_queued = false;
     credit_due_.pop_front();
-    if (sent < kHeader) {
-      OutSock& o = out_[i];
-      o.busy = true;
-      o.h = h;
-      o.payload = nullptr;
-      o.sent = sent;
-      o.counted = false;
-    }
+    if (sent < kHeader) part_written(i, h, nullptr, sent, false);
   }
+}
+
+void Connection::part_written(size_t i, const FrameHeader& h, const unsigned char* payload, size_t sent,
+                              bool counted) {
+  OutSock& o = out_[i];
+  o.busy = true;
+  o.h = h;
+  o.payload = payload;
+  o.sent = sent;
+  o.counted = counted;
 }
 
 void Connection::write_pending() {
@@ -145,13 +148,8 @@ Connection::Put Connection::put(size_t i, const FrameHeader& h, const unsigned c
   if (sent == 0) return Put::Later;
   c->sent += total;
   if (sent == total) return Put::Written;
-  OutSock& o = out_[i];
-  o.busy = true;
-  o.h = h;
-  o.payload = payload;
-  o.sent = sent;
-  o.counted = true;
-  *id = ++o.started;
+  part_written(i, h, payload, sent, true);
+  *id = ++out_[i].started;
   return Put::Started;
 }
 

@@ -140,6 +140,8 @@ class Connection {
   bool finish(size_t i);
   // Writes h + payload from byte `sent` on; the new count (errors: fault).
   size_t write(size_t i, const FrameHeader& h, const unsigned char* payload, size_t sent);
+  // Socket i is busy with this frame until the rest is written.
+  void part_written(size_t i, const FrameHeader& h, const unsigned char* payload, size_t sent, bool counted);
   void send_credits();
   void write_pending();
   // recv() into buf; false on no data, close (sets eof or a fault) or error.
