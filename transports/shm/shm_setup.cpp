@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "base/log.h"
+#include "transports/family.h"
 #include "transports/shm/shm_transport.h"
 
 namespace weft::shm {
@@ -39,9 +40,8 @@ class ShmSetup final : public transport::Transport {
   Status create(const transport::SetupContext& ctx, const std::vector<int>& peers) override {
     const std::vector<transport::Card>& cards = *ctx.cards;
     const transport::Card& me = cards[static_cast<size_t>(ctx.rank)];
-    const uint64_t family = cards[0].family;
-    bool one_family = family != 0;
-    for (const transport::Card& c : cards) one_family = one_family && c.family == family;
+    const uint64_t family = transport::shared_family(cards);
+    const bool one_family = family != 0;
     if (one_family) {
       WEFT_TRY(open_contexts(ctx, peers));
       if (family_ != nullptr) return Status::Ok();

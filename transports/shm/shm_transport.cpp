@@ -7,13 +7,12 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <vector>
 
 #include "base/log.h"
 #include "base/params.h"
 #include "base/wait.h"
+#include "transports/family.h"
 #include "transports/shm/shm_link.h"
 
 namespace weft::shm {
@@ -148,23 +147,16 @@ std::unique_ptr<transport::Link> ShmTransport::link(int rank, int peer, uint32_t
 }
 
 namespace {
-std::mutex g_families_mu;
-std::map<std::pair<uint64_t, int>, std::weak_ptr<ShmTransport>>& families() {
-  static auto* m = new std::map<std::pair<uint64_t, int>, std::weak_ptr<ShmTransport>>;
-  return *m;
+transport::FamilyRegistry<std::pair<uint64_t, int>, ShmTransport>& families() {
+  static auto* r = new transport::FamilyRegistry<std::pair<uint64_t, int>, ShmTransport>;
+  return *r;
 }
 }  // namespace
 
 void ShmTransport::enroll(uint64_t family, int rank, const std::shared_ptr<ShmTransport>& t) {
-  std::lock_guard<std::mutex> lock(g_families_mu);
-  std::erase_if(families(), [](const auto& e) { return e.second.expired(); });
-  families()[{family, rank}] = t;
+  families().enroll({family, rank}, t);
 }
 
-std::shared_ptr<ShmTransport> ShmTransport::find(uint64_t family, int rank) {
-  std::lock_guard<std::mutex> lock(g_families_mu);
-  auto it = families().find({family, rank});
-  return it == families().end() ? nullptr : it->second.lock();
-}
+std::shared_ptr<ShmTransport> ShmTransport::find(uint64_t family, int rank) { return families().find({family, rank}); }
 
 }  // namespace weft::shm

@@ -104,8 +104,9 @@ void Connection::send_credits() {
       credit_due_.pop_front();
       continue;
     }
+    // Callers have just tried to finish every part-written frame.
     size_t i = 0;
-    while (i < out_.size() && !finish(i)) ++i;
+    while (i < out_.size() && out_[i].busy) ++i;
     if (i == out_.size()) return;
     const FrameHeader h{kCreditMagic, 0, 0, 0, 0, c->consumed, credit_due_.front()};
     size_t sent = write(i, h, nullptr, 0);
@@ -137,7 +138,7 @@ Connection::Put Connection::put(size_t i, const FrameHeader& h, const unsigned c
   std::lock_guard<std::mutex> lock(mu_);
   write_pending();
   Context* c = find(h.context);
-  if (c == nullptr || !finish(i)) return Put::Later;
+  if (c == nullptr || out_[i].busy) return Put::Later;
   const uint64_t total = kHeader + h.slice_bytes;
   if (c->sent > c->acked && c->sent - c->acked + total > window_) {
     c->starved = true;
@@ -350,10 +351,12 @@ void Connection::lost(std::string what) {
   if (lost_.code != weftSuccess) return;
   lost_ = {weftRemoteError, std::move(what)};
   lost_at_ = Clock::now();
+  troubled_.store(true, std::memory_order_release);
 }
 
 void Connection::failed(weftResult_t code, std::string what) {
   if (error_.code == weftSuccess) error_ = {code, std::move(what)};
+  troubled_.store(true, std::memory_order_release);
 }
 
 void Connection::closed() {
@@ -362,6 +365,7 @@ void Connection::closed() {
 }
 
 Connection::Fault Connection::fault() {
+  if (!troubled_.load(std::memory_order_acquire)) return {};  // every poll asks: no lock then
   std::lock_guard<std::mutex> lock(mu_);
   if (error_.code != weftSuccess) return error_;
   if (lost_.code != weftSuccess && Clock::now() - lost_at_ >= std::chrono::milliseconds(kLostGraceMs)) return lost_;

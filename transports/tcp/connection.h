@@ -24,6 +24,7 @@
 // context is used by one thread at a time.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -167,6 +168,7 @@ class Connection {
   std::vector<OutSock> out_;
   std::deque<uint64_t> credit_due_;  // contexts whose consumption the peer should hear of
   std::vector<unsigned char> scratch_;  // dropped payloads land here
+  std::atomic<bool> troubled_{false};  // error_ or lost_ is set
   Fault error_;  // sticky: a local or protocol error
   Fault lost_;   // sticky: the peer closed, reset or timed out (reported after the grace)
   Clock::time_point lost_at_{};

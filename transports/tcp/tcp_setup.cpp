@@ -2,11 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <tuple>
 
 #include "base/log.h"
+#include "transports/family.h"
 #include "transports/tcp/tcp_transport.h"
 
 namespace weft::tcp {
@@ -15,23 +14,10 @@ namespace {
 // The connections of every family in this process, by (family, this rank's
 // rank in the family, the peer's). A communicator split from another finds
 // its TCP peers here and opens its own context on each connection.
-std::mutex g_families_mu;
 using FamilyKey = std::tuple<uint64_t, int, int>;
-std::map<FamilyKey, std::weak_ptr<Connection>>& families() {
-  static auto* m = new std::map<FamilyKey, std::weak_ptr<Connection>>;
-  return *m;
-}
-
-void enroll(const FamilyKey& k, const std::shared_ptr<Connection>& c) {
-  std::lock_guard<std::mutex> lock(g_families_mu);
-  std::erase_if(families(), [](const auto& e) { return e.second.expired(); });
-  families()[k] = c;
-}
-
-std::shared_ptr<Connection> find(const FamilyKey& k) {
-  std::lock_guard<std::mutex> lock(g_families_mu);
-  auto it = families().find(k);
-  return it == families().end() ? nullptr : it->second.lock();
+transport::FamilyRegistry<FamilyKey, Connection>& families() {
+  static auto* r = new transport::FamilyRegistry<FamilyKey, Connection>;
+  return *r;
 }
 
 class TcpSetup final : public transport::Transport {
@@ -68,16 +54,15 @@ class TcpSetup final : public transport::Transport {
                  std::vector<std::unique_ptr<transport::Link>>* links) override {
     const std::vector<transport::Card>& cards = *ctx.cards;
     const transport::Card& me = cards[static_cast<size_t>(ctx.rank)];
-    const uint64_t family = cards[0].family;
-    bool one_family = family != 0;
-    for (const transport::Card& c : cards) one_family = one_family && c.family == family;
+    const uint64_t family = transport::shared_family(cards);
+    const bool one_family = family != 0;
     auto key = [&](int p) {
       return FamilyKey{one_family ? family : ctx.comm_hash, me.family_rank, cards[static_cast<size_t>(p)].family_rank};
     };
     if (one_family) {
       std::vector<std::shared_ptr<Connection>> found;
       for (int p : peers)
-        if (auto c = find(key(p))) found.push_back(std::move(c));
+        if (auto c = families().find(key(p))) found.push_back(std::move(c));
       const auto n = static_cast<size_t>(ctx.nranks);
       std::vector<uint8_t> have(n);
       uint8_t mine = found.size() == peers.size() ? 1 : 0;
@@ -96,7 +81,7 @@ class TcpSetup final : public transport::Transport {
     const size_t first = links->size();
     WEFT_TRY(tcp_->connect(ctx.id->secret.bytes, ctx.comm_hash, remote, ctx.deadline, links));
     for (size_t i = 0; i < peers.size(); ++i)
-      enroll(key(peers[i]), static_cast<TcpLink*>((*links)[first + i].get())->connection());
+      families().enroll(key(peers[i]), static_cast<TcpLink*>((*links)[first + i].get())->connection());
     return Status::Ok();
   }
   // Connected (or nobody will connect): stop listening.
