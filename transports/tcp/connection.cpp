@@ -53,7 +53,7 @@ void Connection::close(uint64_t ctx) {
     }
   }
   contexts_.erase(ctx);
-  std::erase(credit_due_, ctx);
+  std::erase_if(controls_, [&](const auto& k) { return k.first == ctx; });
 }
 
 // ---- sending ---------------------------------------------------------------
@@ -97,23 +97,23 @@ bool Connection::finish(size_t i) {
   return true;
 }
 
-void Connection::send_credits() {
-  while (!credit_due_.empty()) {
-    Context* c = find(credit_due_.front());
+void Connection::send_controls() {
+  while (!controls_.empty()) {
+    const auto [ctx, magic] = controls_.front();
+    Context* c = find(ctx);
     if (c == nullptr) {
-      credit_due_.pop_front();
+      controls_.pop_front();
       continue;
     }
     // Callers have just tried to finish every part-written frame.
     size_t i = 0;
     while (i < out_.size() && out_[i].busy) ++i;
     if (i == out_.size()) return;
-    const FrameHeader h{kCreditMagic, 0, 0, 0, 0, c->consumed, credit_due_.front()};
+    const FrameHeader h{magic, 0, 0, 0, 0, magic == kCreditMagic ? c->consumed : 0, ctx};
     size_t sent = write(i, h, nullptr, 0);
     if (sent == 0) return;
-    c->reported = c->consumed;
-    c->credit_queued = false;
-    credit_due_.pop_front();
+    if (magic == kCreditMagic) c->reported = c->consumed;
+    controls_.pop_front();
     if (sent < kHeader) part_written(i, h, nullptr, sent, false);
   }
 }
@@ -131,7 +131,7 @@ void Connection::part_written(size_t i, const FrameHeader& h, const unsigned cha
 void Connection::write_pending() {
   for (size_t i = 0; i < out_.size(); ++i)
     if (out_[i].busy) finish(i);
-  send_credits();
+  send_controls();
 }
 
 Connection::Put Connection::put(size_t i, const FrameHeader& h, const unsigned char* payload, uint64_t* id) {
@@ -142,6 +142,11 @@ Connection::Put Connection::put(size_t i, const FrameHeader& h, const unsigned c
   const uint64_t total = kHeader + h.slice_bytes;
   if (c->sent > c->acked && c->sent - c->acked + total > window_) {
     c->starved = true;
+    if (!c->asked) {
+      c->asked = true;
+      controls_.emplace_back(h.context, kAskMagic);
+      send_controls();
+    }
     return Put::Later;
   }
   c->starved = false;
@@ -205,8 +210,14 @@ void Connection::advance(size_t i, uint64_t caller, bool own_too) {
       s.hdr_got = 0;
       std::string why = check_frame(s.h, max_slice_);
       if (!why.empty()) return failed(weftRemoteError, on_socket("sent a malformed frame", i, why));
-      if (s.h.magic == kCreditMagic) {
-        if (Context* c = find(s.h.context)) c->acked = std::max(c->acked, s.h.offset);
+      if (s.h.magic != kFrameMagic) {  // a control frame
+        if (Context* c = find(s.h.context); c != nullptr && s.h.magic == kCreditMagic) {
+          c->acked = std::max(c->acked, s.h.offset);
+          c->asked = false;
+        } else if (c != nullptr) {
+          c->wanted = true;
+          answer(*c, s.h.context);
+        }
         continue;
       }
       s.in_frame = true;
@@ -243,12 +254,10 @@ void Connection::advance(size_t i, uint64_t caller, bool own_too) {
   }
 }
 
-void Connection::consumed(Context& c, uint64_t ctx, size_t n) {
-  c.consumed += n;
-  if (!c.credit_queued && c.consumed - c.reported >= window_ / kWindowSlices) {
-    c.credit_queued = true;
-    credit_due_.push_back(ctx);
-  }
+void Connection::answer(Context& c, uint64_t ctx) {
+  if (!c.wanted || c.consumed == c.reported) return;
+  c.wanted = false;
+  controls_.emplace_back(ctx, kCreditMagic);
 }
 
 void Connection::read(uint64_t ctx, size_t i, void* buf, size_t n, size_t* got, bool* eof) {
@@ -277,6 +286,7 @@ void Connection::read(uint64_t ctx, size_t i, void* buf, size_t n, size_t* got, 
     InSock& s = in_[i];
     if (!s.in_frame || s.mode != Mode::Open || s.h.context != ctx) {
       *eof = !s.in_frame && s.eof;
+      send_controls();
       return;
     }
     // The caller's own frame at the head: handed over in place.
@@ -296,8 +306,9 @@ void Connection::read(uint64_t ctx, size_t i, void* buf, size_t n, size_t* got, 
     if (s.hdr_left == 0 && s.body_left == 0) s.in_frame = false;
     *got = k;
   }
-  consumed(*c, ctx, *got);
-  send_credits();
+  c->consumed += *got;
+  answer(*c, ctx);
+  send_controls();
 }
 
 bool Connection::anyone_starved() const {
@@ -313,7 +324,7 @@ void Connection::pump(uint64_t ctx) {
   const bool starved = anyone_starved();
   if (contexts_.size() < 2 && !starved) return;
   for (size_t i = 0; i < in_.size(); ++i) advance(i, ctx, starved);
-  send_credits();
+  send_controls();
 }
 
 bool Connection::has_unread(const Context& c) const {
@@ -337,7 +348,7 @@ void Connection::wait(uint64_t ctx, int64_t us, bool writing) {
     if (c != nullptr && has_unread(*c)) return;
     for (size_t i = 0; i < socks_.size() && n < 64; ++i) {
       short ev = in_[i].eof ? 0 : POLLIN;
-      if (writing || out_[i].busy || !credit_due_.empty()) ev |= POLLOUT;
+      if (writing || out_[i].busy || !controls_.empty()) ev |= POLLOUT;
       if (ev != 0) fds[n++] = {socks_[i].get(), ev, 0};
     }
   }

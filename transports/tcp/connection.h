@@ -9,11 +9,12 @@
 // its moved-aside bytes before the socket's.
 //
 // Flow control. A sender keeps at most kWindowSlices frames' worth of one
-// context unconsumed by the other end, which reports what it consumed in
-// credit frames; that bounds what is moved aside for a context that is not
-// receiving, and never stops another context's frames. When a context waits
-// for credit, every call moves all frames aside (its own too) so that the
-// credit behind them is read.
+// context unconsumed by the other end; when it has no room it asks, and the
+// other end answers with what it consumed (a credit frame) once it has consumed
+// anything new, one answer per ask. That bounds what is moved aside for a
+// context that is not receiving, never stops another context's frames, and
+// sends nothing back unasked. When a context waits for credit, every call
+// moves all frames aside (its own too) so that the answer behind them is read.
 //
 // Sending. A frame another context may not interleave with is written whole:
 // one that the socket took only in part is finished by whichever context calls
@@ -78,7 +79,7 @@ class Connection {
   // payloads, as sent). *got 0: nothing yet, or *eof: the peer closed the
   // socket at a frame boundary.
   void read(uint64_t ctx, size_t i, void* buf, size_t n, size_t* got, bool* eof);
-  // Writes what is pending, and reads other contexts' frames and credits.
+  // Writes what is pending, and reads other contexts' frames and control frames.
   void pump(uint64_t ctx);
   // Waits at most `us` for any socket to become readable (or writable with
   // `writing`), unless bytes for ctx are already here.
@@ -112,8 +113,9 @@ class Connection {
     size_t aside_bytes = 0;
     uint64_t consumed = 0, reported = 0;  // frame bytes handed to the context; told to the peer
     uint64_t sent = 0, acked = 0;         // frame bytes started; consumed by the peer
-    bool starved = false;                 // a frame waits for credit
-    bool credit_queued = false;
+    bool starved = false;                 // a frame waits for credit ...
+    bool asked = false;                   // ... and the peer was asked for it
+    bool wanted = false;                  // the peer asked: answer once consumed > reported
   };
   // What happens to the rest of the frame at a socket's head.
   enum class Mode { Open, Aside, Drop };
@@ -132,7 +134,7 @@ class Connection {
     const unsigned char* payload = nullptr;
     std::vector<unsigned char> kept;
     size_t sent = 0;
-    bool counted = false;            // a data frame (not a credit): done counts it
+    bool counted = false;            // a data frame (not a control frame): done counts it
     uint64_t started = 0, done = 0;  // frames put() started; of those, written
   };
 
@@ -143,15 +145,16 @@ class Connection {
   size_t write(size_t i, const FrameHeader& h, const unsigned char* payload, size_t sent);
   // Socket i is busy with this frame until the rest is written.
   void part_written(size_t i, const FrameHeader& h, const unsigned char* payload, size_t sent, bool counted);
-  void send_credits();
+  void send_controls();
   void write_pending();
   // recv() into buf; false on no data, close (sets eof or a fault) or error.
   bool recv(size_t i, void* buf, size_t n, size_t* got);
   // Reads socket i as far as it goes without handing anything to `caller`:
-  // credits are taken, other contexts' frames moved aside or dropped, and the
+  // control frames are taken, other contexts' frames moved aside or dropped, and the
   // caller's own frames left at the head unless `own_too`.
   void advance(size_t i, uint64_t caller, bool own_too);
-  void consumed(Context& c, uint64_t ctx, size_t n);
+  // Queues the credit the peer asked for, once there is new consumption to report.
+  void answer(Context& c, uint64_t ctx);
   bool anyone_starved() const;
   bool has_unread(const Context& c) const;
   void lost(std::string what);
@@ -166,7 +169,8 @@ class Connection {
   std::map<uint64_t, Context> contexts_;
   std::vector<InSock> in_;
   std::vector<OutSock> out_;
-  std::deque<uint64_t> credit_due_;  // contexts whose consumption the peer should hear of
+  // Control frames to write: (context, kAskMagic or kCreditMagic).
+  std::deque<std::pair<uint64_t, uint32_t>> controls_;
   std::vector<unsigned char> scratch_;  // dropped payloads land here
   std::atomic<bool> troubled_{false};  // error_ or lost_ is set
   Fault error_;  // sticky: a local or protocol error

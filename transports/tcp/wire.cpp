@@ -34,7 +34,8 @@ std::string check_hello(const Hello& h, const uint8_t secret[16], uint64_t comm_
 
 std::string check_frame(const FrameHeader& f, size_t max_slice) {
   char buf[200];
-  if (f.magic == kCreditMagic) return f.slice_bytes == 0 ? std::string() : "malformed credit frame";
+  if (f.magic == kCreditMagic || f.magic == kAskMagic)
+    return f.slice_bytes == 0 ? std::string() : "malformed control frame";
   if (f.magic != kFrameMagic) {
     std::snprintf(buf, sizeof buf, "bad frame magic %#x", f.magic);
     return buf;

@@ -13,6 +13,7 @@ namespace weft::tcp {
 inline constexpr uint64_t kHelloMagic = 0x32504354'74666577ull;  // "weftTCP2"
 inline constexpr uint32_t kFrameMagic = 0x46544657u;             // "WFTF"
 inline constexpr uint32_t kCreditMagic = 0x43544657u;            // "WFTC"
+inline constexpr uint32_t kAskMagic = 0x41544657u;               // "WFTA"
 
 // Sent by the connecting (lower) rank, echoed back with from/to swapped by the
 // accepting rank. A connection whose hello does not match is closed.
@@ -33,8 +34,12 @@ static_assert(sizeof(Hello) == 48);
 // The connections of a pair are shared by every communicator of a family
 // (split from one): `context` names the communicator (its hash).
 //
-// A credit frame (kCreditMagic, no payload) tells the other end how many frame
-// bytes (headers included) of `context` this end has consumed, in `offset`.
+// Control frames have no payload. An ask (kAskMagic) says the sender of
+// `context` waits for credit; the answer, a credit frame (kCreditMagic), says
+// how many frame bytes (headers included) of `context` the other end has
+// consumed, in `offset`. Nothing travels back unasked: a rank that has sent its
+// last message may close its sockets with nothing unread, so no reset cuts
+// off data still on its way.
 struct FrameHeader {
   uint32_t magic;
   uint32_t slice_bytes;  // payload bytes following this header
@@ -52,7 +57,7 @@ std::string check_hello(const Hello& h, const uint8_t secret[16], uint64_t comm_
                         int expect_to, int nranks, int nsocks);
 
 // Why a frame header is malformed (empty: fine): bad magic, a slice past the
-// end of its message, a slice larger than max_slice, a credit with a payload.
+// end of its message, a slice larger than max_slice, a control frame with a payload.
 std::string check_frame(const FrameHeader& f, size_t max_slice);
 
 }  // namespace weft::tcp

@@ -221,6 +221,58 @@ TEST(Framing, StaleSequenceIsAnError) {
   EXPECT_NE(st.message().find("frame of message 0 while expecting message 1"), std::string::npos) << st.message();
 }
 
+// Nothing travels back unasked (a peer that sent its last message may close
+// with nothing unread, so no reset cuts off its data); an ask is answered with
+// the bytes consumed so far.
+TEST(Framing, CreditGoesBackOnlyWhenAskedAndCountsEveryByteConsumed) {
+  LinkOptions lo;
+  lo.max_slice = 65536;
+  Raw r = make_raw(1, lo);
+  auto msg = pattern(1 << 20, 9);
+  std::vector<unsigned char> stream;
+  for (size_t off = 0; off < msg.size(); off += 65536) {
+    auto f = frame(0, 1, msg.size(), off, msg.data() + off, 65536);
+    stream.insert(stream.end(), f.begin(), f.end());
+  }
+  std::vector<unsigned char> got(msg.size());
+  transport::RecvOp op;
+  op.tag = 1;
+  op.bytes = got.size();
+  op.dst = got.data();
+  bool complete = false;
+  for (size_t written = 0; !complete;) {  // the socket pair holds less than the stream
+    ssize_t n = written < stream.size() ? ::write(r.far[0].get(), stream.data() + written, stream.size() - written) : 0;
+    if (n > 0) written += static_cast<size_t>(n);
+    ASSERT_TRUE(r.link->poll_recv(op, &complete).ok());
+  }
+  EXPECT_TRUE(got == msg);
+  for (int k = 0; k < 10; ++k) r.link->progress();
+  unsigned char byte;
+  EXPECT_EQ(::read(r.far[0].get(), &byte, 1), -1) << "a byte came back unasked";
+  // The peer waits for credit before its next message; the receive of that
+  // message reads the ask.
+  FrameHeader ask{kAskMagic, 0, 0, 0, 0, 0, kCtx};
+  write_all(r.far[0].get(), &ask, sizeof ask);
+  uint64_t next = 0;
+  transport::RecvOp op2;
+  op2.tag = 2;
+  op2.bytes = sizeof next;
+  op2.dst = &next;
+  FrameHeader credit{};
+  size_t have = 0;
+  for (int spin = 0; spin < 1000000 && have < sizeof credit; ++spin) {
+    ASSERT_TRUE(r.link->poll_recv(op2, &complete).ok());
+    ssize_t n = ::read(r.far[0].get(), reinterpret_cast<char*>(&credit) + have, sizeof credit - have);
+    if (n > 0) have += static_cast<size_t>(n);
+  }
+  ASSERT_EQ(have, sizeof credit);
+  EXPECT_EQ(credit.magic, kCreditMagic);
+  EXPECT_EQ(credit.context, kCtx);
+  EXPECT_EQ(credit.offset, 16 * (sizeof(FrameHeader) + 65536));
+  ASSERT_TRUE(r.link->poll_recv(op2, &complete).ok());
+  EXPECT_EQ(::read(r.far[0].get(), &byte, 1), -1) << "more than one answer to one ask";
+}
+
 TEST(Framing, CloseInTheMiddleOfAFrameIsAnError) {
   auto f = frame(0, 1, 64, 0, pattern(64, 1).data(), 64);
   f.resize(sizeof(FrameHeader) + 10);
