@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "sched/build_util.h"
+#include "algorithms/butterfly_phases.h"
 
 namespace weft::algo::butterfly {
 
@@ -40,13 +40,11 @@ int lg_exact(int p) {
   return l;
 }
 
-// Elements [offset, offset+count) of butterfly groups [lo, hi) when `total`
-// elements are split into p nearly equal groups.
-Part groups(uint64_t total, int p, int lo, int hi) {
-  const uint64_t up = static_cast<uint64_t>(p);
-  const uint64_t begin = even_part(total, up, static_cast<uint64_t>(lo)).offset;
-  const uint64_t end = hi >= p ? total : even_part(total, up, static_cast<uint64_t>(hi)).offset;
-  return {begin, end - begin};
+// The real ranks of butterfly ranks 0..p-1, in butterfly order.
+std::vector<int> butterfly_group(const Fold& f) {
+  std::vector<int> g;
+  for (int j = 0; j < f.p; ++j) g.push_back(real_of(j, f.rem));
+  return g;
 }
 
 double fold_cost(int n, double N, const LinkCost& c) {
@@ -72,6 +70,7 @@ RankPlan allreduce_recdoubling(const BuildArgs& a, int r) {
     return b.take();
   }
   const Fold f = fold(n, r);
+  const std::vector<int> group = butterfly_group(f);
   const uint64_t k = num_slices(a.count, a.slice_elems);
   for (uint64_t j = 0; j < k; ++j) {
     const Part s = slice_of({0, a.count}, a.slice_elems, j);
@@ -81,26 +80,15 @@ RankPlan allreduce_recdoubling(const BuildArgs& a, int r) {
       b.recv(r + 1, acc);
       continue;
     }
-    bool have_acc = false;
-    if (f.folds_in) {
-      b.recv_reduce(r - 1, acc, in);
-      have_acc = true;
-    }
-    for (int d = 1; d < f.p; d <<= 1) {
-      const int partner = real_of(f.newrank ^ d, f.rem);
-      b.send(partner, have_acc ? acc : in);
-      b.recv_reduce(partner, acc, have_acc ? acc : in);
-      have_acc = true;
-    }
+    if (f.folds_in) b.recv_reduce(r - 1, acc, in);
+    doubling_all_reduce(b, group, f.newrank, s, f.folds_in ? Buf::Recv : Buf::Send);
     if (f.folds_in) b.send(r - 1, acc);
   }
   return b.take();
 }
 
-// Rabenseifner: recursive halving reduce-scatter (round d: keep the half of the
-// current window on our side of bit d, send the other half to newrank ^ d and add
-// the partner's copy of ours), then recursive doubling all-gather retracing the
-// rounds backwards.
+// Rabenseifner: recursive halving reduce-scatter, then recursive doubling
+// all-gather retracing its rounds (butterfly_phases.h).
 //   T = 2 lg(p) alpha + 2 (p-1)/p N beta + (p-1)/p N gamma
 //       + [rem > 0] (2 (alpha + N beta) + N gamma)
 RankPlan allreduce_rabenseifner(const BuildArgs& a, int r) {
@@ -117,32 +105,10 @@ RankPlan allreduce_rabenseifner(const BuildArgs& a, int r) {
     b.recv(r + 1, recv_buf(0, c));
     return b.take();
   }
-  bool have_acc = false;
-  if (f.folds_in) {
-    b.recv_reduce(r - 1, recv_buf(0, c), send_buf(0, c));
-    have_acc = true;
-  }
-  int lo = 0, hi = f.p;
-  for (int d = f.p / 2; d >= 1; d /= 2) {
-    const int partner = real_of(f.newrank ^ d, f.rem), mid = lo + (hi - lo) / 2;
-    const bool upper = f.newrank & d;
-    const Part give = upper ? groups(c, f.p, lo, mid) : groups(c, f.p, mid, hi);
-    const Part keep = upper ? groups(c, f.p, mid, hi) : groups(c, f.p, lo, mid);
-    const Buf src = have_acc ? Buf::Recv : Buf::Send;
-    b.send(partner, {src, give.offset, give.count});
-    b.recv_reduce(partner, recv_buf(keep.offset, keep.count), {src, keep.offset, keep.count});
-    have_acc = true;
-    (upper ? lo : hi) = mid;
-  }
-  for (int d = 1; d < f.p; d <<= 1) {
-    const int partner = real_of(f.newrank ^ d, f.rem);
-    const bool upper = f.newrank & d;
-    const Part mine = groups(c, f.p, lo, hi);
-    const Part theirs = upper ? groups(c, f.p, lo - d, lo) : groups(c, f.p, hi, hi + d);
-    b.send(partner, recv_buf(mine.offset, mine.count));
-    b.recv(partner, recv_buf(theirs.offset, theirs.count));
-    (upper ? lo : hi) = upper ? lo - d : hi + d;
-  }
+  if (f.folds_in) b.recv_reduce(r - 1, recv_buf(0, c), send_buf(0, c));
+  const std::vector<int> group = butterfly_group(f);
+  halving_reduce_scatter(b, group, f.newrank, {0, c}, f.folds_in ? Buf::Recv : Buf::Send);
+  doubling_all_gather(b, group, f.newrank, {0, c});
   if (f.folds_in) b.send(r - 1, recv_buf(0, c));
   return b.take();
 }

@@ -3,7 +3,9 @@
 // BuildArgs::domain_size consecutive ranks: reduce-scatter inside each domain,
 // then across the node's domains, all-reduce each rank's share across nodes,
 // all-gather back up. Only 1/local_size of the vector crosses the inter-node
-// links per rank, and 1/domain_size the links between domains.
+// links per rank, and 1/domain_size the links between domains. Each level runs
+// the algorithm BuildArgs::levels names; the tuner builds the combination it
+// predicts fastest for the call (variants).
 #pragma once
 
 #include "algorithms/registry.h"
@@ -12,11 +14,25 @@ namespace weft::algo::hierarchical {
 
 sched::RankPlan allreduce(const sched::BuildArgs& args, int rank);
 
-// local_size > 0 and divides nranks; domain_size, when set, divides local_size.
+// local_size > 0 and divides nranks; domain_size, when set, divides local_size;
+// every level's algorithm can run its group (levels_fit).
 bool supports(const sched::BuildArgs& args);
+// rabenseifner and recdoubling need a power-of-two group; recdoubling only on the
+// outermost level whose group has more than one rank.
+bool levels_fit(const sched::BuildArgs& args);
 
-// One LinkCost for every level; the tuner simulates the schedule with a cost per
-// level where the communicator spans domains or nodes.
+// The sum of each level's flat formula (ring::cost, butterfly::rabenseifner_cost,
+// butterfly::recdoubling_cost on that level's group and share of the vector), one
+// LinkCost for every level; the tuner simulates the schedule with a cost per level
+// where the communicator spans domains or nodes.
 double cost(const sched::BuildArgs& args, size_t elem_size, const LinkCost& c);
+
+// args with every combination of level algorithms that can run it (fits), ring
+// first; `forced` levels fixed (as given, even where they cannot run: supports()
+// then refuses the call).
+std::vector<sched::BuildArgs> variants(const sched::BuildArgs& args, const ForcedLevels& forced);
+
+// "ring / - / recdoubling": each level's algorithm, "-" where its group is one rank.
+std::string describe_levels(const sched::BuildArgs& args);
 
 }  // namespace weft::algo::hierarchical

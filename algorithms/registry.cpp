@@ -33,7 +33,7 @@ const Algorithm kAlgorithms[] = {
     {"naive", Coll::AllReduce, naive::allreduce, nullptr, naive::cost, kWhole},
     {"oneshot", Coll::AllReduce, oneshot::allreduce, nullptr, oneshot::cost, kWhole},
     {"hierarchical", Coll::AllReduce, hierarchical::allreduce, hierarchical::supports, hierarchical::cost, kSliced,
-     kTwoLevel, kDomainLevel},
+     kTwoLevel, kDomainLevel, hierarchical::variants, hierarchical::describe_levels},
     {"chain_tree", Coll::AllReduce, chain_tree::allreduce, chain_tree::supports, chain_tree::cost, kSliced, kTwoLevel},
 
     {"ring", Coll::Broadcast, ring::broadcast, nullptr, ring::cost, kSliced},

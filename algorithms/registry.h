@@ -2,8 +2,11 @@
 // builder's comment derives, so the tuner and weft-sim use the same formula.
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -22,6 +25,12 @@ struct LinkCost {
 using CostFn = double (*)(const sched::BuildArgs& args, size_t elem_size, const LinkCost& c);
 using SupportsFn = bool (*)(const sched::BuildArgs& args);
 
+// Per level, an algorithm forced by WEFT_HIER_LEVELS, or none: the tuner's choice.
+using ForcedLevels = std::array<std::optional<sched::LevelAlgo>, sched::kLevels>;
+// The plans a builder can run for one call: args with each combination of the
+// choices it leaves to the tuner (BuildArgs::levels), `forced` ones fixed.
+using VariantsFn = std::vector<sched::BuildArgs> (*)(const sched::BuildArgs& args, const ForcedLevels& forced);
+
 struct Algorithm {
   const char* name;
   sched::Coll coll;
@@ -36,6 +45,11 @@ struct Algorithm {
   // Also cuts nodes into domains of BuildArgs::domain_size ranks: a candidate
   // where the communicator spans domains, on one node too.
   bool domain_level = false;
+  // Where the builder reads choices beyond the call's shape: its variants, of
+  // which the tuner builds the one it predicts fastest (Tuner::tailored).
+  VariantsFn variants = nullptr;
+  // Those choices in words, for logs and explanations.
+  std::string (*describe)(const sched::BuildArgs& args) = nullptr;
 };
 
 // All registered (collective, algorithm) pairs, in a fixed order.

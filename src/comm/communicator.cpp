@@ -774,8 +774,9 @@ const sched::RankPlan& Communicator::plan_of(const CollArgs& a, const algo::Algo
     } else {
       pos->second = alg->build(b, rank_);
     }
-    WEFT_INFO(COLL, "%s count %llu: algorithm %s, %zu steps", sched::coll_name(a.coll),
-              static_cast<unsigned long long>(a.count), alg->name, pos->second.steps.size());
+    WEFT_INFO(COLL, "%s count %llu: algorithm %s%s%s%s, %zu steps", sched::coll_name(a.coll),
+              static_cast<unsigned long long>(a.count), alg->name, alg->describe ? " [" : "",
+              alg->describe ? alg->describe(b).c_str() : "", alg->describe ? "]" : "", pos->second.steps.size());
   }
   return pos->second;
 }
@@ -787,7 +788,7 @@ const sched::RankPlan* Communicator::find_plan(const CollArgs& a, Status* st, tu
   tune::Pick pick;
   *st = tuner_->pick(a.coll, b, reduce::dtype_size(a.dtype), &pick);
   if (!st->ok()) return nullptr;
-  const sched::RankPlan& plan = plan_of(a, pick.algo, b);
+  const sched::RankPlan& plan = plan_of(a, pick.algo, tuner_->tailored(*pick.algo, b, reduce::dtype_size(a.dtype)));
   *trial = pick.trial;
   found_algo_ = pick.algo->name;
   // Only a settled pick may serve the next call of this shape without asking again;
@@ -804,7 +805,7 @@ Status Communicator::begin(const CollArgs& a, const algo::Algorithm* forced, std
   const char* algo = nullptr;
   if (forced != nullptr) {
     WEFT_TRY(async_error());
-    plan = &plan_of(a, forced, build_args(a));
+    plan = &plan_of(a, forced, tuner_->tailored(*forced, build_args(a), reduce::dtype_size(a.dtype)));
     algo = forced->name;
   } else {
     if (failed_.load(std::memory_order_acquire) || check_) WEFT_TRY(precheck(a));

@@ -36,6 +36,24 @@ const char* kind_name(Kind kind) {
   return "Unknown";
 }
 
+const char* level_algo_name(LevelAlgo algo) {
+  switch (algo) {
+    case LevelAlgo::Ring: return "ring";
+    case LevelAlgo::Rabenseifner: return "rabenseifner";
+    case LevelAlgo::RecDoubling: return "recdoubling";
+  }
+  return "unknown";
+}
+
+bool parse_level_algo(std::string_view name, LevelAlgo* out) {
+  for (LevelAlgo a : {LevelAlgo::Ring, LevelAlgo::Rabenseifner, LevelAlgo::RecDoubling})
+    if (name == level_algo_name(a)) {
+      *out = a;
+      return true;
+    }
+  return false;
+}
+
 const char* buf_name(Buf buf) {
   switch (buf) {
     case Buf::Send: return "Send";

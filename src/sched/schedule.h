@@ -17,8 +17,10 @@
 // (in-place calls) is a no-op the executor skips.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace weft::sched {
@@ -69,6 +71,15 @@ struct RankPlan {
   uint64_t scratch_count = 0;
 };
 
+// How one level of a hierarchical schedule runs: ring reduce-scatter and
+// all-gather, recursive halving and doubling (as the flat rabenseifner), or
+// recursive doubling of the whole region (as recdoubling; only the outermost level
+// with more than one rank, where no other level runs inside it).
+enum class LevelAlgo : uint8_t { Ring = 0, Rabenseifner, RecDoubling };
+const char* level_algo_name(LevelAlgo algo);
+bool parse_level_algo(std::string_view name, LevelAlgo* out);
+constexpr int kLevels = 3;  // a NUMA domain, across a host's domains, across hosts
+
 // Everything a builder may depend on. Counts are in elements.
 struct BuildArgs {
   Coll coll = Coll::AllReduce;
@@ -80,6 +91,9 @@ struct BuildArgs {
                             // (hierarchical builders); 0 = unknown
   int domain_size = 0;      // ranks per NUMA domain (or GPU island), consecutive,
                             // dividing local_size; 0 = one domain per node
+  // Hierarchical's algorithm per level (domain, across domains, across nodes),
+  // which the tuner chooses by each level's own size (Tuner::tailored).
+  std::array<LevelAlgo, kLevels> levels{};
 };
 
 // Element counts of each rank's Send and Recv buffers for a collective call.

@@ -19,9 +19,31 @@ int size_class(uint64_t bytes) {
   return c;
 }
 
+namespace {
+Status parse_levels(const std::string& text, algo::ForcedLevels* out) {
+  *out = {};
+  size_t level = 0, pos = 0;
+  while (pos <= text.size() && !text.empty()) {
+    const size_t end = std::min(text.find(',', pos), text.size());
+    const std::string name = text.substr(pos, end - pos);
+    sched::LevelAlgo a;
+    if (level >= out->size())
+      return Error(weftInvalidArgument, "WEFT_HIER_LEVELS=%s: more than %d levels", text.c_str(), sched::kLevels);
+    if (sched::parse_level_algo(name, &a)) (*out)[level] = a;
+    else if (name != "auto" && !name.empty())
+      return Error(weftInvalidArgument, "WEFT_HIER_LEVELS=%s: '%s' is not ring, rabenseifner, recdoubling or auto",
+                   text.c_str(), name.c_str());
+    ++level;
+    pos = end + 1;
+  }
+  return Status::Ok();
+}
+}  // namespace
+
 Options Options::from_params() {
   Options o;
   o.algo = params::ALGO();
+  o.hier_levels = params::HIER_LEVELS();
   o.tuning_file = params::TUNING_FILE();
   o.online = OnlineOptions::from_params();
   return o;
@@ -41,6 +63,8 @@ Status Tuner::create(int nranks, int local_ranks, const Options& opt, std::uniqu
   t->table_ = default_table();
   if (!opt.tuning_file.empty()) WEFT_TRY(load_tuning_file(opt.tuning_file, &t->table_));
   WEFT_TRY(parse_algo_spec(opt.algo, &t->spec_, opt.algo_source));
+  WEFT_TRY(parse_levels(opt.hier_levels, &t->forced_levels_));
+  t->hier_levels_ = opt.hier_levels;
   if (opt.layout.nranks == nranks && opt.layout.check().empty() &&
       (opt.layout.levels_used() > 1 || opt.layout_costs)) {
     t->layout_ = opt.layout;
@@ -106,7 +130,36 @@ bool Tuner::simulates(const algo::Algorithm& a, const sched::BuildArgs& args) co
          static_cast<double>(a.build(args, 0).steps.size()) * args.nranks <= kMaxSimulatedMessages;
 }
 
+sched::BuildArgs Tuner::tailored(const algo::Algorithm& a, const sched::BuildArgs& args, size_t elem_size) const {
+  return a.variants != nullptr ? best_variant(a, args, elem_size).args : args;
+}
+
 double Tuner::predict(const algo::Algorithm& a, const sched::BuildArgs& args, size_t elem_size) const {
+  return a.variants != nullptr ? best_variant(a, args, elem_size).seconds : predict_plan(a, args, elem_size);
+}
+
+const Tuner::Variant& Tuner::best_variant(const algo::Algorithm& a, const sched::BuildArgs& args,
+                                          size_t elem_size) const {
+  const auto key = std::make_tuple(&a, args.nranks, args.count, elem_size, args.root, args.slice_elems,
+                                   args.local_size, args.domain_size);
+  auto hit = variants_.find(key);
+  if (hit != variants_.end()) return hit->second;
+  // Calls whose counts never repeat would grow it without end (as the plan cache).
+  if (variants_.size() >= 4096) variants_.clear();
+  Variant best{args, 1e30};
+  bool found = false;
+  for (const sched::BuildArgs& v : a.variants(args, forced_levels_)) {
+    if (!found) best.args = v;  // what a refused call reports: the first variant
+    if (!algo::supports(a, v)) continue;
+    const double t = predict_plan(a, v, elem_size);
+    // Strictly lower wins: ties keep the earlier variant (rings first).
+    if (!found || t < best.seconds) best = {v, t};
+    found = true;
+  }
+  return variants_.emplace(key, best).first->second;
+}
+
+double Tuner::predict_plan(const algo::Algorithm& a, const sched::BuildArgs& args, size_t elem_size) const {
   if (simulates(a, args)) return simulated(a, args, elem_size, priced(args, elem_size));
   const uint64_t bytes = args.count * elem_size;
   const algo::LinkCost c = table_.lookup(cls_, args.coll, a.name, args.nranks, bytes);
@@ -126,16 +179,18 @@ Status Tuner::explain_terms(sched::Coll coll, const sched::BuildArgs& args, size
   for (const Prediction& p : cands) {
     Term t;
     t.algo = p.algo;
+    const sched::BuildArgs call = tailored(*p.algo, args, elem_size);
+    if (p.algo->describe != nullptr) t.choices = p.algo->describe(call);
     t.predicted = p.seconds;
     t.measured = trial != trials_.end() ? trial->second.measured(p.algo) : -1;
     if (p.algo->cost == nullptr) {
       t.predicted = -1;
-    } else if (simulates(*p.algo, args)) {
+    } else if (simulates(*p.algo, call)) {
       t.simulated = true;
       // A simulation is not linear in the constants (overlaps shift with them):
       // each term is the simulated time with only its constants left, so they need
       // not add up to the prediction.
-      const sim::Fabric full = priced(args, elem_size);
+      const sim::Fabric full = priced(call, elem_size);
       sim::Fabric f = full;
       double* alone[3] = {&t.latency, &t.bandwidth, &t.reduction};
       for (int term = 0; term < 3; ++term) {
@@ -146,7 +201,7 @@ Status Tuner::explain_terms(sched::Coll coll, const sched::BuildArgs& args, size
         // Shared ports are bandwidth: only the bandwidth term keeps them.
         f.nics = term == 1 ? full.nics : std::vector<sim::Port>(full.nics.size());
         f.cross_domain = term == 1 ? full.cross_domain : std::vector<sim::Port>(full.cross_domain.size());
-        *alone[term] = simulated(*p.algo, args, elem_size, f);
+        *alone[term] = simulated(*p.algo, call, elem_size, f);
       }
       t.cost = full.cost[0];
       t.numa_cost = full.cost[1];
@@ -155,9 +210,9 @@ Status Tuner::explain_terms(sched::Coll coll, const sched::BuildArgs& args, size
       // The formulas are linear in the constants: each term alone is the formula
       // with the other two constants zero.
       const algo::LinkCost c = table_.lookup(cls_, coll, p.algo->name, args.nranks, bytes);
-      t.latency = p.algo->cost(args, elem_size, {c.alpha_s, 0, 0});
-      t.bandwidth = p.algo->cost(args, elem_size, {0, c.beta_s_per_byte, 0});
-      t.reduction = p.algo->cost(args, elem_size, {0, 0, c.gamma_s_per_byte});
+      t.latency = p.algo->cost(call, elem_size, {c.alpha_s, 0, 0});
+      t.bandwidth = p.algo->cost(call, elem_size, {0, c.beta_s_per_byte, 0});
+      t.reduction = p.algo->cost(call, elem_size, {0, 0, c.gamma_s_per_byte});
       t.cost = t.numa_cost = t.net_cost = c;
     }
     out->terms.push_back(t);
@@ -179,8 +234,9 @@ std::string Tuner::explain(sched::Coll coll, const sched::BuildArgs& args, size_
   if (!explain_terms(coll, args, elem_size, &e).ok()) return out + "weft explain:   no candidate can run it\n";
   for (const Term& t : e.terms) {
     const char* pick = t.algo == e.pick ? "  <- pick" : "";
+    const std::string label = t.choices.empty() ? t.algo->name : std::string(t.algo->name) + " [" + t.choices + "]";
     if (t.predicted < 0) {
-      std::snprintf(buf, sizeof(buf), "weft explain:   %-22s no model (forced)\n", t.algo->name);
+      std::snprintf(buf, sizeof(buf), "weft explain:   %-22s no model (forced)\n", label.c_str());
     } else if (t.simulated) {
       // The constants of each link level the layout has.
       std::string levels;
@@ -198,13 +254,13 @@ std::string Tuner::explain(sched::Coll coll, const sched::BuildArgs& args, size_
       std::snprintf(buf, sizeof(buf),
                     "weft explain:   %-22s %10.3f us simulated; alone: latency %.3f, bandwidth %.3f, reduction %.3f"
                     "   (%s)%s\n",
-                    t.algo->name, t.predicted * 1e6, t.latency * 1e6, t.bandwidth * 1e6, t.reduction * 1e6,
+                    label.c_str(), t.predicted * 1e6, t.latency * 1e6, t.bandwidth * 1e6, t.reduction * 1e6,
                     levels.c_str(), pick);
     } else {
       std::snprintf(buf, sizeof(buf),
                     "weft explain:   %-22s %10.3f us = latency %.3f + bandwidth %.3f + reduction %.3f"
                     "   (alpha %.3g us, beta %.3g ns/B, gamma %.3g ns/B)%s\n",
-                    t.algo->name, t.predicted * 1e6, t.latency * 1e6, t.bandwidth * 1e6, t.reduction * 1e6,
+                    label.c_str(), t.predicted * 1e6, t.latency * 1e6, t.bandwidth * 1e6, t.reduction * 1e6,
                     t.cost.alpha_s * 1e6, t.cost.beta_s_per_byte * 1e9, t.cost.gamma_s_per_byte * 1e9, pick);
     }
     out += buf;
@@ -217,7 +273,7 @@ std::vector<Prediction> Tuner::candidates(sched::Coll coll, const sched::BuildAr
   std::vector<Prediction> out;
   const CollFilter& f = spec_.filter(coll);
   for (const algo::Algorithm* a : algo::algorithms_for(coll)) {
-    if (!f.allows(a->name) || !algo::supports(*a, args)) continue;
+    if (!f.allows(a->name) || !algo::supports(*a, tailored(*a, args, elem_size))) continue;
     // On one host a two-level algorithm is a flat one under another formula (for
     // hierarchical, the ring's without its pipeline slices: 10x too cheap with
     // the ring's constants). It runs there only when named, or where the host's
@@ -239,10 +295,10 @@ Status Tuner::model_pick(sched::Coll coll, const sched::BuildArgs& args, size_t 
   if (cands->empty()) {
     std::string avail;
     for (const algo::Algorithm* a : algo::algorithms_for(coll))
-      if (algo::supports(*a, args)) avail += (avail.empty() ? "" : ", ") + std::string(a->name);
-    return Error(weftInvalidArgument, "%s: no algorithm it allows can run %s with %d ranks (available: %s)",
-                 spec_.describe().c_str(), sched::coll_name(coll), args.nranks,
-                 avail.empty() ? "none" : avail.c_str());
+      if (algo::supports(*a, tailored(*a, args, elem_size))) avail += (avail.empty() ? "" : ", ") + std::string(a->name);
+    return Error(weftInvalidArgument, "%s%s%s: no algorithm it allows can run %s with %d ranks (available: %s)",
+                 spec_.describe().c_str(), hier_levels_.empty() ? "" : ", WEFT_HIER_LEVELS=",
+                 hier_levels_.c_str(), sched::coll_name(coll), args.nranks, avail.empty() ? "none" : avail.c_str());
   }
   // Strictly lower wins, so ties go to the earlier (registry-order) algorithm.
   *best = &(*cands)[0];

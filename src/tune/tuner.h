@@ -40,6 +40,7 @@ namespace weft::tune {
 struct Options {
   std::string algo;          // WEFT_ALGO, or weftConfig_t.algo where a communicator sets it
   const char* algo_source = "WEFT_ALGO";  // which of the two, for messages
+  std::string hier_levels;   // WEFT_HIER_LEVELS
   std::string tuning_file;   // WEFT_TUNING_FILE; empty: the built-in defaults
   bool log_table = true;     // print the constants at INFO (one rank is enough)
   bool explain = false;      // WEFT_EXPLAIN on this rank: print each size class's candidates and pick
@@ -93,6 +94,11 @@ class Tuner {
   std::vector<Prediction> candidates(sched::Coll coll, const sched::BuildArgs& args,
                                      size_t elem_size) const;
   double predict(const algo::Algorithm& a, const sched::BuildArgs& args, size_t elem_size) const;
+  // args with the choices a's builder leaves to the tuner (Algorithm::variants;
+  // hierarchical's level algorithms) set to the variant predicted fastest: what the
+  // communicator builds, the predictions price and weft-sim simulates. Depends
+  // only on the call and the table, so every rank tailors alike.
+  sched::BuildArgs tailored(const algo::Algorithm& a, const sched::BuildArgs& args, size_t elem_size) const;
   // One candidate of an explanation. On one level the latency (alpha), bandwidth
   // (beta) and reduction (gamma) terms add up to predicted; where predictions are
   // simulations each is the simulated time with only its constants. predicted < 0:
@@ -100,6 +106,7 @@ class Tuner {
   // class, < 0 until it has one. cost: the constants (simulated: shm's; numa_cost and net_cost the other levels').
   struct Term {
     const algo::Algorithm* algo = nullptr;
+    std::string choices;  // Algorithm::describe of the tailored call, else empty
     double predicted = 0, latency = 0, bandwidth = 0, reduction = 0, measured = -1;
     bool simulated = false;  // this prediction is a simulation
     algo::LinkCost cost, numa_cost, net_cost;
@@ -138,6 +145,19 @@ class Tuner {
   sim::Fabric layout_, grouped_;  // the ranks' layout, and in sim::grouped_order
   Table table_;
   AlgoSpec spec_;
+  algo::ForcedLevels forced_levels_{};
+  std::string hier_levels_;  // as given, for messages
+  struct Variant {
+    sched::BuildArgs args;
+    double seconds;
+  };
+  // (algorithm, ranks, count, element size, root, slice, local size, domain size)
+  // -> its fastest variant, so that a shape's variants are simulated once.
+  mutable std::map<std::tuple<const algo::Algorithm*, int, uint64_t, size_t, int, uint64_t, int, int>, Variant>
+      variants_;
+  const Variant& best_variant(const algo::Algorithm& a, const sched::BuildArgs& args, size_t elem_size) const;
+  // The prediction of the plan args describe as they are (no variants).
+  double predict_plan(const algo::Algorithm& a, const sched::BuildArgs& args, size_t elem_size) const;
   // (collective, power-of-two size class) already explained at INFO / by WEFT_EXPLAIN.
   std::set<std::pair<int, int>> logged_, explained_;
   bool explain_ = false;

@@ -46,6 +46,8 @@ const char* kUsage =
     "options:\n"
     "  --coll NAME               allreduce (default), broadcast, reduce, allgather, reducescatter, alltoall\n"
     "  --algo LIST               which algorithms, WEFT_ALGO syntax (default: every one the tuner weighs)\n"
+    "  --hier-levels LIST        hierarchical's algorithm per level, WEFT_HIER_LEVELS syntax (default: chosen\n"
+    "                            per level by its size)\n"
     "  -b MIN -e MAX -f FACTOR   sizes in bytes, K/M/G suffixes (8 .. 4G, x2); as nccl-tests, the size\n"
     "                            of the whole vector (all-gather: the output)\n"
     "  --elem-size B             bytes per element (4)\n"
@@ -129,6 +131,7 @@ struct Row {
   std::vector<double> seconds;  // per algorithm; < 0: not run (unsupported, skipped)
   int fastest = -1;
   std::string pick;
+  std::string choices;  // the choices of the algorithms that have some (hierarchical's levels)
 };
 
 int fail(const std::string& msg) {
@@ -147,7 +150,7 @@ int main(int argc, char** argv) {
   gen.nics = 1;
   gen.nic_bytes_per_s = 1 / base.net.beta_s_per_byte;
   bool cross_given = false, generated = false, verify = false;
-  std::string topo_file, coll_name = "allreduce", algo, csv;
+  std::string topo_file, coll_name = "allreduce", algo, hier_levels, csv;
   double min_b = 8, max_b = 4.0 * 1024 * 1024 * 1024, factor = 2, gamma_ns = 0.1, slice = 1 << 20, max_msgs = 5e7;
   double cross_link = 0;
   int elem = 4;
@@ -174,6 +177,7 @@ int main(int argc, char** argv) {
     else if (a == "--topo") topo_file = v;
     else if (a == "--coll") coll_name = v;
     else if (a == "--algo") algo = v;
+    else if (a == "--hier-levels") hier_levels = v;
     else if (a == "-b") ok = parse_size(v, &min_b);
     else if (a == "-e") ok = parse_size(v, &max_b);
     else if (a == "-f") factor = std::atof(v.c_str()), ok = factor > 1;
@@ -238,6 +242,7 @@ int main(int argc, char** argv) {
 
   tune::Options to;
   to.algo = algo;
+  to.hier_levels = hier_levels;
   to.log_table = false;
   to.online.enabled = false;
   to.layout = fabric;
@@ -269,10 +274,13 @@ int main(int argc, char** argv) {
     row.bytes = double(args.count) * elem * (per_rank ? n : 1);
     for (const algo::Algorithm* a : algos) {
       double t = -1;
+      const sched::BuildArgs call = tuner->tailored(*a, args, size_t(elem));
+      if (a->describe != nullptr && algo::supports(*a, call))
+        row.choices += std::string(row.choices.empty() ? "" : "; ") + a->name + " " + a->describe(call);
       // Messages on the critical path x ranks bounds what building it would take.
-      const double msgs = a->cost ? a->cost(args, size_t(elem), {1, 0, 0}) * n : (n <= 64 ? 0 : 1e300);
-      if (algo::supports(*a, args) && msgs <= max_msgs) {
-        const sched::Schedule s = sched::build_all(args, a->name, a->build);
+      const double msgs = a->cost ? a->cost(call, size_t(elem), {1, 0, 0}) * n : (n <= 64 ? 0 : 1e300);
+      if (algo::supports(*a, call) && msgs <= max_msgs) {
+        const sched::Schedule s = sched::build_all(call, a->name, a->build);
         if (verify && n <= 64) {
           if (Status st = sched::verify_both(s); !st.ok()) return fail(std::string(a->name) + ": " + st.message());
         }
@@ -315,6 +323,13 @@ int main(int argc, char** argv) {
     const std::string f = row.fastest >= 0 ? algos[size_t(row.fastest)]->name : "-";
     if (f != last) std::printf("from %12s: %s\n", human(row.bytes).c_str(), f.c_str());
     last = f;
+  }
+  last.clear();
+  for (const Row& row : rows) {
+    if (row.choices.empty() || row.choices == last) continue;
+    if (last.empty()) std::printf("\n# the tuner's choices inside algorithms (levels: domain / across domains / across hosts)\n");
+    std::printf("from %12s: %s\n", human(row.bytes).c_str(), row.choices.c_str());
+    last = row.choices;
   }
   std::printf("# %zu sizes x %zu algorithms simulated in %.2f s\n", rows.size(), algos.size(), wall);
 

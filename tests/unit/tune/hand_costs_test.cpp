@@ -174,10 +174,13 @@ TEST(HandCosts, ExactTieGoesToRegistryOrder) {
 // hierarchical runs only where local_size divides the rank count (its supports());
 // its cost() returns 0 where it cannot run, so offering it there would make it win.
 // 6 ranks, table A, N = 4194304 B (1 Mi floats):
-//   hierarchical, L = 3 per host, M = 2 hosts:
-//     2(L-1)(alpha + N/L beta) + (L-1) N/L gamma + 2(M-1)(alpha + N/(LM) beta) + (M-1) N/(LM) gamma
-//     = 4 alpha + 4/3 N beta + 2/3 N gamma + 2 alpha + 1/3 N beta + 1/6 N gamma
-//     = 6 alpha + 5/3 N beta + 5/6 N gamma = 60 us + (5/3 + 1/3) ns * N = 60 us + 8388.608 us
+//   hierarchical, L = 3 per host, M = 2 hosts, rings at both levels (L = 3 rules out
+//   the butterflies inside hosts; across, rabenseifner is priced out and recdoubling
+//   costs 10 us + 1.4 ns * B = 1967.34 us against the ring's 1697.72 us below),
+//   B = 349525 floats = 1398100 B across hosts (N/L rounded down to whole elements):
+//     2(L-1)(alpha + N/L beta) + (L-1) N/L gamma + 2(M-1)(alpha + B/M beta) + (M-1) B/M gamma
+//     = 40 us + 4/3 N * 1 ns + 2/3 N * 0.4 ns + 20 us + B * 1 ns + B/2 * 0.4 ns
+//     = 40 us + 5592.405333 us + 1118.481067 us + 20 us + 1398.1 us + 279.62 us = 8448.6064 us
 //   ring: 10 alpha + 10/6 N beta + 5/6 N gamma = 100 us + 2 ns * N = 8488.608 us
 //   recdoubling, p = 4, one fold: 2(alpha + N beta + N gamma) + 2(alpha + N beta) + N gamma
 //     = 4 alpha + 4 N beta + 3 N gamma = 40 us + 5.2 ns * N = 40 us + 21810.3808 us
@@ -185,7 +188,7 @@ TEST(HandCosts, AlgorithmThatCannotRunTheRankCountIsNeverPicked) {
   TuningFile f(table_a());
   auto t = tuner(f, 6, 3);
   const BuildArgs three_per_host = allreduce(6, 1 << 20, 3);
-  EXPECT_NEAR(predicted(*t, "hierarchical", three_per_host), 8448.608e-6, kPs);
+  EXPECT_NEAR(predicted(*t, "hierarchical", three_per_host), 8448.6064e-6, kPs);
   EXPECT_NEAR(predicted(*t, "ring", three_per_host), 8488.608e-6, kPs);
   EXPECT_NEAR(predicted(*t, "recdoubling", three_per_host), 21850.3808e-6, kPs);
   EXPECT_EQ(choose(*t, three_per_host), "hierarchical");
@@ -266,9 +269,11 @@ namespace {
 constexpr const char* kTwoLevels = "shm * * 0 0 1e-06 1e-10 2e-10\nnet * * 0 0 2e-05 1e-09 2e-10\n";
 
 std::unique_ptr<Tuner> layered_tuner(const TuningFile& f, const sim::Fabric& layout, int local,
-                                     const std::string& algo = "allreduce:ring,hierarchical") {
+                                     const std::string& algo = "allreduce:ring,hierarchical",
+                                     const std::string& levels = "") {
   Options o;
   o.algo = algo;
+  o.hier_levels = levels;
   o.tuning_file = f.path();
   o.log_table = false;
   o.online.enabled = false;
@@ -312,10 +317,17 @@ TEST(HandCosts, OneHostStaysOnTheFormulas) {
 // One host of 8 ranks in 2 NUMA domains of 4 (ranks unbound to a shared link
 // between them: each rank's own port). Within a domain alpha 1 us, beta 0.1 ns/B;
 // across domains (numa) alpha 4 us, beta 1 ns/B; gamma 0.2 ns/B. N = 4 MiB.
-//   hierarchical, three levels with one node: inside each domain as the two-host
-//     case above, 1264.2912 us; across the 2 domains each rank's N/8 = 524288 B
-//     once each way, on its own port: 2 (4 + 524.288) us + 524288 x 0.2 ns
-//     = 1056.576 + 104.8576 us. Total 2425.7248 us.
+//   hierarchical, three levels with one node, rings at both (WEFT_HIER_LEVELS=ring,ring):
+//     inside each domain as the two-host case above, 1264.2912 us; across the 2
+//     domains each rank's N/8 = 524288 B once each way, on its own port:
+//     2 (4 + 524.288) us + 524288 x 0.2 ns = 1056.576 + 104.8576 us. Total 2425.7248 us.
+//   The tuner's levels: inside a domain rabenseifner, each rank one message fewer
+//     each way: reduce-scatter N/2 then N/4, each sent and then reduced,
+//     (1 + 209.7152 + 419.4304) + (1 + 104.8576 + 209.7152) us, all-gather
+//     (1 + 104.8576) + (1 + 209.7152) us: 1262.2912 us, 2 us less. Across the two
+//     domains ring and rabenseifner are the same two messages (ring first on a
+//     tie), and recdoubling's one message of N/4 costs 4 + 1048.576 + 209.7152 us.
+//     Total 2423.7248 us.
 //   ring (flat, in domain order): ranks 3 and 7 send all 14 chunks of N/8 across
 //     domains, back to back: 14 (4 + 524.288) us = 7396.032 us.
 TEST(HandCosts, OneHostTwoNumaDomainsPicksHierarchical) {
@@ -329,9 +341,14 @@ TEST(HandCosts, OneHostTwoNumaDomainsPicksHierarchical) {
   EXPECT_EQ(t->link_class(), LinkClass::Shm);
   BuildArgs b = allreduce(8, 1 << 20, 8);
   b.domain_size = 4;
-  EXPECT_NEAR(predicted(*t, "hierarchical", b), 2425.7248e-6, 1e-6 * 2425.7248e-6);
+  EXPECT_NEAR(predicted(*t, "hierarchical", b), 2423.7248e-6, 1e-6 * 2423.7248e-6);
+  const algo::Algorithm* hier = algo::find_algorithm(Coll::AllReduce, "hierarchical");
+  EXPECT_EQ(hier->describe(t->tailored(*hier, b, 4)), "rabenseifner / ring / -");
   EXPECT_NEAR(predicted(*t, "ring", b), 7396.032e-6, 1e-6 * 7396.032e-6);
   EXPECT_EQ(choose(*t, b), "hierarchical");
+  auto rings = layered_tuner(f, sim::generate(g), 8, "", "ring,ring");
+  EXPECT_NEAR(predicted(*rings, "hierarchical", b), 2425.7248e-6, 1e-6 * 2425.7248e-6);
+  EXPECT_EQ(hier->describe(rings->tailored(*hier, b, 4)), "ring / ring / -");
   const std::string text = t->explain(Coll::AllReduce, b, 4);
   EXPECT_NE(text.find("numa alpha 4 us beta 1 ns/B"), std::string::npos) << text;
   EXPECT_EQ(text.find("net alpha"), std::string::npos) << "one host: no network level\n" << text;
