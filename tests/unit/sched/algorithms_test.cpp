@@ -206,6 +206,104 @@ TEST(Algorithms, HierarchicalEveryDomainSize) {
     }
 }
 
+// Every combination of level algorithms hierarchical can run (its variants), for
+// every (ranks, node, domain) shape up to 32 ranks whose levels have a
+// power-of-two group somewhere, with counts around the splits, unsliced and sliced.
+TEST(Algorithms, HierarchicalEveryLevelVariant) {
+  const Algorithm* alg = find_algorithm(sched::Coll::AllReduce, "hierarchical");
+  ASSERT_NE(alg, nullptr);
+  ASSERT_NE(alg->variants, nullptr);
+  int butterflies = 0;
+  for (int n = 2; n <= 32; ++n)
+    for (int L = 1; L <= n; ++L) {
+      if (n % L) continue;
+      for (int D = 1; D <= L; ++D) {
+        if (L % D) continue;
+        BuildArgs a;
+        a.nranks = n;
+        a.local_size = L;
+        a.domain_size = D;
+        const std::vector<BuildArgs> vs = alg->variants(a, {});
+        if (vs.size() == 1) continue;  // rings only: HierarchicalEveryDomainSize
+        for (const BuildArgs& v0 : vs) {
+          ASSERT_TRUE(supports(*alg, v0)) << n << " " << L << " " << D << " " << alg->describe(v0);
+          ++butterflies;
+          for (uint64_t count : {uint64_t{1}, static_cast<uint64_t>(n) - 1, static_cast<uint64_t>(3 * n + 1)})
+            for (uint64_t slice : {uint64_t{0}, uint64_t{2}}) {
+              BuildArgs v = v0;
+              v.count = count;
+              v.slice_elems = slice;
+              Status st = sched::verify_both(sched::build_all(v, alg->name, alg->build));
+              ASSERT_TRUE(st.ok()) << "n=" << n << " L=" << L << " D=" << D << " levels " << alg->describe(v)
+                                   << ": " << st.message();
+            }
+        }
+      }
+    }
+  EXPECT_GT(butterflies, 100);
+}
+
+// Which combinations exist: 2 nodes x 2 domains x 4 ranks has a 4-rank domain
+// (ring or rabenseifner), 2 domains per node (ring or rabenseifner) and 2 nodes,
+// the outermost level (ring, rabenseifner or recdoubling): 2 x 2 x 3 = 12. With 3
+// ranks per domain only rings fit there (1 x 2 x 3); forcing a level that cannot
+// run its group leaves that one variant, which hierarchical then refuses.
+TEST(Algorithms, HierarchicalVariantsFollowTheGroups) {
+  const Algorithm* alg = find_algorithm(sched::Coll::AllReduce, "hierarchical");
+  BuildArgs a;
+  a.nranks = 16;
+  a.local_size = 8;
+  a.domain_size = 4;
+  EXPECT_EQ(alg->variants(a, {}).size(), 12u);
+  EXPECT_EQ(alg->variants(a, {}).front().levels, (std::array<sched::LevelAlgo, 3>{}));
+  a.nranks = 12;
+  a.local_size = 6;
+  a.domain_size = 3;
+  EXPECT_EQ(alg->variants(a, {}).size(), 6u);
+  // recdoubling inside domains would leave the outer levels nothing to do.
+  a.nranks = 16;
+  a.local_size = 8;
+  a.domain_size = 4;
+  const std::vector<BuildArgs> inner_doubling = alg->variants(a, {sched::LevelAlgo::RecDoubling});
+  ASSERT_EQ(inner_doubling.size(), 6u);
+  EXPECT_FALSE(supports(*alg, inner_doubling[0]));
+  EXPECT_EQ(alg->describe(inner_doubling[0]), "recdoubling / ring / ring");
+  // ...but on one node of one domain it is the outermost level.
+  a.nranks = a.local_size = 8;
+  a.domain_size = 0;
+  const std::vector<BuildArgs> one_level = alg->variants(a, {sched::LevelAlgo::RecDoubling});
+  ASSERT_EQ(one_level.size(), 1u);
+  EXPECT_TRUE(supports(*alg, one_level[0]));
+  EXPECT_EQ(alg->describe(one_level[0]), "recdoubling / - / -");
+}
+
+// Bytes per rank and level of 2 nodes x 2 domains x 4 ranks with rabenseifner in
+// the domains and recdoubling across nodes: halving and doubling send
+// N/2 + N/4 each way inside the domain (1.5 N, as the ring's 3 x N/4); the ring
+// across domains N/8 each way (N/4); recdoubling the whole share N/8 once.
+TEST(Algorithms, HierarchicalLevelVariantsKeepBytesInsideDomains) {
+  const Algorithm* alg = find_algorithm(sched::Coll::AllReduce, "hierarchical");
+  BuildArgs a;
+  a.nranks = 16;
+  a.local_size = 8;
+  a.domain_size = 4;
+  a.count = 6400;
+  a.levels = {sched::LevelAlgo::Rabenseifner, sched::LevelAlgo::Ring, sched::LevelAlgo::RecDoubling};
+  ASSERT_TRUE(supports(*alg, a));
+  for (int r = 0; r < a.nranks; ++r) {
+    uint64_t in_domain = 0, across_domains = 0, across_nodes = 0;
+    for (const sched::Step& s : alg->build(a, r).steps) {
+      if (s.kind != sched::Kind::Send) continue;
+      if (s.peer / 8 != r / 8) across_nodes += s.src.count;
+      else if (s.peer / 4 != r / 4) across_domains += s.src.count;
+      else in_domain += s.src.count;
+    }
+    EXPECT_EQ(in_domain, 9600u) << "rank " << r;
+    EXPECT_EQ(across_domains, 1600u) << "rank " << r;
+    EXPECT_EQ(across_nodes, 800u) << "rank " << r;
+  }
+}
+
 // 2 nodes x 2 domains x 4 ranks, N elements: each rank sends 2(D-1)N/D inside its
 // domain, 2(K-1)N/(DK) to the other domain of its node and 2(M-1)N/(LM) to the
 // other node (the three reduce-scatter + all-gather pairs), with D = 4, K = 2,

@@ -6,6 +6,7 @@
 // from the cost functions (which are compared with them separately).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <chrono>
 #include <cmath>
 
@@ -173,6 +174,50 @@ TEST(Sim, HierarchicalThreeLevels) {
   args.domain_size = 0;
   ASSERT_TRUE(simulate(sched::build_all(args, "hierarchical", a->build), f, 4, &r).ok());
   EXPECT_GT(r.seconds, want);
+}
+
+// Hierarchical's level variants on a flat fabric (every link alike, no shared
+// port): the levels run one after another, each as its flat counterpart among its
+// group on its share B of the vector (B = N, N/D, N/L):
+//   ring         2(m-1) alpha + 2(m-1)/m B beta + (m-1)/m B gamma
+//   rabenseifner 2 lg(m) alpha + 2(m-1)/m B beta + (m-1)/m B gamma
+//   recdoubling  lg(m) (alpha + B beta + B gamma)
+// and the simulation and hierarchical's cost() both equal the sum.
+TEST(Sim, HierarchicalLevelVariantsOnAFlatFabric) {
+  const algo::Algorithm* a = algo::find_algorithm(Coll::AllReduce, "hierarchical");
+  auto level = [](sched::LevelAlgo algo, double m, double B) {
+    if (m <= 1) return 0.0;
+    const double lg = std::log2(m), frac = (m - 1) / m;
+    switch (algo) {
+      case sched::LevelAlgo::Ring:
+        return 2 * (m - 1) * kAlpha + 2 * frac * B * kBeta + frac * B * kGamma;
+      case sched::LevelAlgo::Rabenseifner:
+        return 2 * lg * kAlpha + 2 * frac * B * kBeta + frac * B * kGamma;
+      case sched::LevelAlgo::RecDoubling:
+        return lg * (kAlpha + B * kBeta + B * kGamma);
+    }
+    return 0.0;
+  };
+  int checked = 0;
+  for (auto [n, L, D] : {std::array<int, 3>{16, 4, 0}, {16, 8, 2}, {8, 2, 0}, {32, 8, 4}, {12, 4, 2}}) {
+    BuildArgs args{Coll::AllReduce, n, 4096 * static_cast<uint64_t>(n), 0, 0};
+    args.local_size = L;
+    args.domain_size = D;
+    const int dom = D > 0 ? D : L;
+    const double N = args.count * 4.0, m[3] = {double(dom), double(L / dom), double(n / L)};
+    for (const BuildArgs& v : a->variants(args, {})) {
+      const double want = level(v.levels[0], m[0], N) + level(v.levels[1], m[1], N / m[0]) +
+                          level(v.levels[2], m[2], N / L);
+      const std::string what = "hierarchical n=" + std::to_string(n) + " L=" + std::to_string(L) +
+                               " D=" + std::to_string(D) + " [" + a->describe(v) + "]";
+      Result r;
+      ASSERT_TRUE(simulate(sched::build_all(v, "hierarchical", a->build), Fabric::flat(n, kCost), 4, &r).ok());
+      expect_near_rel(r.seconds, want, what);
+      expect_near_rel(a->cost(v, 4, kCost), want, what + " (formula)");
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 20);
 }
 
 TEST(Sim, FlatRingCrossesTheSlowLinkEveryStep) {

@@ -208,6 +208,74 @@ TEST(HandCosts, AlgorithmThatCannotRunTheRankCountIsNeverPicked) {
   EXPECT_NE(st.message().find("WEFT_ALGO=allreduce:hierarchical"), std::string::npos) << st.message();
 }
 
+// Hierarchical's levels by size, on the formulas (no layout: every level priced
+// with the communicator's class, net of table A: alpha 10 us, beta 1 ns/B, gamma
+// 0.4 ns/B). 8 ranks, 2 per host, 4 hosts; the hosts' level (2 ranks) is a ring
+// (rabenseifner ties it at 2 ranks; ring comes first); across the 4 hosts, on each
+// rank's share B = N/2:
+//   ring 6 alpha + 1.5 B beta + 0.75 B gamma = 60 us + 1.8 ns * B
+//   rabenseifner 4 alpha + 1.5 B beta + 0.75 B gamma = 40 us + 1.8 ns * B
+//   recdoubling 2 (alpha + B beta + B gamma) = 20 us + 2.8 ns * B
+// recdoubling wins below B = 20000 B, rabenseifner above.
+//   8 floats (N = 32 B, B = 16 B): 2 alpha + N beta + N/2 gamma = 20.0384 us in the
+//     host, + 20.0448 us across: 40.0832 us.
+//   1 Mi floats (N = 4194304 B): 20 + 4194.304 + 838.8608 = 5053.1648 us in the host,
+//     + 40 + 1.8 ns * 2097152 = 3814.8736 us across: 8868.0384 us.
+TEST(HandCosts, HierarchicalLevelsFollowEachLevelsSize) {
+  TuningFile f(table_a());
+  auto t = tuner(f, 8, 2);
+  const algo::Algorithm* hier = algo::find_algorithm(Coll::AllReduce, "hierarchical");
+  const BuildArgs small = allreduce(8, 8, 2), large = allreduce(8, 1 << 20, 2);
+  EXPECT_EQ(hier->describe(t->tailored(*hier, small, 4)), "ring / - / recdoubling");
+  EXPECT_NEAR(predicted(*t, "hierarchical", small), 40.0832e-6, kPs);
+  EXPECT_EQ(hier->describe(t->tailored(*hier, large, 4)), "ring / - / rabenseifner");
+  EXPECT_NEAR(predicted(*t, "hierarchical", large), 8868.0384e-6, kPs);
+  // The explanation names the levels of the plan it priced.
+  const std::string text = t->explain(Coll::AllReduce, small, 4);
+  EXPECT_NE(text.find("hierarchical [ring / - / recdoubling]"), std::string::npos) << text;
+
+  // WEFT_HIER_LEVELS: forced levels are priced as they are; "auto" leaves the choice.
+  auto make = [&](const std::string& levels, Status* st) {
+    Options o;
+    o.tuning_file = f.path();
+    o.log_table = false;
+    o.online.enabled = false;
+    o.hier_levels = levels;
+    std::unique_ptr<Tuner> out;
+    *st = Tuner::create(8, 2, o, &out);
+    return out;
+  };
+  Status st;
+  auto rings = make("ring,auto,ring", &st);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(hier->describe(rings->tailored(*hier, small, 4)), "ring / - / ring");
+  // 20.0384 us + 60 us + 1.8 ns * 16 = 80.0672 us
+  EXPECT_NEAR(predicted(*rings, "hierarchical", small), 80.0672e-6, kPs);
+  auto outer = make(",,recdoubling", &st);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(hier->describe(outer->tailored(*hier, large, 4)), "ring / - / recdoubling");
+  make("ring,tree", &st);
+  EXPECT_EQ(st.code(), weftInvalidArgument);
+  EXPECT_NE(st.message().find("'tree' is not ring, rabenseifner, recdoubling or auto"), std::string::npos)
+      << st.message();
+  make("ring,ring,ring,ring", &st);
+  EXPECT_NE(st.message().find("more than 3 levels"), std::string::npos) << st.message();
+  // recdoubling inside hosts cannot run (the level across hosts would have nothing
+  // to do): forced alone, hierarchical is refused and the error names the setting.
+  Options o;
+  o.algo = "allreduce:hierarchical";
+  o.tuning_file = f.path();
+  o.log_table = false;
+  o.online.enabled = false;
+  o.hier_levels = "recdoubling";
+  std::unique_ptr<Tuner> inner;
+  ASSERT_TRUE(Tuner::create(8, 2, o, &inner).ok());
+  const algo::Algorithm* a = nullptr;
+  st = inner->choose(Coll::AllReduce, small, 4, &a);
+  EXPECT_EQ(st.code(), weftInvalidArgument);
+  EXPECT_NE(st.message().find("WEFT_HIER_LEVELS=recdoubling"), std::string::npos) << st.message();
+}
+
 // WEFT_ALGO (Options::algo) over table A at 4 ranks; the unforced picks are the
 // tests above: recdoubling at 1 float, ring at 1 Mi floats.
 TEST(HandCosts, ForcedChoiceOverridesTheModel) {
