@@ -49,22 +49,6 @@ std::vector<std::string> list_dir(const std::string& path) {
   return names;
 }
 
-// Network interfaces but loopback: speed from sysfs (absent or -1 for virtual
-// ones), NUMA node of the PCI device behind it.
-std::vector<Nic> discover_nics() {
-  std::vector<Nic> nics;
-  for (const std::string& name : list_dir("/sys/class/net")) {
-    if (name == "lo") continue;
-    const std::string dir = "/sys/class/net/" + name;
-    Nic n;
-    n.name = name;
-    n.speed_mbps = std::max(-1, read_int(dir + "/speed", -1));
-    n.numa = read_int(dir + "/device/numa_node", -1);
-    nics.push_back(n);
-  }
-  return nics;
-}
-
 std::vector<int> bound_cpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -176,7 +160,58 @@ std::vector<std::vector<int>> cores_of(const std::vector<int>& allowed) {
   return out;
 }
 
+// "100 Gb/sec (4X EDR)" -> 100; -1 if it does not start with a number.
+int rate_gbps(const std::string& rate) {
+  try {
+    return rate.empty() ? -1 : static_cast<int>(std::stod(rate));
+  } catch (...) {
+    return -1;
+  }
+}
+
 }  // namespace
+
+void discover_devices(const std::string& sysfs, Host* h) {
+  // Network interfaces but loopback: speed (absent or -1 for virtual ones), the
+  // NUMA node of the PCI device behind it.
+  for (const std::string& name : list_dir(sysfs + "/class/net")) {
+    if (name == "lo") continue;
+    const std::string dir = sysfs + "/class/net/" + name;
+    h->nics.push_back({name, std::max(-1, read_int(dir + "/speed", -1)), read_int(dir + "/device/numa_node", -1)});
+  }
+  // NVIDIA display (0x0300) and 3D (0x0302) controllers; a server's VGA chip is
+  // another vendor's.
+  for (const std::string& pci : list_dir(sysfs + "/bus/pci/devices")) {
+    const std::string dir = sysfs + "/bus/pci/devices/" + pci;
+    const std::string cls = read_line(dir + "/class");
+    if (read_line(dir + "/vendor") != "0x10de" || (cls.rfind("0x0300", 0) != 0 && cls.rfind("0x0302", 0) != 0))
+      continue;
+    const std::string device = read_line(dir + "/device");
+    h->gpus.push_back({pci, "10de:" + (device.size() > 2 ? device.substr(2) : device), read_int(dir + "/numa_node", -1)});
+  }
+  // RDMA ports; a port's interface is the device's network interface whose
+  // dev_port is the port's index (the only one on single-port devices).
+  for (const std::string& dev : list_dir(sysfs + "/class/infiniband")) {
+    const std::string dir = sysfs + "/class/infiniband/" + dev;
+    const std::vector<std::string> netdevs = list_dir(dir + "/device/net");
+    for (const std::string& p : list_dir(dir + "/ports")) {
+      RdmaPort port;
+      port.device = dev;
+      port.port = std::atoi(p.c_str());
+      const std::string state = read_line(dir + "/ports/" + p + "/state");  // "4: ACTIVE"
+      port.active = state.find("ACTIVE") != std::string::npos;
+      port.rate_gbps = rate_gbps(read_line(dir + "/ports/" + p + "/rate"));
+      port.link_layer = read_line(dir + "/ports/" + p + "/link_layer");
+      port.numa = read_int(dir + "/device/numa_node", -1);
+      for (const std::string& nd : netdevs)
+        if (netdevs.size() == 1 || read_int(dir + "/device/net/" + nd + "/dev_port", 0) == port.port - 1) {
+          port.netdev = nd;
+          break;
+        }
+      h->rdma.push_back(port);
+    }
+  }
+}
 
 bool bind_local_rank(const std::string& mode, int local_rank, int local_size, std::string* cpus,
                      std::string* error) {
@@ -238,7 +273,7 @@ System discover_local() {
   h.name = name;
   describe_host(&h);
   if (h.numa.empty()) h.numa.push_back({0, format_cpu_list(bound_cpus()), 0});
-  h.nics = discover_nics();
+  discover_devices("/sys", &h);
   Rank r;
   r.pid = int(getpid());
   const std::vector<int> cpus = bound_cpus();

@@ -43,6 +43,19 @@ const Nic* System::nic_of(int rank) const {
   return best;
 }
 
+const RdmaPort* System::rdma_of(int rank) const {
+  const Rank& r = ranks.at(size_t(rank));
+  const Host& h = hosts.at(size_t(r.host));
+  const RdmaPort* best = nullptr;
+  auto better = [](const RdmaPort* a, const RdmaPort& b) { return b.active && (!a || b.rate_gbps > a->rate_gbps); };
+  for (const RdmaPort& p : h.rdma)
+    if (std::find(r.numa.begin(), r.numa.end(), p.numa) != r.numa.end() && better(best, p)) best = &p;
+  if (best) return best;
+  for (const RdmaPort& p : h.rdma)
+    if (better(best, p)) best = &p;
+  return best;
+}
+
 System join(const std::vector<System>& parts) {
   System out;
   for (const System& p : parts) {
@@ -126,6 +139,18 @@ std::string to_json(const System& s) {
     for (size_t i = 0; i < x.nics.size(); i++)
       o << (i ? ", " : "") << "{\"name\": " << q(x.nics[i].name) << ", \"speed_mbps\": " << x.nics[i].speed_mbps
         << ", \"numa\": " << x.nics[i].numa << "}";
+    o << "],\n     \"gpus\": [";
+    for (size_t i = 0; i < x.gpus.size(); i++)
+      o << (i ? ", " : "") << "{\"pci\": " << q(x.gpus[i].pci) << ", \"device_id\": " << q(x.gpus[i].device_id)
+        << ", \"numa\": " << x.gpus[i].numa << "}";
+    o << "],\n     \"rdma\": [";
+    for (size_t i = 0; i < x.rdma.size(); i++) {
+      const RdmaPort& p = x.rdma[i];
+      o << (i ? ", " : "") << "{\"device\": " << q(p.device) << ", \"port\": " << p.port
+        << ", \"active\": " << (p.active ? "true" : "false") << ", \"rate_gbps\": " << p.rate_gbps
+        << ", \"link_layer\": " << q(p.link_layer) << ", \"netdev\": " << q(p.netdev) << ", \"numa\": " << p.numa
+        << "}";
+    }
     o << "]}";
   }
   o << "\n  ],\n  \"ranks\": [";
@@ -192,6 +217,17 @@ System from_json(const std::string& input) {
                           int(integer(c, "count", where, 0, kMaxInt))});
     for (const json::Value& n : field(v, "nics", json::Value::Array, where).arr)
       x.nics.push_back({text(n, "name", where), int(integer(n, "speed_mbps", where, -1, kMaxInt)), int(integer(n, "numa", where, -1, kMaxInt))});
+    // GPUs and RDMA ports: absent from files written before they were discovered.
+    if (v.find("gpus"))
+      for (const json::Value& g : field(v, "gpus", json::Value::Array, where).arr)
+        x.gpus.push_back({text(g, "pci", where), text(g, "device_id", where), int(integer(g, "numa", where, -1, kMaxInt))});
+    if (v.find("rdma"))
+      for (const json::Value& p : field(v, "rdma", json::Value::Array, where).arr) {
+        const json::Value& active = field(p, "active", json::Value::Bool, where);
+        x.rdma.push_back({text(p, "device", where), int(integer(p, "port", where, 0, kMaxInt)), active.b,
+                          int(integer(p, "rate_gbps", where, -1, kMaxInt)), text(p, "link_layer", where),
+                          text(p, "netdev", where), int(integer(p, "numa", where, -1, kMaxInt))});
+      }
     s.hosts.push_back(x);
   }
   const auto& ranks = field(root, "ranks", json::Value::Array, "the top level").arr;

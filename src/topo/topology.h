@@ -3,7 +3,8 @@
 // system, and the class of the link between any two ranks. Discovered with hwloc
 // where weft is built with it (sysfs otherwise); written and read as JSON
 // (WEFT_TOPO_DUMP_FILE, WEFT_TOPO_FILE) so that a machine can be planned for
-// elsewhere. GPUs and RDMA ports are not discovered yet.
+// elsewhere. GPUs and RDMA ports are listed per host (from sysfs); which GPU a
+// rank drives, and the NVLink / PCIe links between GPUs, are not known here.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +41,24 @@ struct Nic {
   int numa = -1;              // the NUMA node of its PCI device; -1 unknown
 };
 
+// An NVIDIA GPU (a PCI display or 3D controller of vendor 0x10de).
+struct Gpu {
+  std::string pci;            // PCI address, "0000:17:00.0"
+  std::string device_id;      // vendor:device, "10de:2330"
+  int numa = -1;              // -1 unknown
+};
+
+// One port of an RDMA device (InfiniBand, or RoCE over Ethernet).
+struct RdmaPort {
+  std::string device;         // "mlx5_0"
+  int port = 1;
+  bool active = false;        // the port's state is ACTIVE
+  int rate_gbps = -1;         // -1 unknown
+  std::string link_layer;     // "InfiniBand", "Ethernet"
+  std::string netdev;         // its network interface ("" if none)
+  int numa = -1;
+};
+
 struct Host {
   std::string identity;       // host_identity(): equal strings, same kernel and network namespace
   std::string name;           // hostname
@@ -47,6 +66,8 @@ struct Host {
   std::vector<NumaNode> numa;
   std::vector<Cache> caches;
   std::vector<Nic> nics;
+  std::vector<Gpu> gpus;
+  std::vector<RdmaPort> rdma;
 };
 
 struct Rank {
@@ -63,10 +84,17 @@ struct System {
   LinkClass link(int a, int b) const;
   // The NIC a rank would use: the fastest on its NUMA node, else the host's fastest; null without one.
   const Nic* nic_of(int rank) const;
+  // The RDMA port a rank would use: the fastest active port on its NUMA node, else
+  // the host's fastest active one; null without one.
+  const RdmaPort* rdma_of(int rank) const;
 };
 
 // This process: a system of one host and one rank.
 System discover_local();
+
+// The host's NICs (but loopback), NVIDIA GPUs and RDMA ports as the sysfs tree at
+// `sysfs` ("/sys"; tests pass a tree of their own) lists them.
+void discover_devices(const std::string& sysfs, Host* h);
 
 // Every rank's system (each of one rank, in rank order) as one: hosts with equal
 // identities are merged.

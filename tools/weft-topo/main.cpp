@@ -1,6 +1,7 @@
 // weft-topo: the machine as weft sees it, printed like `nvidia-smi topo -m`: a
 // rank x rank matrix of link classes with each rank's CPU and NUMA affinity and
-// NIC, then each host's packages, cores, caches, NUMA nodes and NICs.
+// NIC and RDMA port, then each host's packages, cores, caches, NUMA nodes, NICs,
+// RDMA ports and GPUs.
 //
 //   weft-topo [--json]                  this process alone
 //   weft-run -n N weft-topo [--json]    every rank (also mpirun, srun, torchrun)
@@ -87,14 +88,16 @@ void print(const topo::System& s) {
   const int n = int(s.ranks.size());
   std::printf("%-8s", "");
   for (int b = 0; b < n; b++) std::printf("%-7s", ("rank" + std::to_string(b)).c_str());
-  std::printf("%-16s%-15s%-14s%s\n", "CPU Affinity", "NUMA Affinity", "NIC", "Host");
+  std::printf("%-16s%-15s%-14s%-12s%s\n", "CPU Affinity", "NUMA Affinity", "NIC", "RDMA", "Host");
   for (int a = 0; a < n; a++) {
     std::printf("%-8s", ("rank" + std::to_string(a)).c_str());
     for (int b = 0; b < n; b++) std::printf("%-7s", topo::link_class_name(s.link(a, b)));
     const topo::Rank& r = s.ranks[size_t(a)];
     const topo::Nic* nic = s.nic_of(a);
-    std::printf("%-16s%-15s%-14s%s\n", r.cpus.c_str(), joined(r.numa).c_str(), nic ? nic->name.c_str() : "-",
-                s.hosts[size_t(r.host)].name.c_str());
+    const topo::RdmaPort* port = s.rdma_of(a);
+    const std::string rdma = port ? port->device + ":" + std::to_string(port->port) : "-";
+    std::printf("%-16s%-15s%-14s%-12s%s\n", r.cpus.c_str(), joined(r.numa).c_str(), nic ? nic->name.c_str() : "-",
+                rdma.c_str(), s.hosts[size_t(r.host)].name.c_str());
   }
   std::printf("\nLegend:\n"
               "  X    = self\n"
@@ -114,6 +117,16 @@ void print(const topo::System& s) {
       std::printf("  NIC %s: %s, NUMA %s\n", nic.name.c_str(), speed.c_str(),
                   nic.numa >= 0 ? std::to_string(nic.numa).c_str() : "unknown");
     }
+    for (const topo::RdmaPort& p : h.rdma) {
+      std::string rate = p.rate_gbps > 0 ? std::to_string(p.rate_gbps) + " Gb/s" : "rate unknown";
+      std::printf("  RDMA %s port %d: %s, %s, %s, interface %s, NUMA %s\n", p.device.c_str(), p.port,
+                  p.active ? "active" : "not active", rate.c_str(),
+                  p.link_layer.empty() ? "link layer unknown" : p.link_layer.c_str(),
+                  p.netdev.empty() ? "none" : p.netdev.c_str(), p.numa >= 0 ? std::to_string(p.numa).c_str() : "unknown");
+    }
+    for (const topo::Gpu& g : h.gpus)
+      std::printf("  GPU %s (%s), NUMA %s\n", g.pci.c_str(), g.device_id.c_str(),
+                  g.numa >= 0 ? std::to_string(g.numa).c_str() : "unknown");
   }
 }
 

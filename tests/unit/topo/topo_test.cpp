@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <stdexcept>
@@ -195,6 +196,121 @@ TEST(TopoLinks, JoinMergesHostsByIdentity) {
   const System back = from_json(to_json(s));
   for (int a = 0; a < 4; a++)
     for (int b = 0; b < 4; b++) EXPECT_EQ(back.link(a, b), s.link(a, b));
+}
+
+// A sysfs tree of a GPU server, written here: two NICs (one on each NUMA node) and
+// loopback; an NVIDIA 3D controller on node 1, an NVIDIA VGA controller on node 0,
+// an ASPEED VGA chip and an NVIDIA audio function (neither a GPU); a dual-port
+// InfiniBand card on node 1 (port 1 active at 200 Gb/s as ib0, port 2 down as
+// ib1) and a RoCE port on node 0 whose rate file is missing.
+class FakeSysfs : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/weft-sysfs-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    put("class/net/lo/speed", "-1");
+    put("class/net/eth0/speed", "25000");
+    put("class/net/eth0/device/numa_node", "0");
+    put("class/net/eth1/speed", "100000");
+    put("class/net/eth1/device/numa_node", "1");
+    pci("0000:17:00.0", "0x10de", "0x2330", "0x030200", "1");
+    pci("0000:18:00.0", "0x10de", "0x1eb8", "0x030000", "0");
+    pci("0000:02:00.0", "0x1a03", "0x2000", "0x030000", "0");
+    pci("0000:17:00.1", "0x10de", "0x22e8", "0x040300", "1");
+    put("class/infiniband/mlx5_0/device/numa_node", "1");
+    put("class/infiniband/mlx5_0/device/net/ib0/dev_port", "0");
+    put("class/infiniband/mlx5_0/device/net/ib1/dev_port", "1");
+    put("class/infiniband/mlx5_0/ports/1/state", "4: ACTIVE");
+    put("class/infiniband/mlx5_0/ports/1/rate", "200 Gb/sec (4X HDR)");
+    put("class/infiniband/mlx5_0/ports/1/link_layer", "InfiniBand");
+    put("class/infiniband/mlx5_0/ports/2/state", "1: DOWN");
+    put("class/infiniband/mlx5_0/ports/2/rate", "10 Gb/sec (4X SDR)");
+    put("class/infiniband/mlx5_0/ports/2/link_layer", "InfiniBand");
+    put("class/infiniband/rocep1s0/device/numa_node", "0");
+    put("class/infiniband/rocep1s0/device/net/eth0/dev_port", "0");
+    put("class/infiniband/rocep1s0/ports/1/state", "4: ACTIVE");
+    put("class/infiniband/rocep1s0/ports/1/link_layer", "Ethernet");
+  }
+  void TearDown() override {
+    if (!root_.empty()) std::system(("rm -rf '" + root_ + "'").c_str());
+  }
+  void put(const std::string& rel, const std::string& text) {
+    const std::string path = root_ + "/" + rel;
+    std::system(("mkdir -p '" + path.substr(0, path.rfind('/')) + "'").c_str());
+    std::ofstream(path) << text << "\n";
+  }
+  void pci(const std::string& addr, const char* vendor, const char* device, const char* cls, const char* numa) {
+    put("bus/pci/devices/" + addr + "/vendor", vendor);
+    put("bus/pci/devices/" + addr + "/device", device);
+    put("bus/pci/devices/" + addr + "/class", cls);
+    put("bus/pci/devices/" + addr + "/numa_node", numa);
+  }
+  std::string root_;
+};
+
+TEST_F(FakeSysfs, DevicesAsSysfsListsThem) {
+  Host h;
+  discover_devices(root_, &h);
+  ASSERT_EQ(h.nics.size(), 2u);
+  EXPECT_EQ(h.nics[0].name, "eth0");
+  EXPECT_EQ(h.nics[0].speed_mbps, 25000);
+  EXPECT_EQ(h.nics[1].numa, 1);
+  ASSERT_EQ(h.gpus.size(), 2u);  // sorted by PCI address
+  EXPECT_EQ(h.gpus[0].pci, "0000:17:00.0");
+  EXPECT_EQ(h.gpus[0].device_id, "10de:2330");
+  EXPECT_EQ(h.gpus[0].numa, 1);
+  EXPECT_EQ(h.gpus[1].pci, "0000:18:00.0");
+  EXPECT_EQ(h.gpus[1].numa, 0);
+  ASSERT_EQ(h.rdma.size(), 3u);
+  const RdmaPort &ib1 = h.rdma[0], &ib2 = h.rdma[1], &roce = h.rdma[2];
+  EXPECT_EQ(ib1.device, "mlx5_0");
+  EXPECT_EQ(ib1.port, 1);
+  EXPECT_TRUE(ib1.active);
+  EXPECT_EQ(ib1.rate_gbps, 200);
+  EXPECT_EQ(ib1.link_layer, "InfiniBand");
+  EXPECT_EQ(ib1.netdev, "ib0");
+  EXPECT_EQ(ib1.numa, 1);
+  EXPECT_EQ(ib2.port, 2);
+  EXPECT_FALSE(ib2.active);
+  EXPECT_EQ(ib2.rate_gbps, 10);
+  EXPECT_EQ(ib2.netdev, "ib1");
+  EXPECT_EQ(roce.device, "rocep1s0");
+  EXPECT_TRUE(roce.active);
+  EXPECT_EQ(roce.rate_gbps, -1);
+  EXPECT_EQ(roce.link_layer, "Ethernet");
+  EXPECT_EQ(roce.netdev, "eth0");
+  EXPECT_EQ(roce.numa, 0);
+
+  // Which port each rank would use: the active one on its node, else the host's
+  // fastest active one (the down port never).
+  System s;
+  s.hosts.push_back(h);
+  s.hosts[0].numa = {{0, "0-3", 0}, {1, "4-7", 0}};
+  s.ranks = {{0, 1, "0-1", {0}}, {0, 2, "4-5", {1}}, {0, 3, "0-7", {0, 1}}};
+  EXPECT_EQ(s.rdma_of(0), &s.hosts[0].rdma[2]);
+  EXPECT_EQ(s.rdma_of(1), &s.hosts[0].rdma[0]);
+  EXPECT_EQ(s.rdma_of(2), &s.hosts[0].rdma[0]);  // both nodes: 200 Gb/s beats unknown
+  s.hosts[0].rdma[0].active = false;
+  EXPECT_EQ(s.rdma_of(1), &s.hosts[0].rdma[2]);
+
+  // Devices round-trip through the topology file.
+  const std::string text = to_json(s);
+  EXPECT_NE(text.find("\"device\": \"mlx5_0\""), std::string::npos) << text;
+  EXPECT_EQ(to_json(from_json(text)), text);
+}
+
+// Files written before GPUs and RDMA ports were listed still load, with none.
+TEST(TopoFile, FilesWithoutDevicesLoad) {
+  std::string text = to_json(twoNuma());
+  const size_t gpus = text.find(",\n     \"gpus\": []");
+  ASSERT_NE(gpus, std::string::npos) << text;
+  text.erase(gpus, text.find("]}", text.find("\"rdma\"")) + 1 - gpus);
+  ASSERT_EQ(text.find("gpus"), std::string::npos) << text;
+  const System s = from_json(text);
+  EXPECT_TRUE(s.hosts[0].gpus.empty());
+  EXPECT_TRUE(s.hosts[0].rdma.empty());
+  EXPECT_EQ(s.hosts[0].nics.size(), 3u);
 }
 
 TEST(TopoFile, BadFilesNameTheProblem) {
