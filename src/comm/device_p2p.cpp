@@ -92,6 +92,27 @@ Status reduce_scatter(Group& g, const CollArgs& c, exec::cuda::Stream s) {
   return Status::Ok();
 }
 
+// Rounds over each block: each rank puts the round's piece of every block in its
+// buffer, piece p at p * m, then copies piece `rank` out of every buffer.
+Status all_to_all(Group& g, const CollArgs& c, exec::cuda::Stream s) {
+  const size_t esize = reduce::dtype_size(c.dtype);
+  const size_t n = static_cast<size_t>(g.nranks()), me = static_cast<size_t>(g.rank());
+  const size_t per = std::max<size_t>(1, g.buffer_bytes() / esize / n);
+  const auto* in = static_cast<const unsigned char*>(c.send);
+  auto* out = static_cast<unsigned char*>(c.recv);
+  for (size_t first = 0; first < c.count; first += per) {
+    const size_t m = std::min(per, c.count - first);
+    const int which = g.next_buffer();
+    for (size_t p = 0; p < n; ++p)
+      WEFT_TRY(g.copy(g.buffer(g.rank(), which) + p * m * esize, in + (p * c.count + first) * esize, m * esize, s));
+    WEFT_TRY(g.barrier(s));
+    for (size_t p = 0; p < n; ++p)
+      WEFT_TRY(g.copy(out + (p * c.count + first) * esize, g.buffer(static_cast<int>(p), which) + me * m * esize,
+                      m * esize, s));
+  }
+  return Status::Ok();
+}
+
 Status broadcast(Group& g, const CollArgs& c, exec::cuda::Stream s) {
   const size_t bytes = c.count * reduce::dtype_size(c.dtype);
   const auto* in = static_cast<const unsigned char*>(c.send);
@@ -127,7 +148,7 @@ Status reduce_to_root(Group& g, const CollArgs& c, exec::cuda::Stream s) {
 bool p2p_serves(const CollArgs& a) {
   const bool coll = a.coll == sched::Coll::AllReduce || a.coll == sched::Coll::AllGather ||
                     a.coll == sched::Coll::ReduceScatter || a.coll == sched::Coll::Broadcast ||
-                    a.coll == sched::Coll::Reduce;
+                    a.coll == sched::Coll::Reduce || a.coll == sched::Coll::AllToAll;
   return coll && a.op < weftNumOps;  // pre-multiplied sums are staged
 }
 
@@ -139,6 +160,7 @@ Status p2p_collective(Group& g, const CollArgs& c, exec::cuda::Stream s) {
       case sched::Coll::ReduceScatter: return reduce_scatter(g, c, s);
       case sched::Coll::Broadcast: return broadcast(g, c, s);
       case sched::Coll::Reduce: return reduce_to_root(g, c, s);
+      case sched::Coll::AllToAll: return all_to_all(g, c, s);
       default: return Error(weftInternalError, "cuda_p2p does not run %s", sched::coll_name(c.coll));
     }
   });
