@@ -244,6 +244,10 @@ Status Communicator::connect_transports(const boot::UniqueId& id) {
 }
 
 Communicator::~Communicator() {
+  // The levels' streams and queues first: this communicator's staged calls never
+  // wait for theirs, theirs may wait on its bootstrap's family connection.
+  device_cross_.reset();
+  device_local_.reset();
   p2p_.stop_watchdog();  // its timeouts fail this communicator, which is going
   if (boot_ != nullptr) boot_->set_status_source(nullptr);
   // In-flight operations finish first (promptly once aborted: they fail).
@@ -351,13 +355,25 @@ void Communicator::fail(const Status& st) {
   }
   failed_.store(true, std::memory_order_release);
   p2p_.unblock();  // a stream waiting at a cuda_p2p barrier must not wait for ranks that will not come
+  if (device_levels_.load(std::memory_order_acquire)) {
+    device_local_->abort("its communicator across hosts failed: " + st.message());
+    device_cross_->abort("its communicator across hosts failed: " + st.message());
+  }
   // Tell the other ranks at once, so they fail now rather than at their deadline.
   boot_->abort(st.message());
 }
 
 Status Communicator::async_error() {
   // Checked before every call: the flag spares the common case the lock.
-  if (!failed_.load(std::memory_order_acquire)) return Status::Ok();
+  if (!failed_.load(std::memory_order_acquire)) {
+    if (!device_levels_.load(std::memory_order_acquire)) return Status::Ok();
+    // A level's failure (a stuck stream, a lost peer) is this communicator's.
+    for (Communicator* level : {device_local_.get(), device_cross_.get()}) {
+      Status st = level->async_error();
+      if (!st.ok()) fail(st);
+    }
+    if (!failed_.load(std::memory_order_acquire)) return Status::Ok();
+  }
   std::lock_guard<std::mutex> lock(err_mu_);
   return error_;
 }

@@ -167,6 +167,17 @@ class Communicator final : public exec::Health {
   // At the first collective on device memory (collective): whether the ranks'
   // GPUs can map each other's memory (cuda_p2p) or calls are staged.
   Status choose_device_path(const exec::cuda::Api& d);
+  // Where the ranks span hosts of equal size: the two communicators of a
+  // hierarchical device all-reduce (below), kept where every host's ranks agreed
+  // on cuda_p2p among themselves.
+  Status split_device_levels(const exec::cuda::Api& d);
+  // A device all-reduce across hosts, all on the stream: reduce-scatter over
+  // cuda_p2p within the host, each slice all-reduced (staged) among the ranks of
+  // the same local rank across hosts, all-gather over cuda_p2p; the elements
+  // past the last whole slice staged on this communicator.
+  Status enqueue_across_hosts(const CollArgs& dev, void* stream);
+  // A call on device memory through pinned host memory.
+  Status enqueue_staged(const CollArgs& dev, void* stream);
   Status connect_transports(const boot::UniqueId& id);
   Status check_consistent(const CollArgs& args);
   Status execute(const CollArgs& args);
@@ -275,6 +286,11 @@ class Communicator final : public exec::Health {
   DeviceStaging staging_;  // pinned host copies of the calls on device memory
   transport::cuda_p2p::Group p2p_;  // device collectives over mapped GPU memory, where the ranks agreed
   bool device_path_chosen_ = false;
+  // The levels of split_device_levels: this rank's host's ranks, and the ranks of
+  // its local rank on every host. Set once, before device_levels_ (any thread
+  // may read them after it, as fail() does).
+  std::unique_ptr<Communicator> device_local_, device_cross_;
+  std::atomic<bool> device_levels_{false};
   int cu_device_ = -1;
 
   // Everything above the error state is touched only under queue_'s drive lock.

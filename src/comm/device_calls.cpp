@@ -182,7 +182,7 @@ Status Communicator::choose_device_path(const exec::cuda::Api& d) {
     WEFT_INFO(TRANSPORT, "rank %d: device collectives over cuda_p2p (%s)", rank_, p2p_.how().c_str());
   else
     WEFT_INFO(TRANSPORT, "rank %d: device collectives staged through pinned host memory: %s", rank_, why.c_str());
-  return Status::Ok();
+  return why.empty() ? Status::Ok() : split_device_levels(d);
 }
 
 Status Communicator::enqueue(const CollArgs& dev, void* stream) {
@@ -198,6 +198,12 @@ Status Communicator::enqueue(const CollArgs& dev, void* stream) {
     if (!st.ok()) fail(st);  // the stream is out of step with the peers' now
     return st;
   }
+  if (device_levels_.load(std::memory_order_relaxed) && dev.coll == sched::Coll::AllReduce && dev.op < weftNumOps)
+    return enqueue_across_hosts(dev, stream);
+  return enqueue_staged(dev, stream);
+}
+
+Status Communicator::enqueue_staged(const CollArgs& dev, void* stream) {
   const bool elementwise = dev.coll == sched::Coll::AllReduce || dev.coll == sched::Coll::Broadcast ||
                            dev.coll == sched::Coll::Reduce;
   const size_t per = std::max<size_t>(
@@ -217,6 +223,76 @@ Status Communicator::enqueue(const CollArgs& dev, void* stream) {
     host.recv = uses_recv ? layout.host(base, dev.recv) : nullptr;
     return std::make_unique<CollOp>(this, host, nullptr);
   });
+}
+
+Status Communicator::split_device_levels(const exec::cuda::Api& d) {
+  // Hosts of equal size holding consecutive ranks (local_size_), more than one
+  // rank each: host h's ranks are h * L .. h * L + L - 1.
+  // Every rank decides alike (local_size_ comes from every rank's card);
+  // WEFT_P2P_DISABLE, which may differ, acts in the hosts' own choice below.
+  const int L = local_size_;
+  if (L <= 1 || L >= nranks_) return Status::Ok();
+  weftConfig_t config = WEFT_CONFIG_INITIALIZER;
+  config.timeoutMs = static_cast<int>(std::min<int64_t>(timeout_ms_, INT32_MAX));
+  auto make = [&](int color, std::unique_ptr<Communicator>* out) -> Status {
+    boot::UniqueId id;
+    int n = 0, r = 0;
+    Lineage lineage;
+    std::unique_ptr<boot::Bootstrap> boot;
+    WEFT_TRY(split(color, rank_, &id, &n, &r, &lineage, &boot));
+    return create(id, n, r, &config, out, lineage, std::move(boot));
+  };
+  std::unique_ptr<Communicator> local, cross;
+  WEFT_TRY(make(rank_ / L, &local));
+  WEFT_TRY(make(rank_ % L, &cross));
+  WEFT_TRY(local->choose_device_path(d));
+  // Every host's ranks must reach each other; else every call stays staged.
+  uint8_t mine = local->p2p_.active() ? 1 : 0;
+  std::vector<uint8_t> all(static_cast<size_t>(nranks_));
+  WEFT_TRY(run(CollArgs{sched::Coll::AllGather, &mine, all.data(), 1, weftUint8}));
+  const auto without = std::find(all.begin(), all.end(), uint8_t{0});
+  if (without != all.end()) {
+    WEFT_INFO(TRANSPORT, "rank %d: device all-reduces staged across hosts: rank %d's host cannot use cuda_p2p",
+              rank_, static_cast<int>(without - all.begin()));
+    return Status::Ok();
+  }
+  device_local_ = std::move(local);
+  device_cross_ = std::move(cross);
+  device_levels_.store(true, std::memory_order_release);
+  WEFT_INFO(TRANSPORT,
+            "rank %d: device all-reduces across hosts: cuda_p2p within each host of %d ranks, staged across the %d "
+            "hosts",
+            rank_, L, nranks_ / L);
+  return Status::Ok();
+}
+
+Status Communicator::enqueue_across_hosts(const CollArgs& dev, void* stream) {
+  const size_t esize = reduce::dtype_size(dev.dtype), L = static_cast<size_t>(local_size_);
+  const size_t chunk = dev.count / L, whole = chunk * L;
+  const auto* send = static_cast<const unsigned char*>(dev.send);
+  auto* recv = static_cast<unsigned char*>(dev.recv);
+  Status st;
+  if (chunk > 0) {
+    // Sums all the way (the average divides once, by every rank, at the end).
+    const weftRedOp_t op = dev.op == weftAvg ? weftSum : dev.op;
+    unsigned char* mine = recv + static_cast<size_t>(device_local_->rank()) * chunk * esize;
+    st = device_local_->enqueue(CollArgs{sched::Coll::ReduceScatter, send, mine, chunk, dev.dtype, op}, stream);
+    if (st.ok()) st = device_cross_->enqueue(CollArgs{sched::Coll::AllReduce, mine, mine, chunk, dev.dtype, op}, stream);
+    if (st.ok() && dev.op == weftAvg)
+      st = divide_on_stream(*exec::cuda::api(), mine, chunk, dev.dtype, nranks_, static_cast<exec::cuda::Stream>(stream));
+    if (st.ok()) st = device_local_->enqueue(CollArgs{sched::Coll::AllGather, mine, recv, chunk, dev.dtype}, stream);
+    if (!st.ok()) {
+      // Part of the call is on the stream: it is out of step with the peers'.
+      fail(st);
+      return st;
+    }
+  }
+  if (dev.count == whole) return Status::Ok();
+  CollArgs tail = dev;
+  tail.send = send + whole * esize;
+  tail.recv = recv + whole * esize;
+  tail.count = dev.count - whole;
+  return enqueue_staged(tail, stream);
 }
 
 Status Communicator::enqueue_p2p(const std::vector<exec::P2P>& ops, const std::vector<exec::LocalCopy>& copies,

@@ -67,8 +67,10 @@ Status all_gather(Group& g, const CollArgs& c, exec::cuda::Stream s) {
     const int which = g.next_buffer();
     WEFT_TRY(g.copy(g.buffer(g.rank(), which), in + at, len, s));
     WEFT_TRY(g.barrier(s));
-    for (int p = 0; p < g.nranks(); ++p)
-      WEFT_TRY(g.copy(out + p * bytes + at, p == g.rank() ? in + at : g.buffer(p, which), len, s));
+    for (int p = 0; p < g.nranks(); ++p) {
+      const void* from = p == g.rank() ? in + at : g.buffer(p, which);
+      if (from != out + p * bytes + at) WEFT_TRY(g.copy(out + p * bytes + at, from, len, s));  // in place: there
+    }
   }
   return Status::Ok();
 }
