@@ -44,7 +44,7 @@ WEFT_PARAM_INT(NSOCKS, 1, "tcp: sockets per peer pair; messages are striped acro
 WEFT_PARAM_INT(TCP_BUF_BYTES, 0, "tcp: SO_SNDBUF/SO_RCVBUF per socket; 0 keeps the kernel's autotuning")
 WEFT_PARAM_INT(TCP_MIN_SLICE, 65536, "tcp: smallest slice a message is cut into for striping")
 WEFT_PARAM_INT(TCP_DEAD_MS, 10000, "tcp: keepalive and TCP_USER_TIMEOUT: a silent peer host fails after this; 0: off")
-WEFT_PARAM_STR(IB_HCA, "", "ibverbs: devices to use, NCCL syntax (mlx5_0:1,mlx5_1; ^ excludes; = exact)")
+WEFT_PARAM_STR(IB_HCA, "", "ibverbs: devices to use, NCCL syntax (mlx5_0:1,mlx5_1; ^ excludes; = exact); of their active ports each rank takes the first on its NUMA node, else the first")
 WEFT_PARAM_INT(IB_GID_INDEX, -1, "ibverbs: GID index for RoCE; -1 picks one")
 WEFT_PARAM_INT(IB_TIMEOUT, 18, "ibverbs: queue-pair ACK timeout exponent (4.096 us x 2^N)")
 WEFT_PARAM_INT(IB_RETRY_CNT, 7, "ibverbs: queue-pair retry count")

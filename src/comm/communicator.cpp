@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -627,10 +628,32 @@ Status Communicator::plan_layout() {
   return Status::Ok();
 }
 
+namespace {
+// The GPU a rank drives (its CUDA device at init) and which of its host's GPUs
+// that one reaches peer to peer, as the CUDA driver the application loaded says.
+void describe_gpu(int device, const topo::Host& host, topo::Rank* r) {
+  const exec::cuda::Api* d = exec::cuda::api();
+  char id[32] = {};
+  if (d == nullptr || device < 0 || d->pci_bus_id == nullptr || d->pci_bus_id(id, sizeof(id), device) != 0) return;
+  // The driver's "0000:17:00.0" is sysfs's name in upper case.
+  r->gpu = id;
+  std::transform(r->gpu.begin(), r->gpu.end(), r->gpu.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (d->device_by_pci_bus_id == nullptr || d->can_access_peer == nullptr) return;
+  for (const topo::Gpu& g : host.gpus) {
+    int other = -1, can = 0;
+    if (g.pci != r->gpu && d->device_by_pci_bus_id(&other, g.pci.c_str()) == 0 &&
+        d->can_access_peer(&can, device, other) == 0 && can != 0)
+      r->gpu_peers.push_back(g.pci);
+  }
+}
+}  // namespace
+
 Status Communicator::dump_topology() {
   const std::string& path = params::TOPO_DUMP_FILE();
   if (path.empty()) return Status::Ok();
-  std::string mine = topo::to_json(topo::discover_local());
+  topo::System local = topo::discover_local();
+  describe_gpu(cu_device_, local.hosts[0], &local.ranks[0]);
+  std::string mine = topo::to_json(local);
   Deadline deadline = Deadline::after_ms(timeout_ms_);
   uint64_t len = mine.size();
   std::vector<uint64_t> lens(static_cast<size_t>(nranks_));

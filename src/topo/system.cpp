@@ -17,6 +17,9 @@ const char* link_class_name(LinkClass c) {
     case LinkClass::ShmNuma: return "NUMA";
     case LinkClass::ShmCrossNuma: return "SYS";
     case LinkClass::Network: return "NET";
+    case LinkClass::GpuSame: return "GPU";
+    case LinkClass::GpuP2P: return "P2P";
+    case LinkClass::GpuStaged: return "STG";
   }
   return "?";
 }
@@ -28,6 +31,15 @@ LinkClass System::link(int a, int b) const {
   // Within one NUMA node only when both are confined to the same single node.
   if (ra.numa.size() == 1 && ra.numa == rb.numa) return LinkClass::ShmNuma;
   return hosts.at(size_t(ra.host)).numa.size() <= 1 ? LinkClass::ShmNuma : LinkClass::ShmCrossNuma;
+}
+
+LinkClass System::gpu_link(int a, int b) const {
+  const LinkClass cpu = link(a, b);
+  const Rank &ra = ranks.at(size_t(a)), &rb = ranks.at(size_t(b));
+  if (cpu == LinkClass::Self || cpu == LinkClass::Network || ra.gpu.empty() || rb.gpu.empty()) return cpu;
+  if (ra.gpu == rb.gpu) return LinkClass::GpuSame;
+  const bool p2p = std::find(ra.gpu_peers.begin(), ra.gpu_peers.end(), rb.gpu) != ra.gpu_peers.end();
+  return p2p ? LinkClass::GpuP2P : LinkClass::GpuStaged;
 }
 
 const Nic* System::nic_of(int rank) const {
@@ -159,7 +171,13 @@ std::string to_json(const System& s) {
     o << (r ? "," : "") << "\n    {\"host\": " << x.host << ", \"pid\": " << x.pid << ", \"cpus\": " << q(x.cpus)
       << ", \"numa\": [";
     for (size_t i = 0; i < x.numa.size(); i++) o << (i ? ", " : "") << x.numa[i];
-    o << "]}";
+    o << "]";
+    if (!x.gpu.empty()) {
+      o << ", \"gpu\": " << q(x.gpu) << ", \"gpu_peers\": [";
+      for (size_t i = 0; i < x.gpu_peers.size(); i++) o << (i ? ", " : "") << q(x.gpu_peers[i]);
+      o << "]";
+    }
+    o << "}";
   }
   o << "\n  ]\n}\n";
   return o.str();
@@ -245,6 +263,13 @@ System from_json(const std::string& input) {
     for (const json::Value& n : field(v, "numa", json::Value::Array, where).arr) {
       if (n.kind != json::Value::Number) throw std::runtime_error("topology file: " + where + ": numa holds numbers");
       x.numa.push_back(int(whole(n.num, 0, kMaxInt, where, "numa")));
+    }
+    if (v.find("gpu")) {  // ranks that drive a GPU
+      x.gpu = text(v, "gpu", where);
+      for (const json::Value& g : field(v, "gpu_peers", json::Value::Array, where).arr) {
+        if (g.kind != json::Value::String) throw std::runtime_error("topology file: " + where + ": gpu_peers holds strings");
+        x.gpu_peers.push_back(g.str);
+      }
     }
     s.ranks.push_back(x);
   }

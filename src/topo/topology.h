@@ -3,8 +3,9 @@
 // system, and the class of the link between any two ranks. Discovered with hwloc
 // where weft is built with it (sysfs otherwise); written and read as JSON
 // (WEFT_TOPO_DUMP_FILE, WEFT_TOPO_FILE) so that a machine can be planned for
-// elsewhere. GPUs and RDMA ports are listed per host (from sysfs); which GPU a
-// rank drives, and the NVLink / PCIe links between GPUs, are not known here.
+// elsewhere. GPUs and RDMA ports are listed per host (from sysfs); the GPU a rank
+// drives and the GPUs it can reach peer to peer are filled in by whoever knows
+// its CUDA device (the communicator, through the CUDA driver).
 #pragma once
 
 #include <cstdint>
@@ -19,8 +20,12 @@ enum class LinkClass {
   ShmNuma,       // shared memory within one NUMA node
   ShmCrossNuma,  // shared memory across NUMA nodes (or a rank not bound to one)
   Network,       // different hosts
+  // Between two ranks that drive GPUs on one host (System::gpu_link):
+  GpuSame,       // the same GPU
+  GpuP2P,        // peer access between their GPUs (NVLink or PCIe: not told apart)
+  GpuStaged,     // no peer access: through host memory
 };
-// Short names as in nvidia-smi topo -m: X, NUMA, SYS, NET.
+// Short names as in nvidia-smi topo -m: X, NUMA, SYS, NET; GPU, P2P, STG.
 const char* link_class_name(LinkClass c);
 
 struct NumaNode {
@@ -75,6 +80,8 @@ struct Rank {
   int pid = 0;
   std::string cpus;           // the CPUs it may run on, list form
   std::vector<int> numa;      // os indexes of the NUMA nodes those CPUs belong to
+  std::string gpu;            // PCI address of the GPU it drives ("" none)
+  std::vector<std::string> gpu_peers;  // this host's GPUs its GPU can access peer to peer
 };
 
 struct System {
@@ -82,6 +89,9 @@ struct System {
   std::vector<Rank> ranks;
 
   LinkClass link(int a, int b) const;
+  // Between ranks that both drive a GPU on one host: GpuSame, GpuP2P or
+  // GpuStaged; otherwise link().
+  LinkClass gpu_link(int a, int b) const;
   // The NIC a rank would use: the fastest on its NUMA node, else the host's fastest; null without one.
   const Nic* nic_of(int rank) const;
   // The RDMA port a rank would use: the fastest active port on its NUMA node, else

@@ -95,7 +95,8 @@ class Tuner {
                                      size_t elem_size) const;
   double predict(const algo::Algorithm& a, const sched::BuildArgs& args, size_t elem_size) const;
   // args with the choices a's builder leaves to the tuner (Algorithm::variants;
-  // hierarchical's level algorithms) set to the variant predicted fastest: what the
+  // hierarchical's level algorithms) set to its first variant (rings), or to the
+  // fastest predicted where that is at least 10% faster (kVariantGain): what the
   // communicator builds, the predictions price and weft-sim simulates. Depends
   // only on the call and the table, so every rank tailors alike.
   sched::BuildArgs tailored(const algo::Algorithm& a, const sched::BuildArgs& args, size_t elem_size) const;

@@ -88,22 +88,31 @@ void print(const topo::System& s) {
   const int n = int(s.ranks.size());
   std::printf("%-8s", "");
   for (int b = 0; b < n; b++) std::printf("%-7s", ("rank" + std::to_string(b)).c_str());
-  std::printf("%-16s%-15s%-14s%-12s%s\n", "CPU Affinity", "NUMA Affinity", "NIC", "RDMA", "Host");
+  // Ranks that drive GPUs: the classes between their GPUs, and a GPU column.
+  const bool gpus = std::any_of(s.ranks.begin(), s.ranks.end(), [](const topo::Rank& r) { return !r.gpu.empty(); });
+  std::printf("%-16s%-15s%-14s%-12s%s%s\n", "CPU Affinity", "NUMA Affinity", "NIC", "RDMA", gpus ? "GPU           " : "",
+              "Host");
   for (int a = 0; a < n; a++) {
     std::printf("%-8s", ("rank" + std::to_string(a)).c_str());
-    for (int b = 0; b < n; b++) std::printf("%-7s", topo::link_class_name(s.link(a, b)));
+    for (int b = 0; b < n; b++) std::printf("%-7s", topo::link_class_name(gpus ? s.gpu_link(a, b) : s.link(a, b)));
     const topo::Rank& r = s.ranks[size_t(a)];
     const topo::Nic* nic = s.nic_of(a);
     const topo::RdmaPort* port = s.rdma_of(a);
     const std::string rdma = port ? port->device + ":" + std::to_string(port->port) : "-";
-    std::printf("%-16s%-15s%-14s%-12s%s\n", r.cpus.c_str(), joined(r.numa).c_str(), nic ? nic->name.c_str() : "-",
-                rdma.c_str(), s.hosts[size_t(r.host)].name.c_str());
+    std::printf("%-16s%-15s%-14s%-12s", r.cpus.c_str(), joined(r.numa).c_str(), nic ? nic->name.c_str() : "-",
+                rdma.c_str());
+    if (gpus) std::printf("%-14s", r.gpu.empty() ? "-" : r.gpu.c_str());
+    std::printf("%s\n", s.hosts[size_t(r.host)].name.c_str());
   }
   std::printf("\nLegend:\n"
               "  X    = self\n"
               "  NUMA = shared memory within one NUMA node\n"
               "  SYS  = shared memory across NUMA nodes (or a rank not bound to one of several)\n"
               "  NET  = network between hosts\n");
+  if (gpus)
+    std::printf("  GPU  = both ranks drive the same GPU\n"
+                "  P2P  = their GPUs reach each other peer to peer (NVLink or PCIe)\n"
+                "  STG  = their GPUs do not: staged through host memory\n");
   for (const topo::Host& h : s.hosts) {
     std::printf("\nhost %s: %d package%s, %d cores, %d PUs, %zu NUMA node%s\n", h.name.c_str(), h.packages,
                 h.packages == 1 ? "" : "s", h.cores, h.pus, h.numa.size(), h.numa.size() == 1 ? "" : "s");

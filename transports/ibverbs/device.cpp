@@ -1,10 +1,12 @@
 #include "transports/ibverbs/device.h"
 
+#include <fstream>
 #include <mutex>
 #include <vector>
 
 #include "base/log.h"
 #include "base/params.h"
+#include "topo/topology.h"
 #include "weft_config.h"
 
 #if WEFT_HAVE_IBVERBS
@@ -39,6 +41,13 @@ bool hca_matches(const std::string& spec, const std::string& name, int port) {
   return exclude ? !hit : hit;
 }
 
+size_t nearest_port(const std::vector<Device>& ports, int numa) {
+  if (numa >= 0)
+    for (size_t i = 0; i < ports.size(); ++i)
+      if (ports[i].numa == numa) return i;
+  return 0;
+}
+
 bool find_device(const std::string& spec, Device* out, std::string* why) {
 #if WEFT_HAVE_IBVERBS
   int n = 0;
@@ -49,31 +58,37 @@ bool find_device(const std::string& spec, Device* out, std::string* why) {
     return false;
   }
   std::string seen;
-  bool found = false;
-  for (int d = 0; d < n && !found; ++d) {
+  std::vector<Device> ports;
+  for (int d = 0; d < n; ++d) {
     std::string name = ibv_get_device_name(list[d]);
     seen += (seen.empty() ? "" : ", ") + name;
     ibv_context* ctx = ibv_open_device(list[d]);
     if (ctx == nullptr) continue;
     ibv_device_attr attr{};
     if (ibv_query_device(ctx, &attr) == 0)
-      for (int p = 1; p <= attr.phys_port_cnt && !found; ++p) {
+      for (int p = 1; p <= attr.phys_port_cnt; ++p) {
         ibv_port_attr pa{};
         if (!hca_matches(spec, name, p) || ibv_query_port(ctx, static_cast<uint8_t>(p), &pa) != 0 ||
             pa.state != IBV_PORT_ACTIVE)
           continue;
-        out->name = name;
-        out->port = p;
-        out->roce = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
-        found = true;
+        Device dev;
+        dev.name = name;
+        dev.port = p;
+        dev.roce = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
+        std::ifstream numa("/sys/class/infiniband/" + name + "/device/numa_node");
+        if (!(numa >> dev.numa)) dev.numa = -1;
+        ports.push_back(dev);
       }
     ibv_close_device(ctx);
   }
   ibv_free_device_list(list);
-  if (!found)
+  if (ports.empty()) {
     *why = "no active port on the ibverbs devices (" + seen + ")" +
            (spec.empty() ? "" : " matching WEFT_IB_HCA=" + spec);
-  return found;
+    return false;
+  }
+  *out = ports[nearest_port(ports, topo::numa_node_of_binding())];
+  return true;
 #else
   (void)spec, (void)out;
   *why = "no ibverbs device (weft was built without libibverbs)";
@@ -92,7 +107,8 @@ bool can_connect(std::string* why) {
       return;
     }
     reason = "ibverbs device " + dev.name + " port " + std::to_string(dev.port) +
-             (dev.roce ? " (RoCE)" : " (InfiniBand)");
+             (dev.roce ? " (RoCE" : " (InfiniBand") +
+             (dev.numa >= 0 ? ", NUMA node " + std::to_string(dev.numa) + ")" : ")");
     ok = true;
     WEFT_INFO(TRANSPORT,
               "ibverbs: %s carries the traffic between hosts (not yet tested on hardware; "

@@ -5,7 +5,9 @@
 // path (ib_link.h) is used, and the log says it is untested.
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <vector>
 
 namespace weft::ib {
 
@@ -21,9 +23,16 @@ struct Device {
   std::string name;
   int port = 0;
   bool roce = false;  // Ethernet link layer: addressed by GID (WEFT_IB_GID_INDEX)
+  int numa = -1;      // the NUMA node of its PCI device (sysfs); -1 unknown
 };
 
-// The first matching device with an active port; false with *why otherwise
+// Which of `ports` (in device order) a rank whose CPUs lie in NUMA node `numa`
+// (-1: unbound, or spanning nodes) uses: the first on its node, else the first;
+// as NCCL takes the NIC nearest a rank's GPU or CPU. `ports` is not empty.
+size_t nearest_port(const std::vector<Device>& ports, int numa);
+
+// The active port nearest this process's CPU binding (nearest_port) among those
+// of the devices WEFT_IB_HCA-style `spec` matches; false with *why otherwise
 // ("no ibverbs device", "libibverbs not built in", ...).
 bool find_device(const std::string& spec, Device* out, std::string* why);
 

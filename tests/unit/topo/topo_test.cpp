@@ -156,7 +156,8 @@ System twoNuma() {
   h.caches = {{3, 32 << 20, 2}};
   h.nics = {{"eth0", 10000, 0}, {"eth1", 25000, 1}, {"eth2", 100000, 1}};
   s.hosts.push_back(h);
-  s.ranks = {{0, 10, "0-1", {0}}, {0, 11, "2-3", {0}}, {0, 12, "4-5", {1}}, {0, 13, "0-7", {0, 1}}};
+  s.ranks = {{0, 10, "0-1", {0}, "", {}}, {0, 11, "2-3", {0}, "", {}}, {0, 12, "4-5", {1}, "", {}},
+             {0, 13, "0-7", {0, 1}, "", {}}};
   return s;
 }
 
@@ -182,7 +183,7 @@ TEST(TopoLinks, JoinMergesHostsByIdentity) {
     h.name = id;
     h.numa = {{0, "0-1", 0}};
     p.hosts.push_back(h);
-    p.ranks.push_back({0, 1, "0", {0}});
+    p.ranks.push_back({0, 1, "0", {0}, "", {}});
     parts.push_back(p);
   }
   const System s = join(parts);
@@ -287,7 +288,7 @@ TEST_F(FakeSysfs, DevicesAsSysfsListsThem) {
   System s;
   s.hosts.push_back(h);
   s.hosts[0].numa = {{0, "0-3", 0}, {1, "4-7", 0}};
-  s.ranks = {{0, 1, "0-1", {0}}, {0, 2, "4-5", {1}}, {0, 3, "0-7", {0, 1}}};
+  s.ranks = {{0, 1, "0-1", {0}, "", {}}, {0, 2, "4-5", {1}, "", {}}, {0, 3, "0-7", {0, 1}, "", {}}};
   EXPECT_EQ(s.rdma_of(0), &s.hosts[0].rdma[2]);
   EXPECT_EQ(s.rdma_of(1), &s.hosts[0].rdma[0]);
   EXPECT_EQ(s.rdma_of(2), &s.hosts[0].rdma[0]);  // both nodes: 200 Gb/s beats unknown
@@ -298,6 +299,39 @@ TEST_F(FakeSysfs, DevicesAsSysfsListsThem) {
   const std::string text = to_json(s);
   EXPECT_NE(text.find("\"device\": \"mlx5_0\""), std::string::npos) << text;
   EXPECT_EQ(to_json(from_json(text)), text);
+}
+
+// Four ranks on one host driving GPUs: ranks 0 and 1 share GPU A, whose peers
+// are B; rank 2 drives B; rank 3 drives C, which reaches no other; a fifth rank on
+// another host drives its own GPU, and a sixth rank drives none.
+TEST(TopoLinks, GpuClassesBetweenRanksThatDriveGpus) {
+  System s = twoNuma();
+  Host other;
+  other.identity = other.name = "b";
+  other.numa = {{0, "0-7", 0}};
+  s.hosts.push_back(other);
+  const std::string A = "0000:17:00.0", B = "0000:18:00.0", C = "0000:65:00.0";
+  s.ranks[0].gpu = A, s.ranks[0].gpu_peers = {B};
+  s.ranks[1].gpu = A, s.ranks[1].gpu_peers = {B};
+  s.ranks[2].gpu = B, s.ranks[2].gpu_peers = {A};
+  s.ranks[3].gpu = C;
+  s.ranks.push_back({1, 20, "0-1", {0}, "0000:17:00.0", {}});
+  s.ranks.push_back({0, 21, "4-5", {1}, "", {}});
+  EXPECT_EQ(s.gpu_link(0, 0), LinkClass::Self);
+  EXPECT_EQ(s.gpu_link(0, 1), LinkClass::GpuSame);
+  EXPECT_EQ(s.gpu_link(0, 2), LinkClass::GpuP2P);
+  EXPECT_EQ(s.gpu_link(2, 1), LinkClass::GpuP2P);
+  EXPECT_EQ(s.gpu_link(0, 3), LinkClass::GpuStaged);
+  EXPECT_EQ(s.gpu_link(3, 2), LinkClass::GpuStaged);
+  // Another host: the network, whatever the bus addresses say.
+  EXPECT_EQ(s.gpu_link(0, 4), LinkClass::Network);
+  // A rank without a GPU: the CPU classes.
+  EXPECT_EQ(s.gpu_link(5, 2), s.link(5, 2));
+  EXPECT_EQ(s.gpu_link(5, 2), LinkClass::ShmNuma);
+  EXPECT_STREQ(link_class_name(LinkClass::GpuStaged), "STG");
+  const std::string text = to_json(s);
+  EXPECT_EQ(to_json(from_json(text)), text);
+  EXPECT_EQ(from_json(text).gpu_link(0, 2), LinkClass::GpuP2P);
 }
 
 // Files written before GPUs and RDMA ports were listed still load, with none.

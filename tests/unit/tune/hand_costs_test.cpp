@@ -216,11 +216,17 @@ TEST(HandCosts, AlgorithmThatCannotRunTheRankCountIsNeverPicked) {
 //   ring 6 alpha + 1.5 B beta + 0.75 B gamma = 60 us + 1.8 ns * B
 //   rabenseifner 4 alpha + 1.5 B beta + 0.75 B gamma = 40 us + 1.8 ns * B
 //   recdoubling 2 (alpha + B beta + B gamma) = 20 us + 2.8 ns * B
-// recdoubling wins below B = 20000 B, rabenseifner above.
+// recdoubling is the cheapest below B = 20000 B, rabenseifner above; either
+// replaces the ring only where the whole plan is predicted 10% faster.
 //   8 floats (N = 32 B, B = 16 B): 2 alpha + N beta + N/2 gamma = 20.0384 us in the
-//     host, + 20.0448 us across: 40.0832 us.
+//     host, + 20.0448 us across: 40.0832 us, against 80.0672 us with the ring.
 //   1 Mi floats (N = 4194304 B): 20 + 4194.304 + 838.8608 = 5053.1648 us in the host,
-//     + 40 + 1.8 ns * 2097152 = 3814.8736 us across: 8868.0384 us.
+//     + 40 + 1.8 ns * 2097152 = 3814.8736 us across with rabenseifner: 8868.0384 us,
+//     0.2% under the ring's 8888.0384 us: the ring stays.
+// 16 ranks, 2 per host, 8 hosts, 8192 floats (N = 32768 B, B = 16384 B): in the
+//   host 20 + 32.768 + 6.5536 = 59.3216 us; across, ring 14 alpha + 2.1 ns * B =
+//   174.4064 us, rabenseifner 6 alpha + 2.1 ns * B = 94.4064 us, recdoubling
+//   3 alpha + 4.2 ns * B = 98.8128 us: rabenseifner, 153.728 us against 233.728 us.
 TEST(HandCosts, HierarchicalLevelsFollowEachLevelsSize) {
   TuningFile f(table_a());
   auto t = tuner(f, 8, 2);
@@ -228,8 +234,12 @@ TEST(HandCosts, HierarchicalLevelsFollowEachLevelsSize) {
   const BuildArgs small = allreduce(8, 8, 2), large = allreduce(8, 1 << 20, 2);
   EXPECT_EQ(hier->describe(t->tailored(*hier, small, 4)), "ring / - / recdoubling");
   EXPECT_NEAR(predicted(*t, "hierarchical", small), 40.0832e-6, kPs);
-  EXPECT_EQ(hier->describe(t->tailored(*hier, large, 4)), "ring / - / rabenseifner");
-  EXPECT_NEAR(predicted(*t, "hierarchical", large), 8868.0384e-6, kPs);
+  EXPECT_EQ(hier->describe(t->tailored(*hier, large, 4)), "ring / - / ring");
+  EXPECT_NEAR(predicted(*t, "hierarchical", large), 8888.0384e-6, kPs);
+  auto sixteen = tuner(f, 16, 2);
+  const BuildArgs eight_hosts = allreduce(16, 8192, 2);
+  EXPECT_EQ(hier->describe(sixteen->tailored(*hier, eight_hosts, 4)), "ring / - / rabenseifner");
+  EXPECT_NEAR(predicted(*sixteen, "hierarchical", eight_hosts), 153.728e-6, kPs);
   // The explanation names the levels of the plan it priced.
   const std::string text = t->explain(Coll::AllReduce, small, 4);
   EXPECT_NE(text.find("hierarchical [ring / - / recdoubling]"), std::string::npos) << text;
@@ -251,9 +261,10 @@ TEST(HandCosts, HierarchicalLevelsFollowEachLevelsSize) {
   EXPECT_EQ(hier->describe(rings->tailored(*hier, small, 4)), "ring / - / ring");
   // 20.0384 us + 60 us + 1.8 ns * 16 = 80.0672 us
   EXPECT_NEAR(predicted(*rings, "hierarchical", small), 80.0672e-6, kPs);
-  auto outer = make(",,recdoubling", &st);
+  auto outer = make(",,rabenseifner", &st);
   ASSERT_TRUE(st.ok()) << st.message();
-  EXPECT_EQ(hier->describe(outer->tailored(*hier, large, 4)), "ring / - / recdoubling");
+  EXPECT_EQ(hier->describe(outer->tailored(*hier, large, 4)), "ring / - / rabenseifner");
+  EXPECT_NEAR(predicted(*outer, "hierarchical", large), 8868.0384e-6, kPs);
   make("ring,tree", &st);
   EXPECT_EQ(st.code(), weftInvalidArgument);
   EXPECT_NE(st.message().find("'tree' is not ring, rabenseifner, recdoubling or auto"), std::string::npos)
@@ -389,13 +400,12 @@ TEST(HandCosts, OneHostStaysOnTheFormulas) {
 //     inside each domain as the two-host case above, 1264.2912 us; across the 2
 //     domains each rank's N/8 = 524288 B once each way, on its own port:
 //     2 (4 + 524.288) us + 524288 x 0.2 ns = 1056.576 + 104.8576 us. Total 2425.7248 us.
-//   The tuner's levels: inside a domain rabenseifner, each rank one message fewer
-//     each way: reduce-scatter N/2 then N/4, each sent and then reduced,
+//   Rabenseifner inside a domain sends each rank one message fewer each way:
+//     reduce-scatter N/2 then N/4, each sent and then reduced,
 //     (1 + 209.7152 + 419.4304) + (1 + 104.8576 + 209.7152) us, all-gather
-//     (1 + 104.8576) + (1 + 209.7152) us: 1262.2912 us, 2 us less. Across the two
-//     domains ring and rabenseifner are the same two messages (ring first on a
-//     tie), and recdoubling's one message of N/4 costs 4 + 1048.576 + 209.7152 us.
-//     Total 2423.7248 us.
+//     (1 + 104.8576) + (1 + 209.7152) us: 1262.2912 us, 2 us less: 2423.7248 us in
+//     all (WEFT_HIER_LEVELS=rabenseifner,ring), not 10% faster, so the tuner keeps
+//     the rings.
 //   ring (flat, in domain order): ranks 3 and 7 send all 14 chunks of N/8 across
 //     domains, back to back: 14 (4 + 524.288) us = 7396.032 us.
 TEST(HandCosts, OneHostTwoNumaDomainsPicksHierarchical) {
@@ -409,14 +419,14 @@ TEST(HandCosts, OneHostTwoNumaDomainsPicksHierarchical) {
   EXPECT_EQ(t->link_class(), LinkClass::Shm);
   BuildArgs b = allreduce(8, 1 << 20, 8);
   b.domain_size = 4;
-  EXPECT_NEAR(predicted(*t, "hierarchical", b), 2423.7248e-6, 1e-6 * 2423.7248e-6);
+  EXPECT_NEAR(predicted(*t, "hierarchical", b), 2425.7248e-6, 1e-6 * 2425.7248e-6);
   const algo::Algorithm* hier = algo::find_algorithm(Coll::AllReduce, "hierarchical");
-  EXPECT_EQ(hier->describe(t->tailored(*hier, b, 4)), "rabenseifner / ring / -");
+  EXPECT_EQ(hier->describe(t->tailored(*hier, b, 4)), "ring / ring / -");
   EXPECT_NEAR(predicted(*t, "ring", b), 7396.032e-6, 1e-6 * 7396.032e-6);
   EXPECT_EQ(choose(*t, b), "hierarchical");
-  auto rings = layered_tuner(f, sim::generate(g), 8, "", "ring,ring");
-  EXPECT_NEAR(predicted(*rings, "hierarchical", b), 2425.7248e-6, 1e-6 * 2425.7248e-6);
-  EXPECT_EQ(hier->describe(rings->tailored(*hier, b, 4)), "ring / ring / -");
+  auto halving = layered_tuner(f, sim::generate(g), 8, "", "rabenseifner,ring");
+  EXPECT_NEAR(predicted(*halving, "hierarchical", b), 2423.7248e-6, 1e-6 * 2423.7248e-6);
+  EXPECT_EQ(hier->describe(halving->tailored(*hier, b, 4)), "rabenseifner / ring / -");
   const std::string text = t->explain(Coll::AllReduce, b, 4);
   EXPECT_NE(text.find("numa alpha 4 us beta 1 ns/B"), std::string::npos) << text;
   EXPECT_EQ(text.find("net alpha"), std::string::npos) << "one host: no network level\n" << text;
