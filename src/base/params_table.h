@@ -58,7 +58,7 @@ WEFT_PARAM_INT(TUNE_ROUNDS, 3, "online tuning: rounds that time every candidate 
 WEFT_PARAM_INT(TUNE_FINAL_ROUNDS, 2, "online tuning: further rounds for the candidates within WEFT_TUNE_KEEP_PCT of the fastest")
 WEFT_PARAM_INT(TUNE_KEEP_PCT, 125, "online tuning: see WEFT_TUNE_FINAL_ROUNDS")
 WEFT_PARAM_INT(EXPLAIN, 0, "1: rank 0 prints to stderr, once per (collective, size class), every candidate's predicted time split into latency, bandwidth and reduction terms (formulas on one level, simulations of the schedules where the communicator spans hosts), the pick, and once online tuning has timed the class, the measured times beside the predictions")
-WEFT_PARAM_STR(BIND, "none", "pin each rank at init: core (local rank i on the i-th core it may use), numa (local ranks spread over the NUMA nodes in blocks), none")
+WEFT_PARAM_STR(BIND, "none", "pin each rank at init: core (local rank i on the i-th core it may use), numa (a rank that drives a GPU on its GPU's NUMA node, others spread over the NUMA nodes in blocks), none")
 WEFT_PARAM_STR(TOPO_DUMP_FILE, "", "at init, rank 0 writes every rank's discovered topology (hosts, NUMA nodes, caches, NICs, CPU bindings) to this JSON file (weft-topo --file reads it)")
 WEFT_PARAM_STR(TOPO_FILE, "", "plan for the machine this topology file describes: at init each rank takes its host and NUMA node from the file's entry for its rank in the job (the transports still connect the real hosts); weft-topo prints it, weft-sim --topo simulates it")
 WEFT_PARAM_STR(TUNE_STATE_FILE, "", "online tuning's settled picks: rank 0 loads them at init (every rank gets its copy) and rewrites the file whenever a size class settles, so a resumed run reduces in the same order")

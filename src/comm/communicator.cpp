@@ -561,14 +561,47 @@ Status Communicator::shrink(const int* exclude, int nexclude, boot::UniqueId* id
   return Status::Ok();
 }
 
+namespace {
+// PCI address of a CUDA device, as sysfs names it ("" without a driver or device).
+std::string gpu_pci_address(int device) {
+  const exec::cuda::Api* d = exec::cuda::api();
+  char id[32] = {};
+  if (d == nullptr || device < 0 || d->pci_bus_id == nullptr || d->pci_bus_id(id, sizeof(id), device) != 0) return "";
+  // The driver's "0000:17:00.0" is sysfs's name in upper case.
+  std::string out = id;
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+// The GPU a rank drives (its CUDA device at init) and which of its host's GPUs
+// that one reaches peer to peer, as the CUDA driver the application loaded says.
+void describe_gpu(int device, const topo::Host& host, topo::Rank* r) {
+  const exec::cuda::Api* d = exec::cuda::api();
+  r->gpu = gpu_pci_address(device);
+  if (r->gpu.empty() || d->device_by_pci_bus_id == nullptr || d->can_access_peer == nullptr) return;
+  for (const topo::Gpu& g : host.gpus) {
+    int other = -1, can = 0;
+    if (g.pci != r->gpu && d->device_by_pci_bus_id(&other, g.pci.c_str()) == 0 &&
+        d->can_access_peer(&can, device, other) == 0 && can != 0)
+      r->gpu_peers.push_back(g.pci);
+  }
+}
+}  // namespace
+
 Status Communicator::bind_to_host_share() {
   const std::string& mode = params::BIND();
+  if (mode.empty() || mode == "none") return Status::Ok();
+  // A rank that drives a GPU goes near it, as NCCL binds to the GPU's CPUs.
+  const std::string gpu = gpu_pci_address(cu_device_);
+  const int near = topo::pci_numa_node("/sys", gpu);
   std::string cpus, error;
-  if (!topo::bind_local_rank(mode, local_rank_, local_ranks_on_host_, &cpus, &error))
+  if (!topo::bind_local_rank(mode, local_rank_, local_ranks_on_host_, &cpus, &error, near))
     return Error(weftInvalidArgument, "%s", error.c_str());
   if (!cpus.empty())
-    WEFT_INFO(INIT, "rank %d bound to CPUs %s (WEFT_BIND=%s, local rank %d of %d)", rank_, cpus.c_str(), mode.c_str(),
-              local_rank_, local_ranks_on_host_);
+    WEFT_INFO(INIT, "rank %d bound to CPUs %s (WEFT_BIND=%s, local rank %d of %d%s%s%s)", rank_, cpus.c_str(),
+              mode.c_str(), local_rank_, local_ranks_on_host_, near >= 0 && mode == "numa" ? ", its GPU " : "",
+              near >= 0 && mode == "numa" ? gpu.c_str() : "",
+              near >= 0 && mode == "numa" ? (" on NUMA node " + std::to_string(near)).c_str() : "");
   return Status::Ok();
 }
 
@@ -628,25 +661,6 @@ Status Communicator::plan_layout() {
   return Status::Ok();
 }
 
-namespace {
-// The GPU a rank drives (its CUDA device at init) and which of its host's GPUs
-// that one reaches peer to peer, as the CUDA driver the application loaded says.
-void describe_gpu(int device, const topo::Host& host, topo::Rank* r) {
-  const exec::cuda::Api* d = exec::cuda::api();
-  char id[32] = {};
-  if (d == nullptr || device < 0 || d->pci_bus_id == nullptr || d->pci_bus_id(id, sizeof(id), device) != 0) return;
-  // The driver's "0000:17:00.0" is sysfs's name in upper case.
-  r->gpu = id;
-  std::transform(r->gpu.begin(), r->gpu.end(), r->gpu.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (d->device_by_pci_bus_id == nullptr || d->can_access_peer == nullptr) return;
-  for (const topo::Gpu& g : host.gpus) {
-    int other = -1, can = 0;
-    if (g.pci != r->gpu && d->device_by_pci_bus_id(&other, g.pci.c_str()) == 0 &&
-        d->can_access_peer(&can, device, other) == 0 && can != 0)
-      r->gpu_peers.push_back(g.pci);
-  }
-}
-}  // namespace
 
 Status Communicator::dump_topology() {
   const std::string& path = params::TOPO_DUMP_FILE();

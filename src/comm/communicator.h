@@ -174,7 +174,8 @@ class Communicator final : public exec::Health {
   // A device all-reduce across hosts, all on the stream: reduce-scatter over
   // cuda_p2p within the host, each slice all-reduced (staged) among the ranks of
   // the same local rank across hosts, all-gather over cuda_p2p; the elements
-  // past the last whole slice staged on this communicator.
+  // past the last whole slice staged on this communicator. A broadcast: staged
+  // among the ranks of the root's local rank, then over cuda_p2p on each host.
   Status enqueue_across_hosts(const CollArgs& dev, void* stream);
   // A call on device memory through pinned host memory.
   Status enqueue_staged(const CollArgs& dev, void* stream);

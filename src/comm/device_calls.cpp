@@ -198,7 +198,8 @@ Status Communicator::enqueue(const CollArgs& dev, void* stream) {
     if (!st.ok()) fail(st);  // the stream is out of step with the peers' now
     return st;
   }
-  if (device_levels_.load(std::memory_order_relaxed) && dev.coll == sched::Coll::AllReduce && dev.op < weftNumOps)
+  if (device_levels_.load(std::memory_order_relaxed) &&
+      ((dev.coll == sched::Coll::AllReduce && dev.op < weftNumOps) || dev.coll == sched::Coll::Broadcast))
     return enqueue_across_hosts(dev, stream);
   return enqueue_staged(dev, stream);
 }
@@ -252,7 +253,7 @@ Status Communicator::split_device_levels(const exec::cuda::Api& d) {
   WEFT_TRY(run(CollArgs{sched::Coll::AllGather, &mine, all.data(), 1, weftUint8}));
   const auto without = std::find(all.begin(), all.end(), uint8_t{0});
   if (without != all.end()) {
-    WEFT_INFO(TRANSPORT, "rank %d: device all-reduces staged across hosts: rank %d's host cannot use cuda_p2p",
+    WEFT_INFO(TRANSPORT, "rank %d: device calls staged across hosts: rank %d's host cannot use cuda_p2p",
               rank_, static_cast<int>(without - all.begin()));
     return Status::Ok();
   }
@@ -260,13 +261,27 @@ Status Communicator::split_device_levels(const exec::cuda::Api& d) {
   device_cross_ = std::move(cross);
   device_levels_.store(true, std::memory_order_release);
   WEFT_INFO(TRANSPORT,
-            "rank %d: device all-reduces across hosts: cuda_p2p within each host of %d ranks, staged across the %d "
-            "hosts",
+            "rank %d: device all-reduces and broadcasts across hosts: cuda_p2p within each host of %d ranks, staged "
+            "across the %d hosts",
             rank_, L, nranks_ / L);
   return Status::Ok();
 }
 
 Status Communicator::enqueue_across_hosts(const CollArgs& dev, void* stream) {
+  if (dev.coll == sched::Coll::Broadcast) {
+    // The root's local rank on every host gets it across hosts (staged), then
+    // each host's ranks from that one over cuda_p2p.
+    const int root_host = dev.root / local_size_, root_local = dev.root % local_size_;
+    Status st;
+    if (dev.count > 0 && device_local_->rank() == root_local)
+      st = device_cross_->enqueue(
+          CollArgs{sched::Coll::Broadcast, dev.send, dev.recv, dev.count, dev.dtype, weftSum, root_host}, stream);
+    if (st.ok() && dev.count > 0)
+      st = device_local_->enqueue(
+          CollArgs{sched::Coll::Broadcast, dev.recv, dev.recv, dev.count, dev.dtype, weftSum, root_local}, stream);
+    if (!st.ok()) fail(st);  // part of the call may be on the stream
+    return st;
+  }
   const size_t esize = reduce::dtype_size(dev.dtype), L = static_cast<size_t>(local_size_);
   const size_t chunk = dev.count / L, whole = chunk * L;
   const auto* send = static_cast<const unsigned char*>(dev.send);

@@ -125,7 +125,8 @@ Status broadcast(Group& g, const CollArgs& c, exec::cuda::Stream s) {
     const int which = g.next_buffer();
     if (root) WEFT_TRY(g.copy(g.buffer(g.rank(), which), in + at, len, s));
     WEFT_TRY(g.barrier(s));
-    WEFT_TRY(root ? g.copy(out + at, in + at, len, s) : g.copy(out + at, g.buffer(c.root, which), len, s));
+    if (!root) WEFT_TRY(g.copy(out + at, g.buffer(c.root, which), len, s));
+    else if (in != out) WEFT_TRY(g.copy(out + at, in + at, len, s));  // in place: already there
   }
   return Status::Ok();
 }

@@ -213,8 +213,28 @@ void discover_devices(const std::string& sysfs, Host* h) {
   }
 }
 
+std::vector<int> numa_share(const std::vector<NumaNode>& numa, const std::vector<int>& allowed, int local_rank,
+                            int local_size, int near_numa) {
+  std::vector<std::vector<int>> nodes;  // the allowed CPUs of each node that has some
+  std::vector<int> near;
+  for (const NumaNode& n : numa) {
+    std::vector<int> mine;
+    for (int c : parse_cpu_list(n.cpus))
+      if (std::binary_search(allowed.begin(), allowed.end(), c)) mine.push_back(c);
+    if (mine.empty()) continue;
+    if (n.os_index == near_numa) near = mine;
+    nodes.push_back(mine);
+  }
+  if (!near.empty() || nodes.empty()) return near;
+  return nodes[size_t(local_rank) * nodes.size() / size_t(std::max(local_size, 1)) % nodes.size()];
+}
+
+int pci_numa_node(const std::string& sysfs, const std::string& pci) {
+  return pci.empty() ? -1 : read_int(sysfs + "/bus/pci/devices/" + pci + "/numa_node", -1);
+}
+
 bool bind_local_rank(const std::string& mode, int local_rank, int local_size, std::string* cpus,
-                     std::string* error) {
+                     std::string* error, int near_numa) {
   if (mode.empty() || mode == "none") return true;
   if (mode != "core" && mode != "numa") {
     *error = "WEFT_BIND=" + mode + ": expected none, core or numa";
@@ -228,15 +248,7 @@ bool bind_local_rank(const std::string& mode, int local_rank, int local_size, st
   } else {
     Host h;
     describe_host(&h);
-    std::vector<std::vector<int>> nodes;  // the allowed CPUs of each node that has some
-    for (const NumaNode& n : h.numa) {
-      std::vector<int> mine;
-      for (int c : parse_cpu_list(n.cpus))
-        if (std::binary_search(allowed.begin(), allowed.end(), c)) mine.push_back(c);
-      if (!mine.empty()) nodes.push_back(mine);
-    }
-    if (!nodes.empty())
-      chosen = nodes[size_t(local_rank) * nodes.size() / size_t(std::max(local_size, 1)) % nodes.size()];
+    chosen = numa_share(h.numa, allowed, local_rank, local_size, near_numa);
   }
   if (chosen.empty()) chosen = allowed;
   cpu_set_t set;

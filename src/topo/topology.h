@@ -123,12 +123,22 @@ int numa_node_of_binding();
 
 // WEFT_BIND: pins this process near its share of the host, as NCCL pins a rank
 // near its GPU. "core": local rank i gets the i-th core (modulo the cores this
-// process may use); "numa": the local ranks are spread over the NUMA nodes in
-// blocks and each gets its node's CPUs; "none" (or empty) changes nothing. Only
-// CPUs the process may already use are chosen. Returns false with *error set
-// for an unknown mode or a failed sched_setaffinity; *cpus is what was set.
+// process may use); "numa": the CPUs of NUMA node near_numa (the node of the GPU
+// the rank drives) where it has some this process may use, else the local ranks
+// are spread over the NUMA nodes in blocks (numa_share); "none" (or empty)
+// changes nothing. Only CPUs the process may already use are chosen. Returns
+// false with *error set for an unknown mode or a failed sched_setaffinity; *cpus
+// is what was set.
 bool bind_local_rank(const std::string& mode, int local_rank, int local_size, std::string* cpus,
-                     std::string* error);
+                     std::string* error, int near_numa = -1);
+// WEFT_BIND=numa's choice among `numa`'s nodes: the `allowed` CPUs of node
+// near_numa if it has some, else those of local rank's block (local_size ranks
+// spread evenly over the nodes with allowed CPUs); empty if no node has any.
+std::vector<int> numa_share(const std::vector<NumaNode>& numa, const std::vector<int>& allowed, int local_rank,
+                            int local_size, int near_numa);
+// The NUMA node sysfs (root `sysfs`, "/sys") gives for PCI device `pci`
+// ("0000:17:00.0"); -1 unknown.
+int pci_numa_node(const std::string& sysfs, const std::string& pci);
 
 // "0-3,8,10-11" <-> CPU indexes, for tests and the fallback without hwloc.
 std::vector<int> parse_cpu_list(const std::string& list);

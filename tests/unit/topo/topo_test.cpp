@@ -334,6 +334,30 @@ TEST(TopoLinks, GpuClassesBetweenRanksThatDriveGpus) {
   EXPECT_EQ(from_json(text).gpu_link(0, 2), LinkClass::GpuP2P);
 }
 
+// WEFT_BIND=numa's choice on a host of two nodes of 4 CPUs: a rank whose GPU is on
+// node 1 takes node 1's CPUs whatever its local rank; without a GPU (or a GPU on a
+// node it may not use) local ranks go to the nodes in blocks.
+TEST(TopoBind, NumaShareNearTheGpu) {
+  const std::vector<NumaNode> numa = {{0, "0-3", 0}, {1, "4-7", 0}};
+  const std::vector<int> all = {0, 1, 2, 3, 4, 5, 6, 7};
+  EXPECT_EQ(numa_share(numa, all, 0, 4, 1), (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_EQ(numa_share(numa, all, 3, 4, 0), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(numa_share(numa, all, 0, 4, -1), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(numa_share(numa, all, 2, 4, -1), (std::vector<int>{4, 5, 6, 7}));
+  // The process may use CPUs 0-5 only: node 1's share is 4-5.
+  const std::vector<int> some = {0, 1, 2, 3, 4, 5};
+  EXPECT_EQ(numa_share(numa, some, 0, 2, 1), (std::vector<int>{4, 5}));
+  // A GPU on a node with none of the allowed CPUs: the blocks.
+  EXPECT_EQ(numa_share(numa, {0, 1}, 1, 2, 1), (std::vector<int>{0, 1}));
+  EXPECT_TRUE(numa_share(numa, {}, 0, 1, 0).empty());
+}
+
+TEST_F(FakeSysfs, PciNumaNode) {
+  EXPECT_EQ(pci_numa_node(root_, "0000:17:00.0"), 1);
+  EXPECT_EQ(pci_numa_node(root_, "0000:99:00.0"), -1);
+  EXPECT_EQ(pci_numa_node(root_, ""), -1);
+}
+
 // Files written before GPUs and RDMA ports were listed still load, with none.
 TEST(TopoFile, FilesWithoutDevicesLoad) {
   std::string text = to_json(twoNuma());
