@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <string>
 
@@ -277,37 +278,12 @@ TEST(Algorithms, HierarchicalVariantsFollowTheGroups) {
   EXPECT_EQ(alg->describe(one_level[0]), "recdoubling / - / -");
 }
 
-// Bytes per rank and level of 2 nodes x 2 domains x 4 ranks with rabenseifner in
-// the domains and recdoubling across nodes: halving and doubling send
-// N/2 + N/4 each way inside the domain (1.5 N, as the ring's 3 x N/4); the ring
-// across domains N/8 each way (N/4); recdoubling the whole share N/8 once.
-TEST(Algorithms, HierarchicalLevelVariantsKeepBytesInsideDomains) {
-  const Algorithm* alg = find_algorithm(sched::Coll::AllReduce, "hierarchical");
-  BuildArgs a;
-  a.nranks = 16;
-  a.local_size = 8;
-  a.domain_size = 4;
-  a.count = 6400;
-  a.levels = {sched::LevelAlgo::Rabenseifner, sched::LevelAlgo::Ring, sched::LevelAlgo::RecDoubling};
-  ASSERT_TRUE(supports(*alg, a));
-  for (int r = 0; r < a.nranks; ++r) {
-    uint64_t in_domain = 0, across_domains = 0, across_nodes = 0;
-    for (const sched::Step& s : alg->build(a, r).steps) {
-      if (s.kind != sched::Kind::Send) continue;
-      if (s.peer / 8 != r / 8) across_nodes += s.src.count;
-      else if (s.peer / 4 != r / 4) across_domains += s.src.count;
-      else in_domain += s.src.count;
-    }
-    EXPECT_EQ(in_domain, 9600u) << "rank " << r;
-    EXPECT_EQ(across_domains, 1600u) << "rank " << r;
-    EXPECT_EQ(across_nodes, 800u) << "rank " << r;
-  }
-}
-
 // 2 nodes x 2 domains x 4 ranks, N elements: each rank sends 2(D-1)N/D inside its
 // domain, 2(K-1)N/(DK) to the other domain of its node and 2(M-1)N/(LM) to the
 // other node (the three reduce-scatter + all-gather pairs), with D = 4, K = 2,
-// M = 2, L = 8: 1.5 N, N/4 and N/8.
+// M = 2, L = 8: 1.5 N, N/4 and N/8. The same with Rabenseifner in the domains
+// (halving and doubling send N/2 + N/4 each way, as the ring's 3 x N/4) and
+// recursive doubling across nodes (the whole share N/8 once each way).
 TEST(Algorithms, HierarchicalKeepsBytesInsideDomains) {
   const Algorithm* alg = find_algorithm(sched::Coll::AllReduce, "hierarchical");
   ASSERT_NE(alg, nullptr);
@@ -316,17 +292,22 @@ TEST(Algorithms, HierarchicalKeepsBytesInsideDomains) {
   a.local_size = 8;
   a.domain_size = 4;
   a.count = 6400;
-  for (int r = 0; r < a.nranks; ++r) {
-    uint64_t in_domain = 0, across_domains = 0, across_nodes = 0;
-    for (const sched::Step& s : alg->build(a, r).steps) {
-      if (s.kind != sched::Kind::Send) continue;
-      if (s.peer / 8 != r / 8) across_nodes += s.src.count;
-      else if (s.peer / 4 != r / 4) across_domains += s.src.count;
-      else in_domain += s.src.count;
+  using sched::LevelAlgo;
+  for (auto levels : {std::array<LevelAlgo, 3>{}, {LevelAlgo::Rabenseifner, LevelAlgo::Ring, LevelAlgo::RecDoubling}}) {
+    a.levels = levels;
+    ASSERT_TRUE(supports(*alg, a));
+    for (int r = 0; r < a.nranks; ++r) {
+      uint64_t in_domain = 0, across_domains = 0, across_nodes = 0;
+      for (const sched::Step& s : alg->build(a, r).steps) {
+        if (s.kind != sched::Kind::Send) continue;
+        if (s.peer / 8 != r / 8) across_nodes += s.src.count;
+        else if (s.peer / 4 != r / 4) across_domains += s.src.count;
+        else in_domain += s.src.count;
+      }
+      EXPECT_EQ(in_domain, 9600u) << "rank " << r << " " << alg->describe(a);
+      EXPECT_EQ(across_domains, 1600u) << "rank " << r << " " << alg->describe(a);
+      EXPECT_EQ(across_nodes, 800u) << "rank " << r << " " << alg->describe(a);
     }
-    EXPECT_EQ(in_domain, 9600u) << "rank " << r;
-    EXPECT_EQ(across_domains, 1600u) << "rank " << r;
-    EXPECT_EQ(across_nodes, 800u) << "rank " << r;
   }
 }
 
