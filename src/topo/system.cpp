@@ -42,30 +42,31 @@ LinkClass System::gpu_link(int a, int b) const {
   return p2p ? LinkClass::GpuP2P : LinkClass::GpuStaged;
 }
 
+namespace {
+// The best of `items` (better(best so far, candidate)) on one of the rank's NUMA
+// nodes, else the best of all; null where better() takes none.
+template <class T, class Better>
+const T* nearest(const std::vector<T>& items, const std::vector<int>& numa, Better better) {
+  const T* best = nullptr;
+  for (const T& x : items)
+    if (std::find(numa.begin(), numa.end(), x.numa) != numa.end() && better(best, x)) best = &x;
+  if (best) return best;
+  for (const T& x : items)
+    if (better(best, x)) best = &x;
+  return best;
+}
+}  // namespace
+
 const Nic* System::nic_of(int rank) const {
   const Rank& r = ranks.at(size_t(rank));
-  const Host& h = hosts.at(size_t(r.host));
-  const Nic* best = nullptr;
-  auto better = [](const Nic* a, const Nic& b) { return !a || b.speed_mbps > a->speed_mbps; };
-  for (const Nic& n : h.nics)
-    if (std::find(r.numa.begin(), r.numa.end(), n.numa) != r.numa.end() && better(best, n)) best = &n;
-  if (best) return best;
-  for (const Nic& n : h.nics)
-    if (better(best, n)) best = &n;
-  return best;
+  return nearest(hosts.at(size_t(r.host)).nics, r.numa,
+                 [](const Nic* a, const Nic& b) { return !a || b.speed_mbps > a->speed_mbps; });
 }
 
 const RdmaPort* System::rdma_of(int rank) const {
   const Rank& r = ranks.at(size_t(rank));
-  const Host& h = hosts.at(size_t(r.host));
-  const RdmaPort* best = nullptr;
-  auto better = [](const RdmaPort* a, const RdmaPort& b) { return b.active && (!a || b.rate_gbps > a->rate_gbps); };
-  for (const RdmaPort& p : h.rdma)
-    if (std::find(r.numa.begin(), r.numa.end(), p.numa) != r.numa.end() && better(best, p)) best = &p;
-  if (best) return best;
-  for (const RdmaPort& p : h.rdma)
-    if (better(best, p)) best = &p;
-  return best;
+  return nearest(hosts.at(size_t(r.host)).rdma, r.numa,
+                 [](const RdmaPort* a, const RdmaPort& b) { return b.active && (!a || b.rate_gbps > a->rate_gbps); });
 }
 
 System join(const std::vector<System>& parts) {
