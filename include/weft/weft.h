@@ -219,6 +219,9 @@ typedef struct {
   double latency, bandwidth, reduction;
   double measured;   /* seconds per call agreed by online tuning; < 0: not measured */
   int simulated;     /* 1: predicted by simulating the schedule (else its formula) */
+  char choices[48];  /* what the tuner chose inside it for this call, "" if nothing:
+                        hierarchical's algorithm per level (NUMA domain / across a
+                        host's domains / across hosts), e.g. "ring / - / recdoubling" */
 } weftAlgoCandidate_t;
 typedef struct {
   const char* algorithm;   /* what the call runs now (weftCommGetAlgorithm's answer) */

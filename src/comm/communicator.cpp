@@ -907,8 +907,9 @@ Status Communicator::explain_algorithm(const CollArgs& a, weftAlgoExplanation_t*
   out->simulated = e.simulated ? 1 : 0;
   for (const tune::Tuner::Term& t : e.terms) {
     if (out->ncandidates == WEFT_MAX_CANDIDATES) break;
-    out->candidates[out->ncandidates++] = {t.algo->name, t.predicted, t.latency, t.bandwidth, t.reduction,
-                                           t.measured, t.simulated ? 1 : 0};
+    weftAlgoCandidate_t& c = out->candidates[out->ncandidates++];
+    c = {t.algo->name, t.predicted, t.latency, t.bandwidth, t.reduction, t.measured, t.simulated ? 1 : 0, {}};
+    std::snprintf(c.choices, sizeof(c.choices), "%s", t.choices.c_str());
   }
   return Status::Ok();
 }
