@@ -199,7 +199,8 @@ Status Communicator::enqueue(const CollArgs& dev, void* stream) {
     return st;
   }
   if (device_levels_.load(std::memory_order_relaxed) &&
-      ((dev.coll == sched::Coll::AllReduce && dev.op < weftNumOps) || dev.coll == sched::Coll::Broadcast))
+      ((dev.coll == sched::Coll::AllReduce && dev.op < weftNumOps) || dev.coll == sched::Coll::Broadcast ||
+       dev.coll == sched::Coll::AllGather))
     return enqueue_across_hosts(dev, stream);
   return enqueue_staged(dev, stream);
 }
@@ -261,13 +262,33 @@ Status Communicator::split_device_levels(const exec::cuda::Api& d) {
   device_cross_ = std::move(cross);
   device_levels_.store(true, std::memory_order_release);
   WEFT_INFO(TRANSPORT,
-            "rank %d: device all-reduces and broadcasts across hosts: cuda_p2p within each host of %d ranks, staged "
-            "across the %d hosts",
+            "rank %d: device all-reduces, broadcasts and all-gathers across hosts: cuda_p2p within each host of %d "
+            "ranks, staged across the %d hosts",
             rank_, L, nranks_ / L);
   return Status::Ok();
 }
 
 Status Communicator::enqueue_across_hosts(const CollArgs& dev, void* stream) {
+  if (dev.coll == sched::Coll::AllGather) {
+    if (dev.count == 0) return Status::Ok();
+    // Each rank's block crosses the network once per host: the ranks of one local
+    // rank gather theirs (staged) into M blocks of the receive buffer that do not
+    // hold this rank's own (the in-place input), then each host's ranks swap
+    // those over cuda_p2p into rank order.
+    const size_t esize = reduce::dtype_size(dev.dtype), c = dev.count;
+    const int L = local_size_, M = nranks_ / L;
+    const int start = rank_ + 1 + M <= nranks_ ? rank_ + 1 : rank_ - M;
+    auto* temp = static_cast<unsigned char*>(dev.recv) + static_cast<size_t>(start) * c * esize;
+    Status st = device_cross_->enqueue(CollArgs{sched::Coll::AllGather, dev.send, temp, c, dev.dtype}, stream);
+    if (st.ok())
+      st = p2p_gather_by_host(device_local_->p2p_, temp, dev.recv, c, dev.dtype, M,
+                              static_cast<exec::cuda::Stream>(stream));
+    if (!st.ok()) {
+      device_local_->fail(st);
+      fail(st);
+    }
+    return st;
+  }
   if (dev.coll == sched::Coll::Broadcast) {
     // The root's local rank on every host gets it across hosts (staged), then
     // each host's ranks from that one over cuda_p2p.

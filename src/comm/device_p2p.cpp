@@ -148,6 +148,30 @@ Status reduce_to_root(Group& g, const CollArgs& c, exec::cuda::Stream s) {
 
 }  // namespace
 
+Status p2p_gather_by_host(Group& g, const void* in, void* out, size_t count, weftDataType_t dtype, int blocks,
+                          exec::cuda::Stream s) {
+  return g.call("allgather across hosts", s, [&]() -> Status {
+    const size_t esize = reduce::dtype_size(dtype), nb = static_cast<size_t>(blocks);
+    const size_t n = static_cast<size_t>(g.nranks());
+    const size_t per = std::max<size_t>(1, g.buffer_bytes() / esize / nb);
+    const auto* src = static_cast<const unsigned char*>(in);
+    auto* dst = static_cast<unsigned char*>(out);
+    // Rounds over each block's elements: piece j of the round at j * m in the buffer.
+    for (size_t first = 0; first < count; first += per) {
+      const size_t m = std::min(per, count - first);
+      const int which = g.next_buffer();
+      for (size_t j = 0; j < nb; ++j)
+        WEFT_TRY(g.copy(g.buffer(g.rank(), which) + j * m * esize, src + (j * count + first) * esize, m * esize, s));
+      WEFT_TRY(g.barrier(s));
+      for (size_t p = 0; p < n; ++p)
+        for (size_t j = 0; j < nb; ++j)
+          WEFT_TRY(g.copy(dst + ((j * n + p) * count + first) * esize, g.buffer(static_cast<int>(p), which) + j * m * esize,
+                          m * esize, s));
+    }
+    return Status::Ok();
+  });
+}
+
 bool p2p_serves(const CollArgs& a) {
   const bool coll = a.coll == sched::Coll::AllReduce || a.coll == sched::Coll::AllGather ||
                     a.coll == sched::Coll::ReduceScatter || a.coll == sched::Coll::Broadcast ||

@@ -21,4 +21,11 @@ bool p2p_serves(const CollArgs& a);
 // Enqueues the call on the stream over the group.
 Status p2p_collective(transport::cuda_p2p::Group& g, const CollArgs& a, exec::cuda::Stream s);
 
+// The second half of an all-gather across hosts: each of the group's ranks
+// (local rank p of its host) holds `blocks` blocks of `count` elements at `in`,
+// block j being the block of rank j * nranks + p of the whole job; every rank
+// puts block j of rank p at out + (j * nranks + p) * count elements.
+Status p2p_gather_by_host(transport::cuda_p2p::Group& g, const void* in, void* out, size_t count,
+                          weftDataType_t dtype, int blocks, exec::cuda::Stream s);
+
 }  // namespace weft
