@@ -200,7 +200,7 @@ Status Communicator::enqueue(const CollArgs& dev, void* stream) {
   }
   if (device_levels_.load(std::memory_order_relaxed) &&
       ((dev.coll == sched::Coll::AllReduce && dev.op < weftNumOps) || dev.coll == sched::Coll::Broadcast ||
-       dev.coll == sched::Coll::AllGather))
+       dev.coll == sched::Coll::AllGather || (dev.coll == sched::Coll::ReduceScatter && dev.op < weftNumOps)))
     return enqueue_across_hosts(dev, stream);
   return enqueue_staged(dev, stream);
 }
@@ -262,8 +262,8 @@ Status Communicator::split_device_levels(const exec::cuda::Api& d) {
   device_cross_ = std::move(cross);
   device_levels_.store(true, std::memory_order_release);
   WEFT_INFO(TRANSPORT,
-            "rank %d: device all-reduces, broadcasts and all-gathers across hosts: cuda_p2p within each host of %d "
-            "ranks, staged across the %d hosts",
+            "rank %d: device all-reduces, broadcasts, all-gathers and reduce-scatters across hosts: cuda_p2p within "
+            "each host of %d ranks, staged across the %d hosts",
             rank_, L, nranks_ / L);
   return Status::Ok();
 }
@@ -287,6 +287,33 @@ Status Communicator::enqueue_across_hosts(const CollArgs& dev, void* stream) {
       device_local_->fail(st);
       fail(st);
     }
+    return st;
+  }
+  if (dev.coll == sched::Coll::ReduceScatter) {
+    // Per round of each block's elements: the host's ranks reduce the blocks of
+    // the ranks of this rank's local rank over cuda_p2p, then those ranks
+    // reduce-scatter the results across hosts (staged). Avg sums all the way and
+    // divides once at the end.
+    const size_t esize = reduce::dtype_size(dev.dtype), c = dev.count;
+    const int M = nranks_ / local_size_;
+    const weftRedOp_t op = dev.op == weftAvg ? weftSum : dev.op;
+    const size_t per = p2p_round_elems(device_local_->p2p_, dev.dtype, nranks_);
+    Status st;
+    for (size_t first = 0; first < c && st.ok(); first += per) {
+      const size_t m = std::min(per, c - first);
+      void* sums = nullptr;
+      st = p2p_reduce_by_host(device_local_->p2p_, dev.send, c, dev.dtype, op, M, first, m,
+                              static_cast<exec::cuda::Stream>(stream), &sums);
+      if (!st.ok()) device_local_->fail(st);
+      if (st.ok())
+        st = device_cross_->enqueue(
+            CollArgs{sched::Coll::ReduceScatter, sums, static_cast<unsigned char*>(dev.recv) + first * esize, m,
+                     dev.dtype, op},
+            stream);
+    }
+    if (st.ok() && dev.op == weftAvg && c > 0)
+      st = divide_on_stream(*exec::cuda::api(), dev.recv, c, dev.dtype, nranks_, static_cast<exec::cuda::Stream>(stream));
+    if (!st.ok()) fail(st);
     return st;
   }
   if (dev.coll == sched::Coll::Broadcast) {

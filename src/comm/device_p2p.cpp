@@ -172,6 +172,33 @@ Status p2p_gather_by_host(Group& g, const void* in, void* out, size_t count, wef
   });
 }
 
+size_t p2p_round_elems(const Group& g, weftDataType_t dtype, int blocks_in) {
+  const size_t esize = reduce::dtype_size(dtype), align = std::max<size_t>(1, 256 / esize);
+  return std::max<size_t>(align, g.buffer_bytes() / esize / static_cast<size_t>(blocks_in) / align * align);
+}
+
+// The sums go into the buffer the round does not use: the peers finished reading
+// it in the last round (they passed this round's barrier), and the next round
+// writes it only after the stream has read the sums (stream order).
+Status p2p_reduce_by_host(Group& g, const void* in, size_t count, weftDataType_t dtype, weftRedOp_t op, int blocks,
+                          size_t first, size_t m, exec::cuda::Stream s, void** sums) {
+  return g.call("reducescatter across hosts", s, [&]() -> Status {
+    const size_t esize = reduce::dtype_size(dtype), n = static_cast<size_t>(g.nranks());
+    const size_t me = static_cast<size_t>(g.rank()), all = n * static_cast<size_t>(blocks);
+    const auto* src = static_cast<const unsigned char*>(in);
+    const int which = g.next_buffer();
+    for (size_t b = 0; b < all; ++b)
+      WEFT_TRY(g.copy(g.buffer(g.rank(), which) + b * m * esize, src + (b * count + first) * esize, m * esize, s));
+    WEFT_TRY(g.barrier(s));
+    unsigned char* out = g.buffer(g.rank(), 1 - which);
+    const CollArgs how{sched::Coll::ReduceScatter, nullptr, nullptr, m, dtype, op};
+    for (size_t j = 0; j < static_cast<size_t>(blocks); ++j)
+      WEFT_TRY(reduce_from_all(g, out + j * m * esize, (j * n + me) * m * esize, m, how, which, s));
+    *sums = out;
+    return Status::Ok();
+  });
+}
+
 bool p2p_serves(const CollArgs& a) {
   const bool coll = a.coll == sched::Coll::AllReduce || a.coll == sched::Coll::AllGather ||
                     a.coll == sched::Coll::ReduceScatter || a.coll == sched::Coll::Broadcast ||

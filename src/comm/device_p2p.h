@@ -28,4 +28,14 @@ Status p2p_collective(transport::cuda_p2p::Group& g, const CollArgs& a, exec::cu
 Status p2p_gather_by_host(transport::cuda_p2p::Group& g, const void* in, void* out, size_t count,
                           weftDataType_t dtype, int blocks, exec::cuda::Stream s);
 
+// The first half of a reduce-scatter across hosts, one round: elements
+// [first, first + m) of every block of `in` (the rank's nranks * group-size
+// blocks of `count`) go through the group, and *sums gets, in device memory the
+// stream keeps for the rest of the round, piece j = the group's reduction by `op`
+// (a built-in op but avg) of block j * group-size + (this rank) for j < blocks,
+// each m elements. The round's largest m: p2p_round_elems.
+Status p2p_reduce_by_host(transport::cuda_p2p::Group& g, const void* in, size_t count, weftDataType_t dtype,
+                          weftRedOp_t op, int blocks, size_t first, size_t m, exec::cuda::Stream s, void** sums);
+size_t p2p_round_elems(const transport::cuda_p2p::Group& g, weftDataType_t dtype, int blocks_in);
+
 }  // namespace weft
