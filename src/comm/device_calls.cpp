@@ -200,7 +200,8 @@ Status Communicator::enqueue(const CollArgs& dev, void* stream) {
   }
   if (device_levels_.load(std::memory_order_relaxed) &&
       ((dev.coll == sched::Coll::AllReduce && dev.op < weftNumOps) || dev.coll == sched::Coll::Broadcast ||
-       dev.coll == sched::Coll::AllGather || (dev.coll == sched::Coll::ReduceScatter && dev.op < weftNumOps)))
+       dev.coll == sched::Coll::AllGather ||
+       ((dev.coll == sched::Coll::ReduceScatter || dev.coll == sched::Coll::Reduce) && dev.op < weftNumOps)))
     return enqueue_across_hosts(dev, stream);
   return enqueue_staged(dev, stream);
 }
@@ -262,8 +263,8 @@ Status Communicator::split_device_levels(const exec::cuda::Api& d) {
   device_cross_ = std::move(cross);
   device_levels_.store(true, std::memory_order_release);
   WEFT_INFO(TRANSPORT,
-            "rank %d: device all-reduces, broadcasts, all-gathers and reduce-scatters across hosts: cuda_p2p within "
-            "each host of %d ranks, staged across the %d hosts",
+            "rank %d: device all-reduces, broadcasts, reduces, all-gathers and reduce-scatters across hosts: cuda_p2p "
+            "within each host of %d ranks, staged across the %d hosts",
             rank_, L, nranks_ / L);
   return Status::Ok();
 }
@@ -312,6 +313,34 @@ Status Communicator::enqueue_across_hosts(const CollArgs& dev, void* stream) {
             stream);
     }
     if (st.ok() && dev.op == weftAvg && c > 0)
+      st = divide_on_stream(*exec::cuda::api(), dev.recv, c, dev.dtype, nranks_, static_cast<exec::cuda::Stream>(stream));
+    if (!st.ok()) fail(st);
+    return st;
+  }
+  if (dev.coll == sched::Coll::Reduce) {
+    // Per round: each host's ranks reduce over cuda_p2p onto the root's local
+    // rank, and those reduce across hosts (staged) onto the root. Avg sums all
+    // the way; the root divides at the end.
+    const size_t esize = reduce::dtype_size(dev.dtype), c = dev.count;
+    const int root_host = dev.root / local_size_, root_local = dev.root % local_size_;
+    const weftRedOp_t op = dev.op == weftAvg ? weftSum : dev.op;
+    const size_t per = p2p_round_elems(device_local_->p2p_, dev.dtype, 1);
+    const bool crosses = device_local_->rank() == root_local;
+    Status st;
+    for (size_t first = 0; first < c && st.ok(); first += per) {
+      const size_t m = std::min(per, c - first);
+      void* sums = nullptr;
+      st = p2p_reduce_for_host(device_local_->p2p_, dev.send, dev.dtype, op, root_local, first, m,
+                               static_cast<exec::cuda::Stream>(stream), &sums);
+      if (!st.ok()) device_local_->fail(st);
+      if (st.ok() && crosses)
+        st = device_cross_->enqueue(CollArgs{sched::Coll::Reduce, sums,
+                                             rank_ == dev.root ? static_cast<unsigned char*>(dev.recv) + first * esize
+                                                               : nullptr,
+                                             m, dev.dtype, op, root_host},
+                                    stream);
+    }
+    if (st.ok() && dev.op == weftAvg && rank_ == dev.root && c > 0)
       st = divide_on_stream(*exec::cuda::api(), dev.recv, c, dev.dtype, nranks_, static_cast<exec::cuda::Stream>(stream));
     if (!st.ok()) fail(st);
     return st;

@@ -199,6 +199,19 @@ Status p2p_reduce_by_host(Group& g, const void* in, size_t count, weftDataType_t
   });
 }
 
+Status p2p_reduce_for_host(Group& g, const void* in, weftDataType_t dtype, weftRedOp_t op, int root, size_t first,
+                           size_t m, exec::cuda::Stream s, void** sums) {
+  return g.call("reduce across hosts", s, [&]() -> Status {
+    const size_t esize = reduce::dtype_size(dtype);
+    const int which = g.next_buffer();
+    WEFT_TRY(g.copy(g.buffer(g.rank(), which), static_cast<const unsigned char*>(in) + first * esize, m * esize, s));
+    WEFT_TRY(g.barrier(s));
+    *sums = g.buffer(g.rank(), 1 - which);  // as p2p_reduce_by_host's
+    if (g.rank() != root) return Status::Ok();
+    return reduce_from_all(g, *sums, 0, m, CollArgs{sched::Coll::Reduce, nullptr, nullptr, m, dtype, op}, which, s);
+  });
+}
+
 bool p2p_serves(const CollArgs& a) {
   const bool coll = a.coll == sched::Coll::AllReduce || a.coll == sched::Coll::AllGather ||
                     a.coll == sched::Coll::ReduceScatter || a.coll == sched::Coll::Broadcast ||

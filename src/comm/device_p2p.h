@@ -36,6 +36,11 @@ Status p2p_gather_by_host(transport::cuda_p2p::Group& g, const void* in, void* o
 // each m elements. The round's largest m: p2p_round_elems.
 Status p2p_reduce_by_host(transport::cuda_p2p::Group& g, const void* in, size_t count, weftDataType_t dtype,
                           weftRedOp_t op, int blocks, size_t first, size_t m, exec::cuda::Stream s, void** sums);
+// The first half of a reduce across hosts, one round: elements [first, first + m)
+// of `in` go through the group, and the group's rank `root` gets in *sums (device
+// memory the stream keeps for the rest of the round) their reduction by `op`.
+Status p2p_reduce_for_host(transport::cuda_p2p::Group& g, const void* in, weftDataType_t dtype, weftRedOp_t op,
+                           int root, size_t first, size_t m, exec::cuda::Stream s, void** sums);
 size_t p2p_round_elems(const transport::cuda_p2p::Group& g, weftDataType_t dtype, int blocks_in);
 
 }  // namespace weft
