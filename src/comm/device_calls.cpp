@@ -200,7 +200,7 @@ Status Communicator::enqueue(const CollArgs& dev, void* stream) {
   }
   if (device_levels_.load(std::memory_order_relaxed) &&
       ((dev.coll == sched::Coll::AllReduce && dev.op < weftNumOps) || dev.coll == sched::Coll::Broadcast ||
-       dev.coll == sched::Coll::AllGather ||
+       dev.coll == sched::Coll::AllGather || dev.coll == sched::Coll::AllToAll ||
        ((dev.coll == sched::Coll::ReduceScatter || dev.coll == sched::Coll::Reduce) && dev.op < weftNumOps)))
     return enqueue_across_hosts(dev, stream);
   return enqueue_staged(dev, stream);
@@ -263,8 +263,8 @@ Status Communicator::split_device_levels(const exec::cuda::Api& d) {
   device_cross_ = std::move(cross);
   device_levels_.store(true, std::memory_order_release);
   WEFT_INFO(TRANSPORT,
-            "rank %d: device all-reduces, broadcasts, reduces, all-gathers and reduce-scatters across hosts: cuda_p2p "
-            "within each host of %d ranks, staged across the %d hosts",
+            "rank %d: device collectives across hosts: cuda_p2p within each host of %d ranks, staged across the %d "
+            "hosts",
             rank_, L, nranks_ / L);
   return Status::Ok();
 }
@@ -315,6 +315,23 @@ Status Communicator::enqueue_across_hosts(const CollArgs& dev, void* stream) {
     if (st.ok() && dev.op == weftAvg && c > 0)
       st = divide_on_stream(*exec::cuda::api(), dev.recv, c, dev.dtype, nranks_, static_cast<exec::cuda::Stream>(stream));
     if (!st.ok()) fail(st);
+    return st;
+  }
+  if (dev.coll == sched::Coll::AllToAll) {
+    if (dev.count == 0) return Status::Ok();
+    // The input is host-major: the ranks of one local rank swap, across hosts
+    // (staged), the L blocks each holds for every host, into the receive buffer;
+    // then each host's ranks transpose those over cuda_p2p into their places.
+    const int L = local_size_, M = nranks_ / L;
+    Status st = device_cross_->enqueue(
+        CollArgs{sched::Coll::AllToAll, dev.send, dev.recv, dev.count * static_cast<size_t>(L), dev.dtype}, stream);
+    if (st.ok())
+      st = p2p_transpose_by_host(device_local_->p2p_, dev.recv, dev.count, dev.dtype, M,
+                                 static_cast<exec::cuda::Stream>(stream));
+    if (!st.ok()) {
+      device_local_->fail(st);
+      fail(st);
+    }
     return st;
   }
   if (dev.coll == sched::Coll::Reduce) {

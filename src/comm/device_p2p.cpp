@@ -212,6 +212,31 @@ Status p2p_reduce_for_host(Group& g, const void* in, weftDataType_t dtype, weftR
   });
 }
 
+// Rounds over each block's elements; a round first copies its elements of every
+// block into the rank's buffer, so writing them back in place reads nothing of
+// this round's from `buf`.
+Status p2p_transpose_by_host(Group& g, void* buf, size_t count, weftDataType_t dtype, int blocks,
+                             exec::cuda::Stream s) {
+  return g.call("alltoall across hosts", s, [&]() -> Status {
+    const size_t esize = reduce::dtype_size(dtype), L = static_cast<size_t>(g.nranks());
+    const size_t me = static_cast<size_t>(g.rank()), all = L * static_cast<size_t>(blocks);
+    auto* data = static_cast<unsigned char*>(buf);
+    const size_t per = std::max<size_t>(1, g.buffer_bytes() / esize / all);
+    for (size_t first = 0; first < count; first += per) {
+      const size_t m = std::min(per, count - first);
+      const int which = g.next_buffer();
+      for (size_t b = 0; b < all; ++b)
+        WEFT_TRY(g.copy(g.buffer(g.rank(), which) + b * m * esize, data + (b * count + first) * esize, m * esize, s));
+      WEFT_TRY(g.barrier(s));
+      for (size_t p = 0; p < L; ++p)
+        for (size_t j = 0; j < static_cast<size_t>(blocks); ++j)
+          WEFT_TRY(g.copy(data + ((j * L + p) * count + first) * esize,
+                          g.buffer(static_cast<int>(p), which) + (j * L + me) * m * esize, m * esize, s));
+    }
+    return Status::Ok();
+  });
+}
+
 bool p2p_serves(const CollArgs& a) {
   const bool coll = a.coll == sched::Coll::AllReduce || a.coll == sched::Coll::AllGather ||
                     a.coll == sched::Coll::ReduceScatter || a.coll == sched::Coll::Broadcast ||

@@ -36,6 +36,12 @@ Status p2p_gather_by_host(transport::cuda_p2p::Group& g, const void* in, void* o
 // each m elements. The round's largest m: p2p_round_elems.
 Status p2p_reduce_by_host(transport::cuda_p2p::Group& g, const void* in, size_t count, weftDataType_t dtype,
                           weftRedOp_t op, int blocks, size_t first, size_t m, exec::cuda::Stream s, void** sums);
+// The second half of an all-to-all across hosts, in place in `buf` (the group's
+// size L times `blocks` M blocks of `count`): block (j * L + q) of group rank p
+// goes to block (j * L + p) of group rank q, for every j < M.
+Status p2p_transpose_by_host(transport::cuda_p2p::Group& g, void* buf, size_t count, weftDataType_t dtype,
+                             int blocks, exec::cuda::Stream s);
+
 // The first half of a reduce across hosts, one round: elements [first, first + m)
 // of `in` go through the group, and the group's rank `root` gets in *sums (device
 // memory the stream keeps for the rest of the round) their reduction by `op`.
