@@ -4,8 +4,8 @@
 // then across the node's domains, all-reduce each rank's share across nodes,
 // all-gather back up. Only 1/local_size of the vector crosses the inter-node
 // links per rank, and 1/domain_size the links between domains. Each level runs
-// the algorithm BuildArgs::levels names; the tuner builds the combination it
-// predicts fastest for the call (variants).
+// the algorithm BuildArgs::levels names; the tuner picks the combination for the
+// call among its variants (Tuner::tailored).
 #pragma once
 
 #include "algorithms/registry.h"

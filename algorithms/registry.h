@@ -46,7 +46,7 @@ struct Algorithm {
   // where the communicator spans domains, on one node too.
   bool domain_level = false;
   // Where the builder reads choices beyond the call's shape: its variants, of
-  // which the tuner builds the one it predicts fastest (Tuner::tailored).
+  // which the tuner picks one per call (Tuner::tailored).
   VariantsFn variants = nullptr;
   // Those choices in words, for logs and explanations.
   std::string (*describe)(const sched::BuildArgs& args) = nullptr;
