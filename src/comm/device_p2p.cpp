@@ -24,6 +24,30 @@ Status reduce_from_all(Group& g, void* dst, size_t offset, size_t count, const C
   return c.op == weftAvg ? divide_on_stream(g.driver(), dst, count, c.dtype, g.nranks(), s) : Status::Ok();
 }
 
+// Rounds over each block's elements: a round copies its elements of the
+// `in_blocks` blocks of `count` at `in` into the rank's buffer (block b at b * m),
+// and after the barrier, for every group rank p and j < takes, block j * n + p of
+// `out` gets piece piece(j) of p's buffer. `in` may be `out`: a round reads its
+// elements of `in` before it writes them.
+template <class Piece>
+Status regroup(Group& g, const unsigned char* in, unsigned char* out, size_t count, weftDataType_t dtype,
+               size_t in_blocks, size_t takes, Piece piece, exec::cuda::Stream s) {
+  const size_t esize = reduce::dtype_size(dtype), n = static_cast<size_t>(g.nranks());
+  const size_t per = std::max<size_t>(1, g.buffer_bytes() / esize / in_blocks);
+  for (size_t first = 0; first < count; first += per) {
+    const size_t m = std::min(per, count - first);
+    const int which = g.next_buffer();
+    for (size_t b = 0; b < in_blocks; ++b)
+      WEFT_TRY(g.copy(g.buffer(g.rank(), which) + b * m * esize, in + (b * count + first) * esize, m * esize, s));
+    WEFT_TRY(g.barrier(s));
+    for (size_t p = 0; p < n; ++p)
+      for (size_t j = 0; j < takes; ++j)
+        WEFT_TRY(g.copy(out + ((j * n + p) * count + first) * esize,
+                        g.buffer(static_cast<int>(p), which) + piece(j) * m * esize, m * esize, s));
+  }
+  return Status::Ok();
+}
+
 // Rounds of up to one buffer. One-shot: every rank reduces the whole round from
 // every buffer. Two-shot: rank r reduces slice r in place in its own buffer,
 // and after a second barrier every rank copies each slice from its owner.
@@ -151,24 +175,9 @@ Status reduce_to_root(Group& g, const CollArgs& c, exec::cuda::Stream s) {
 Status p2p_gather_by_host(Group& g, const void* in, void* out, size_t count, weftDataType_t dtype, int blocks,
                           exec::cuda::Stream s) {
   return g.call("allgather across hosts", s, [&]() -> Status {
-    const size_t esize = reduce::dtype_size(dtype), nb = static_cast<size_t>(blocks);
-    const size_t n = static_cast<size_t>(g.nranks());
-    const size_t per = std::max<size_t>(1, g.buffer_bytes() / esize / nb);
-    const auto* src = static_cast<const unsigned char*>(in);
-    auto* dst = static_cast<unsigned char*>(out);
-    // Rounds over each block's elements: piece j of the round at j * m in the buffer.
-    for (size_t first = 0; first < count; first += per) {
-      const size_t m = std::min(per, count - first);
-      const int which = g.next_buffer();
-      for (size_t j = 0; j < nb; ++j)
-        WEFT_TRY(g.copy(g.buffer(g.rank(), which) + j * m * esize, src + (j * count + first) * esize, m * esize, s));
-      WEFT_TRY(g.barrier(s));
-      for (size_t p = 0; p < n; ++p)
-        for (size_t j = 0; j < nb; ++j)
-          WEFT_TRY(g.copy(dst + ((j * n + p) * count + first) * esize, g.buffer(static_cast<int>(p), which) + j * m * esize,
-                          m * esize, s));
-    }
-    return Status::Ok();
+    const auto nb = static_cast<size_t>(blocks);
+    return regroup(g, static_cast<const unsigned char*>(in), static_cast<unsigned char*>(out), count, dtype, nb, nb,
+                   [](size_t j) { return j; }, s);
   });
 }
 
@@ -212,28 +221,13 @@ Status p2p_reduce_for_host(Group& g, const void* in, weftDataType_t dtype, weftR
   });
 }
 
-// Rounds over each block's elements; a round first copies its elements of every
-// block into the rank's buffer, so writing them back in place reads nothing of
-// this round's from `buf`.
 Status p2p_transpose_by_host(Group& g, void* buf, size_t count, weftDataType_t dtype, int blocks,
                              exec::cuda::Stream s) {
   return g.call("alltoall across hosts", s, [&]() -> Status {
-    const size_t esize = reduce::dtype_size(dtype), L = static_cast<size_t>(g.nranks());
-    const size_t me = static_cast<size_t>(g.rank()), all = L * static_cast<size_t>(blocks);
+    const size_t L = static_cast<size_t>(g.nranks()), me = static_cast<size_t>(g.rank());
     auto* data = static_cast<unsigned char*>(buf);
-    const size_t per = std::max<size_t>(1, g.buffer_bytes() / esize / all);
-    for (size_t first = 0; first < count; first += per) {
-      const size_t m = std::min(per, count - first);
-      const int which = g.next_buffer();
-      for (size_t b = 0; b < all; ++b)
-        WEFT_TRY(g.copy(g.buffer(g.rank(), which) + b * m * esize, data + (b * count + first) * esize, m * esize, s));
-      WEFT_TRY(g.barrier(s));
-      for (size_t p = 0; p < L; ++p)
-        for (size_t j = 0; j < static_cast<size_t>(blocks); ++j)
-          WEFT_TRY(g.copy(data + ((j * L + p) * count + first) * esize,
-                          g.buffer(static_cast<int>(p), which) + (j * L + me) * m * esize, m * esize, s));
-    }
-    return Status::Ok();
+    const auto nb = static_cast<size_t>(blocks);
+    return regroup(g, data, data, count, dtype, L * nb, nb, [&](size_t j) { return j * L + me; }, s);
   });
 }
 
