@@ -171,11 +171,9 @@ class Communicator final : public exec::Health {
   // hierarchical device all-reduce (below), kept where every host's ranks agreed
   // on cuda_p2p among themselves.
   Status split_device_levels(const exec::cuda::Api& d);
-  // A device all-reduce across hosts, all on the stream: reduce-scatter over
-  // cuda_p2p within the host, each slice all-reduced (staged) among the ranks of
-  // the same local rank across hosts, all-gather over cuda_p2p; the elements
-  // past the last whole slice staged on this communicator. A broadcast: staged
-  // among the ranks of the root's local rank, then over cuda_p2p on each host.
+  // A device collective across hosts (comm/device_levels.cpp): cuda_p2p within
+  // each host, staged across hosts among the ranks of one local rank, all on the
+  // stream; a failure fails the communicator.
   Status enqueue_across_hosts(const CollArgs& dev, void* stream);
   // A call on device memory through pinned host memory.
   Status enqueue_staged(const CollArgs& dev, void* stream);

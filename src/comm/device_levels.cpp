@@ -1,0 +1,187 @@
+// Device collectives of a communicator spanning hosts (Communicator::
+// split_device_levels): each goes over cuda_p2p within every host (the `local`
+// level) and is staged only for what crosses hosts, among the ranks of one local
+// rank (the `cross` level), all on the caller's stream. Ranks are host-major:
+// rank = host * L + local rank, M hosts. Levels sum all the way; an average
+// divides once, at the end, by every rank's count.
+#include <algorithm>
+
+#include "base/log.h"
+#include "comm/communicator.h"
+#include "comm/device_kernels.h"
+#include "comm/device_p2p.h"
+
+namespace weft {
+namespace {
+
+using sched::Coll;
+
+struct Levels {
+  Communicator& local;
+  Communicator& cross;
+  transport::cuda_p2p::Group& p2p;  // local's
+  int rank, nranks, L, M;
+  void* stream;
+  exec::cuda::Stream s() const { return static_cast<exec::cuda::Stream>(stream); }
+};
+
+weftRedOp_t summing(weftRedOp_t op) { return op == weftAvg ? weftSum : op; }
+
+Status divide_if_avg(const Levels& v, const CollArgs& dev, void* at, size_t count) {
+  return dev.op == weftAvg && count > 0 ? divide_on_stream(*exec::cuda::api(), at, count, dev.dtype, v.nranks, v.s())
+                                        : Status::Ok();
+}
+
+// The elements [0, L * (count / L)): reduce-scatter within the host into this
+// rank's slice of the receive buffer, all-reduce the slice across hosts,
+// all-gather within the host. The rest is the caller's.
+Status all_reduce(const Levels& v, const CollArgs& dev) {
+  const size_t esize = reduce::dtype_size(dev.dtype), chunk = dev.count / static_cast<size_t>(v.L);
+  if (chunk == 0) return Status::Ok();
+  const weftRedOp_t op = summing(dev.op);
+  unsigned char* mine = static_cast<unsigned char*>(dev.recv) + static_cast<size_t>(v.local.rank()) * chunk * esize;
+  WEFT_TRY(v.local.enqueue(CollArgs{Coll::ReduceScatter, dev.send, mine, chunk, dev.dtype, op}, v.stream));
+  WEFT_TRY(v.cross.enqueue(CollArgs{Coll::AllReduce, mine, mine, chunk, dev.dtype, op}, v.stream));
+  WEFT_TRY(divide_if_avg(v, dev, mine, chunk));
+  return v.local.enqueue(CollArgs{Coll::AllGather, mine, dev.recv, chunk, dev.dtype}, v.stream);
+}
+
+// To the root's local rank on every host across hosts, then within each host from it.
+Status broadcast(const Levels& v, const CollArgs& dev) {
+  const int root_host = dev.root / v.L, root_local = dev.root % v.L;
+  if (v.local.rank() == root_local)
+    WEFT_TRY(v.cross.enqueue(CollArgs{Coll::Broadcast, dev.send, dev.recv, dev.count, dev.dtype, weftSum, root_host},
+                             v.stream));
+  return v.local.enqueue(CollArgs{Coll::Broadcast, dev.recv, dev.recv, dev.count, dev.dtype, weftSum, root_local},
+                         v.stream);
+}
+
+// Per round: onto the root's local rank within each host, then across hosts onto the root.
+Status reduce_to_root(const Levels& v, const CollArgs& dev) {
+  const size_t esize = reduce::dtype_size(dev.dtype), c = dev.count;
+  const int root_host = dev.root / v.L, root_local = dev.root % v.L;
+  const size_t per = p2p_round_elems(v.p2p, dev.dtype, 1);
+  for (size_t first = 0; first < c; first += per) {
+    const size_t m = std::min(per, c - first);
+    void* sums = nullptr;
+    WEFT_TRY(p2p_reduce_for_host(v.p2p, dev.send, dev.dtype, summing(dev.op), root_local, first, m, v.s(), &sums));
+    if (v.local.rank() != root_local) continue;
+    void* to = v.rank == dev.root ? static_cast<unsigned char*>(dev.recv) + first * esize : nullptr;
+    WEFT_TRY(v.cross.enqueue(CollArgs{Coll::Reduce, sums, to, m, dev.dtype, summing(dev.op), root_host}, v.stream));
+  }
+  return v.rank == dev.root ? divide_if_avg(v, dev, dev.recv, c) : Status::Ok();
+}
+
+// Each rank's block crosses the network once per host: the ranks of one local
+// rank gather theirs into M blocks of the receive buffer that do not hold this
+// rank's own (the in-place input), then each host's ranks swap those into rank
+// order.
+Status all_gather(const Levels& v, const CollArgs& dev) {
+  const size_t esize = reduce::dtype_size(dev.dtype);
+  const int start = v.rank + 1 + v.M <= v.nranks ? v.rank + 1 : v.rank - v.M;
+  auto* temp = static_cast<unsigned char*>(dev.recv) + static_cast<size_t>(start) * dev.count * esize;
+  WEFT_TRY(v.cross.enqueue(CollArgs{Coll::AllGather, dev.send, temp, dev.count, dev.dtype}, v.stream));
+  return p2p_gather_by_host(v.p2p, temp, dev.recv, dev.count, dev.dtype, v.M, v.s());
+}
+
+// Per round of each block's elements: the host's ranks reduce the blocks of the
+// ranks of this rank's local rank, then those ranks reduce-scatter the results
+// across hosts.
+Status reduce_scatter(const Levels& v, const CollArgs& dev) {
+  const size_t esize = reduce::dtype_size(dev.dtype), c = dev.count;
+  const size_t per = p2p_round_elems(v.p2p, dev.dtype, v.nranks);
+  for (size_t first = 0; first < c; first += per) {
+    const size_t m = std::min(per, c - first);
+    void* sums = nullptr;
+    WEFT_TRY(p2p_reduce_by_host(v.p2p, dev.send, c, dev.dtype, summing(dev.op), v.M, first, m, v.s(), &sums));
+    WEFT_TRY(v.cross.enqueue(CollArgs{Coll::ReduceScatter, sums, static_cast<unsigned char*>(dev.recv) + first * esize,
+                                      m, dev.dtype, summing(dev.op)},
+                             v.stream));
+  }
+  return divide_if_avg(v, dev, dev.recv, c);
+}
+
+// The input is host-major: the ranks of one local rank swap, across hosts, the L
+// blocks each holds for every host into the receive buffer; then each host's
+// ranks transpose those into their places.
+Status all_to_all(const Levels& v, const CollArgs& dev) {
+  WEFT_TRY(v.cross.enqueue(CollArgs{Coll::AllToAll, dev.send, dev.recv, dev.count * static_cast<size_t>(v.L), dev.dtype},
+                           v.stream));
+  return p2p_transpose_by_host(v.p2p, dev.recv, dev.count, dev.dtype, v.M, v.s());
+}
+
+}  // namespace
+
+Status Communicator::split_device_levels(const exec::cuda::Api& d) {
+  // Hosts of equal size holding consecutive ranks (local_size_), more than one
+  // rank each. Every rank decides alike (local_size_ comes from every rank's
+  // card); WEFT_P2P_DISABLE, which may differ, acts in the hosts' own choice below.
+  const int L = local_size_;
+  if (L <= 1 || L >= nranks_) return Status::Ok();
+  weftConfig_t config = WEFT_CONFIG_INITIALIZER;
+  config.timeoutMs = static_cast<int>(std::min<int64_t>(timeout_ms_, INT32_MAX));
+  auto make = [&](int color, std::unique_ptr<Communicator>* out) -> Status {
+    boot::UniqueId id;
+    int n = 0, r = 0;
+    Lineage lineage;
+    std::unique_ptr<boot::Bootstrap> boot;
+    WEFT_TRY(split(color, rank_, &id, &n, &r, &lineage, &boot));
+    return create(id, n, r, &config, out, lineage, std::move(boot));
+  };
+  std::unique_ptr<Communicator> local, cross;
+  WEFT_TRY(make(rank_ / L, &local));
+  WEFT_TRY(make(rank_ % L, &cross));
+  WEFT_TRY(local->choose_device_path(d));
+  // Every host's ranks must reach each other; else every call stays staged.
+  uint8_t mine = local->p2p_.active() ? 1 : 0;
+  std::vector<uint8_t> all(static_cast<size_t>(nranks_));
+  WEFT_TRY(run(CollArgs{Coll::AllGather, &mine, all.data(), 1, weftUint8}));
+  const auto without = std::find(all.begin(), all.end(), uint8_t{0});
+  if (without != all.end()) {
+    WEFT_INFO(TRANSPORT, "rank %d: device calls staged across hosts: rank %d's host cannot use cuda_p2p",
+              rank_, static_cast<int>(without - all.begin()));
+    return Status::Ok();
+  }
+  device_local_ = std::move(local);
+  device_cross_ = std::move(cross);
+  device_levels_.store(true, std::memory_order_release);
+  WEFT_INFO(TRANSPORT,
+            "rank %d: device collectives across hosts: cuda_p2p within each host of %d ranks, staged across the %d "
+            "hosts",
+            rank_, L, nranks_ / L);
+  return Status::Ok();
+}
+
+Status Communicator::enqueue_across_hosts(const CollArgs& dev, void* stream) {
+  const Levels v{*device_local_, *device_cross_, device_local_->p2p_, rank_, nranks_, local_size_,
+                 nranks_ / local_size_, stream};
+  if (dev.count == 0) return Status::Ok();
+  Status st;
+  switch (dev.coll) {
+    case Coll::AllReduce: {
+      st = all_reduce(v, dev);
+      // The elements past the last whole slice, staged on this communicator.
+      const size_t esize = reduce::dtype_size(dev.dtype);
+      const size_t whole = dev.count / static_cast<size_t>(local_size_) * static_cast<size_t>(local_size_);
+      if (st.ok() && whole < dev.count) {
+        CollArgs tail = dev;
+        tail.send = static_cast<const unsigned char*>(dev.send) + whole * esize;
+        tail.recv = static_cast<unsigned char*>(dev.recv) + whole * esize;
+        tail.count = dev.count - whole;
+        st = enqueue_staged(tail, stream);
+      }
+      break;
+    }
+    case Coll::Broadcast: st = broadcast(v, dev); break;
+    case Coll::Reduce: st = reduce_to_root(v, dev); break;
+    case Coll::AllGather: st = all_gather(v, dev); break;
+    case Coll::ReduceScatter: st = reduce_scatter(v, dev); break;
+    case Coll::AllToAll: st = all_to_all(v, dev); break;
+  }
+  // Part of the call may be on the stream, out of step with the peers': the
+  // communicator fails, and with it both levels.
+  if (!st.ok()) fail(st);
+  return st;
+}
+
+}  // namespace weft
