@@ -155,10 +155,10 @@ const Tuner::Variant& Tuner::best_variant(const algo::Algorithm& a, const sched:
   if (variants_.size() >= 4096) variants_.clear();
   // The first variant that can run (rings wherever not forced) is the default;
   // another replaces it only where predicted below kVariantGain times its time.
-  Variant first{args, 1e30}, best{args, 1e30};
+  const std::vector<sched::BuildArgs> all = a.variants(args, forced_levels_);  // never empty
+  Variant first{all.front(), 1e30}, best = first;  // where none can run: the first, refused
   bool found = false;
-  for (const sched::BuildArgs& v : a.variants(args, forced_levels_)) {
-    if (!found) first.args = v;  // what a refused call reports: the first variant
+  for (const sched::BuildArgs& v : all) {
     if (!algo::supports(a, v)) continue;
     const double t = predict_plan(a, v, elem_size);
     if (!found) first = best = {v, t};
