@@ -6,7 +6,7 @@ namespace weft::ib {
 namespace {
 
 constexpr uint32_t kMagic = 0x42495757u;  // "WWIB"
-constexpr uint16_t kVersion = 2;
+constexpr uint16_t kVersion = 3;
 
 // Little-endian writer/reader over a fixed buffer.
 struct Out {
@@ -29,8 +29,8 @@ struct In {
 }  // namespace
 
 // Layout: magic u32, version u16, lid u16, gid[16], gid_index, port, mtu, pad,
-// qpn u32, psn u32, ring_addr u64, ring_rkey u32, ring_slots u32, ring_slot_bytes u32 =
-// 56 bytes; the last 4 of kConnInfoBytes are spare (left as they are).
+// qpn u32, psn u32, ring_addr u64, ring_rkey u32, ring_slots u32, ring_slot_bytes u32,
+// ring_context u32 = 60 bytes.
 void serialize(const ConnInfo& c, uint8_t out[kConnInfoBytes]) {
   Out w{out};
   w.u32(kMagic);
@@ -47,6 +47,7 @@ void serialize(const ConnInfo& c, uint8_t out[kConnInfoBytes]) {
   w.u32(c.ring_rkey);
   w.u32(c.ring_slots);
   w.u32(c.ring_slot_bytes);
+  w.u32(c.ring_context);
 }
 
 bool parse(const uint8_t in[kConnInfoBytes], ConnInfo* out, std::string* why) {
@@ -70,6 +71,7 @@ bool parse(const uint8_t in[kConnInfoBytes], ConnInfo* out, std::string* why) {
   c.ring_rkey = r.u32();
   c.ring_slots = r.u32();
   c.ring_slot_bytes = r.u32();
+  c.ring_context = r.u32();
   if (c.qpn >= (1u << 24) || c.psn >= (1u << 24)) return *why = "queue pair number or PSN above 24 bits", false;
   if (c.mtu < 1 || c.mtu > 5) return *why = "path MTU code " + std::to_string(c.mtu) + " outside 1..5", false;
   if (c.ring_slots == 0) return *why = "a receive ring without slots", false;

@@ -3,6 +3,8 @@
 // pair number, first packet sequence number, path MTU, and where the peer may
 // RDMA-write (the receive ring) with its key. A fixed little-endian layout with
 // a magic and version, so that a mismatched build is refused, not misread.
+// A communicator sharing its family's queue pair sends the same address with
+// its own ring and context.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +25,7 @@ struct ConnInfo {
   uint32_t ring_rkey = 0;
   uint32_t ring_slots = 0;
   uint32_t ring_slot_bytes = 0;  // header included; a multiple of 64
+  uint32_t ring_context = 0;     // the context index writes to the ring carry
 };
 
 inline constexpr size_t kConnInfoBytes = 60;

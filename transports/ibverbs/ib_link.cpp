@@ -9,72 +9,98 @@ namespace {
 
 constexpr uint32_t kSlotMagic = 0x534c4257u;  // "WBLS"
 constexpr uint32_t kMaxSlots = 4096;
-constexpr uint64_t kCreditWr = ~uint64_t{0};
-constexpr int kStagingBits = 12;  // data wr_id: ticket << 12 | staging index
-constexpr int kPollBatch = 16;
-
-uint64_t data_wr(uint64_t ticket, uint32_t idx) { return (ticket << kStagingBits) | idx; }
 
 }  // namespace
 
-Status IbLink::create(int peer, std::string peer_name, std::unique_ptr<QueuePair> qp,
-                      LinkOptions opts, std::unique_ptr<IbLink>* out) {
+ContextMemory::~ContextMemory() {
+  cache.reset();
+  if (staging_region.handle != nullptr) reg.dereg(staging_region);
+  if (ring_region.handle != nullptr) reg.dereg(ring_region);
+  std::free(ring);
+}
+
+Status IbLink::create(std::shared_ptr<Connection> conn, int peer, LinkOptions opts,
+                      std::unique_ptr<IbLink>* out) {
   if (opts.slots == 0 || opts.slots > kMaxSlots)
     return Error(weftInvalidArgument, "WEFT_IB_SLOTS=%u: must be 1..%u", opts.slots, kMaxSlots);
   if (opts.slot_bytes < 2 * sizeof(SlotHeader) || opts.slot_bytes % 64 != 0)
     return Error(weftInvalidArgument,
                  "WEFT_IB_SLOT_BYTES=%u: must be a multiple of 64 of at least 128", opts.slot_bytes);
-  std::unique_ptr<IbLink> l(new IbLink(peer, std::move(peer_name), std::move(qp), opts));
+  std::unique_ptr<IbLink> l(new IbLink(peer, std::move(conn), opts));
+  ContextMemory& m = *l->mem_;
+  m.reg = l->conn_->queue_pair().registrar();
+  m.cache = std::make_unique<RegCache>(m.reg, opts.reg_cache_bytes);
   size_t ring_bytes = size_t{opts.slots} * opts.slot_bytes;
-  l->ring_ = std::aligned_alloc(4096, (ring_bytes + 4095) / 4096 * 4096);
-  if (l->ring_ == nullptr)
+  m.ring = std::aligned_alloc(4096, (ring_bytes + 4095) / 4096 * 4096);
+  if (m.ring == nullptr)
     return Error(weftSystemError, "ibverbs: cannot allocate a %zu-byte receive ring", ring_bytes);
-  Registrar reg = l->qp_->registrar();
-  WEFT_TRY(reg.reg(reinterpret_cast<uintptr_t>(l->ring_), ring_bytes, &l->ring_region_));
-  l->ring_region_.base = reinterpret_cast<uintptr_t>(l->ring_);
-  l->ring_region_.bytes = ring_bytes;
-  // Every write to us (data or credits) consumes one receive. Credits in
-  // flight are at most `slots` (each returns at least one slot the peer has
-  // not used again), so twice the ring never runs dry.
-  for (uint32_t i = 0; i < 2 * opts.slots; ++i) WEFT_TRY(l->qp_->post_recv(i));
+  WEFT_TRY(m.reg.reg(reinterpret_cast<uintptr_t>(m.ring), ring_bytes, &m.ring_region));
+  m.ring_region.base = reinterpret_cast<uintptr_t>(m.ring);
+  m.ring_region.bytes = ring_bytes;
+  Status st;
+  {
+    std::lock_guard<std::mutex> lock(l->conn_->mu());
+    st = l->conn_->open(l.get(), context_budget(opts), &l->index_);
+  }
+  WEFT_TRY(st);  // unlocked first: `l` may hold the last reference to the connection
   *out = std::move(l);
   return Status::Ok();
 }
 
-IbLink::IbLink(int peer, std::string peer_name, std::unique_ptr<QueuePair> qp, LinkOptions opts)
-    : Link(peer), peer_name_(std::move(peer_name)), qp_(std::move(qp)), opts_(opts),
-      cache_(std::make_unique<RegCache>(qp_->registrar(), opts.reg_cache_bytes)),
-      recv_credits_(opts.slots, opts.credit_batch) {}
+IbLink::IbLink(int peer, std::shared_ptr<Connection> conn, LinkOptions opts)
+    : Link(peer), conn_(std::move(conn)), opts_(opts), mem_(std::make_unique<ContextMemory>()),
+      index_(kMaxContexts), recv_credits_(opts.slots, opts.credit_batch) {}
 
+// The context closes; its memory goes to the connection, which keeps it until
+// neither side can write to or gather from it any more.
 IbLink::~IbLink() {
-  Registrar reg = qp_->registrar();
-  qp_.reset();  // first: nothing may reach the memory deregistered below
-  for (OutMsg& m : out_)
-    if (m.registered) cache_->release(m.region);
-  cache_.reset();
-  if (staging_region_.handle != nullptr) reg.dereg(staging_region_);
-  if (ring_region_.handle != nullptr) reg.dereg(ring_region_);
-  std::free(ring_);
+  if (index_ == kMaxContexts) return;  // never opened
+  std::lock_guard<std::mutex> lock(conn_->mu());
+  uint32_t in_flight = credit_writes_;
+  for (OutMsg& m : out_) {
+    in_flight += m.in_flight;
+    if (m.registered) mem_->cache->release(m.region);
+  }
+  if (announced_ && remote_.slots != 0 && !conn_->failed()) {
+    Status st = conn_->queue_pair().post_write(nullptr, 0, remote_.addr, remote_.rkey,
+                                               make_imm(WriteKind::Close, remote_.context, 0),
+                                               make_wr(index_, WriteKind::Close));
+    if (st.ok())
+      ++in_flight;
+    else
+      conn_->fail(st.code(), "ibverbs: sending the close notice to ", ": " + st.message());
+  }
+  conn_->close(index_, std::move(mem_), in_flight, peer_closed_, announced_);
 }
 
-RemoteRing IbLink::local_ring() const {
-  return {reinterpret_cast<uint64_t>(ring_), ring_region_.rkey, opts_.slots, opts_.slot_bytes};
+RemoteRing IbLink::local_ring() {
+  std::lock_guard<std::mutex> lock(conn_->mu());
+  announced_ = true;
+  return {reinterpret_cast<uint64_t>(mem_->ring), mem_->ring_region.rkey, opts_.slots, opts_.slot_bytes, index_};
 }
 
 Status IbLink::set_remote(const RemoteRing& r) {
+  std::lock_guard<std::mutex> lock(conn_->mu());
   if (r.slots == 0 || r.slots > kMaxSlots || r.slot_bytes < 2 * sizeof(SlotHeader) ||
-      r.slot_bytes % 64 != 0)
-    return Error(weftRemoteError, "ibverbs: peer rank %d (%s) offers a ring of %u slots of %u bytes",
-                 peer(), peer_name_.c_str(), r.slots, r.slot_bytes);
+      r.slot_bytes % 64 != 0 || r.context >= kMaxContexts)
+    return Error(weftRemoteError,
+                 "ibverbs: peer rank %d (%s) offers a ring of %u slots of %u bytes as context %u",
+                 peer(), conn_->peer_name().c_str(), r.slots, r.slot_bytes, r.context);
+  // The receives each side reserved count the other's slots as its own.
+  if (r.slots != opts_.slots)
+    return Error(weftInvalidUsage,
+                 "ibverbs: peer rank %d (%s) has %u ring slots, this rank %u: WEFT_IB_SLOTS must "
+                 "be the same on every rank",
+                 peer(), conn_->peer_name().c_str(), r.slots, opts_.slots);
   remote_ = r;
   send_credits_ = SenderCredits(r.slots);
-  staging_.assign(r.slots, SlotHeader{});
+  ContextMemory& m = *mem_;
+  m.staging.assign(r.slots, SlotHeader{});
   staging_busy_.assign(r.slots, false);
-  Registrar reg = qp_->registrar();
-  WEFT_TRY(reg.reg(reinterpret_cast<uintptr_t>(staging_.data()), staging_.size() * sizeof(SlotHeader),
-                   &staging_region_));
-  staging_region_.base = reinterpret_cast<uintptr_t>(staging_.data());
-  staging_region_.bytes = staging_.size() * sizeof(SlotHeader);
+  WEFT_TRY(m.reg.reg(reinterpret_cast<uintptr_t>(m.staging.data()), m.staging.size() * sizeof(SlotHeader),
+                     &m.staging_region));
+  m.staging_region.base = reinterpret_cast<uintptr_t>(m.staging.data());
+  m.staging_region.bytes = m.staging.size() * sizeof(SlotHeader);
   return Status::Ok();
 }
 
@@ -85,62 +111,61 @@ Status IbLink::fail(Status st) {
 
 // ---- completions ----------------------------------------------------------
 
-Status IbLink::drain() {
-  Completion c[kPollBatch];
-  for (;;) {
-    int got = 0;
-    Status st = qp_->poll(c, kPollBatch, &got);
-    if (!st.ok())
-      return fail(st.prefix("ibverbs: completion queue of the link to peer rank " +
-                            std::to_string(peer()) + " (" + peer_name_ + "): "));
-    for (int i = 0; i < got; ++i) WEFT_TRY(on_completion(c[i]));
-    if (got < kPollBatch) return error_;
+// Drains the queue pair; the first failure, this context's or the queue pair's.
+Status IbLink::check() {
+  if (!error_.ok()) return error_;
+  conn_->drain();
+  if (conn_->failed()) return fail(conn_->fault(peer()));
+  return error_;
+}
+
+void IbLink::on_arrival(WriteKind kind, uint32_t count) {
+  if (!error_.ok()) return;
+  switch (kind) {
+    case WriteKind::Credit: {
+      // The total's low bits; it lies within `slots` below what we used.
+      uint64_t used = send_credits_.used();
+      uint64_t total = (used & ~uint64_t{kCountMask}) | count;
+      if (total > used) total -= uint64_t{1} << kCountBits;
+      if (!send_credits_.on_returned(total))
+        (void)fail(Error(weftRemoteError,
+                         "ibverbs: peer rank %d (%s) returned credits for %llu slots, but only "
+                         "%llu were written",
+                         peer(), conn_->peer_name().c_str(), static_cast<unsigned long long>(total),
+                         static_cast<unsigned long long>(used)));
+      return;
+    }
+    case WriteKind::Data:
+      if (count != (arrived_ & kCountMask)) {
+        (void)fail(Error(weftRemoteError,
+                         "ibverbs: from peer rank %d (%s): slot %u arrived while expecting slot %llu",
+                         peer(), conn_->peer_name().c_str(), count,
+                         static_cast<unsigned long long>(arrived_ & kCountMask)));
+        return;
+      }
+      ++arrived_;
+      return;
+    default:
+      peer_closed_ = true;
+      return;
   }
 }
 
-Status IbLink::on_completion(const Completion& c) {
-  if (c.status != 0) {
-    const char* what = c.kind == Completion::Kind::RecvImm ? "receive from"
-                       : c.wr_id == kCreditWr             ? "credit write to"
-                                                          : "RDMA write to";
-    return fail(Error(weftRemoteError, "ibverbs: %s peer rank %d (%s) failed: %s (status %d)", what,
-                      peer(), peer_name_.c_str(), c.status_str, c.status));
-  }
-  if (c.kind == Completion::Kind::RecvImm) {
-    if (c.imm & kCreditImm) {
-      // The total's low 31 bits; it lies within `slots` below what we used.
-      uint64_t used = send_credits_.used();
-      uint64_t total = (used & ~uint64_t{0x7fffffff}) | (c.imm & 0x7fffffffu);
-      if (total > used) total -= uint64_t{1} << 31;
-      if (!send_credits_.on_returned(total))
-        return fail(Error(weftRemoteError,
-                          "ibverbs: peer rank %d (%s) returned credits for %llu slots, but only "
-                          "%llu were written",
-                          peer(), peer_name_.c_str(), static_cast<unsigned long long>(total),
-                          static_cast<unsigned long long>(used)));
-    } else {
-      if (c.imm != (arrived_ & 0x7fffffffu))
-        return fail(Error(weftRemoteError,
-                          "ibverbs: from peer rank %d (%s): slot %u arrived while expecting slot %llu",
-                          peer(), peer_name_.c_str(), c.imm,
-                          static_cast<unsigned long long>(arrived_ & 0x7fffffffu)));
-      ++arrived_;
-    }
-    return qp_->post_recv(c.wr_id);
-  }
-  if (c.wr_id == kCreditWr) {
+void IbLink::on_written(uint64_t wr_id) {
+  if (wr_kind(wr_id) == WriteKind::Credit) {
     --credit_writes_;
-    return Status::Ok();
+    return;
   }
-  uint64_t ticket = c.wr_id >> kStagingBits;
-  staging_busy_[c.wr_id & ((1u << kStagingBits) - 1)] = false;
+  uint64_t ticket = wr_ticket(wr_id);
+  staging_busy_[wr_staging(wr_id)] = false;
   OutMsg* m = find(ticket);
-  if (m == nullptr || m->in_flight == 0)
-    return fail(Error(weftInternalError, "ibverbs: completion for unknown send %llu to rank %d",
-                      static_cast<unsigned long long>(ticket), peer()));
+  if (m == nullptr || m->in_flight == 0) {
+    (void)fail(Error(weftInternalError, "ibverbs: completion for unknown send %llu to rank %d",
+                     static_cast<unsigned long long>(ticket), peer()));
+    return;
+  }
   --m->in_flight;
   retire_done();
-  return Status::Ok();
 }
 
 IbLink::OutMsg* IbLink::find(uint64_t ticket) {
@@ -152,7 +177,7 @@ IbLink::OutMsg* IbLink::find(uint64_t ticket) {
 // Sends complete in order (one queue pair), so done ones leave from the front.
 void IbLink::retire_done() {
   while (!out_.empty() && out_.front().all_posted && out_.front().in_flight == 0) {
-    if (out_.front().registered) cache_->release(out_.front().region);
+    if (out_.front().registered) mem_->cache->release(out_.front().region);
     out_.pop_front();
   }
 }
@@ -160,9 +185,10 @@ void IbLink::retire_done() {
 // ---- sending --------------------------------------------------------------
 
 uint64_t IbLink::send(const void* data, size_t bytes, uint64_t tag) {
+  std::lock_guard<std::mutex> lock(conn_->mu());
   uint64_t ticket = next_ticket_++;
   out_.push_back({ticket, static_cast<const unsigned char*>(data), bytes, tag, send_seq_++});
-  progress();
+  progress_locked();
   return ticket;
 }
 
@@ -172,7 +198,7 @@ bool IbLink::post_pieces() {
   for (OutMsg& m : out_) {
     if (m.all_posted) continue;
     if (!m.registered && m.bytes > 0) {
-      Status st = cache_->acquire(m.data, m.bytes, &m.region);
+      Status st = mem_->cache->acquire(m.data, m.bytes, &m.region);
       if (!st.ok()) {
         (void)fail(st.prefix("ibverbs: registering a " + std::to_string(m.bytes) +
                              "-byte send buffer for peer rank " + std::to_string(peer()) + ": "));
@@ -184,18 +210,18 @@ bool IbLink::post_pieces() {
       uint32_t idx = static_cast<uint32_t>(written_ % remote_.slots);
       if (staging_busy_[idx] || !send_credits_.take()) return true;
       size_t n = std::min(payload, m.bytes - m.posted);
-      SlotHeader& h = staging_[idx];
+      SlotHeader& h = mem_->staging[idx];
       h = SlotHeader{kSlotMagic, static_cast<uint32_t>(n), written_, m.seq, m.tag, m.bytes, m.posted, {}};
       Sge sg[2];
-      sg[0] = {reinterpret_cast<uint64_t>(&h), sizeof(SlotHeader), staging_region_.lkey};
+      sg[0] = {reinterpret_cast<uint64_t>(&h), sizeof(SlotHeader), mem_->staging_region.lkey};
       int nsg = 1;
       if (n > 0) sg[nsg++] = {reinterpret_cast<uint64_t>(m.data + m.posted), static_cast<uint32_t>(n), m.region.lkey};
       uint64_t raddr = remote_.addr + uint64_t{idx} * remote_.slot_bytes;
-      Status st = qp_->post_write(sg, nsg, raddr, remote_.rkey,
-                                  static_cast<uint32_t>(written_ & 0x7fffffffu), data_wr(m.ticket, idx));
+      Status st = conn_->queue_pair().post_write(sg, nsg, raddr, remote_.rkey,
+                                                 make_imm(WriteKind::Data, remote_.context, written_),
+                                                 make_wr(index_, WriteKind::Data, m.ticket, idx));
       if (!st.ok()) {
-        (void)fail(st.prefix("ibverbs: posting a write to peer rank " + std::to_string(peer()) +
-                             " (" + peer_name_ + "): "));
+        conn_->fail(st.code(), "ibverbs: posting a write to ", ": " + st.message());
         return false;
       }
       staging_busy_[idx] = true;
@@ -208,17 +234,30 @@ bool IbLink::post_pieces() {
   return true;
 }
 
-void IbLink::progress() {
-  if (!error_.ok() || remote_.slots == 0) return;
-  if (!drain().ok()) return;
+void IbLink::progress_locked() {
+  if (remote_.slots == 0 || !check().ok()) return;
   if (post_pieces()) return_credits();
 }
 
+void IbLink::progress() {
+  std::lock_guard<std::mutex> lock(conn_->mu());
+  progress_locked();
+}
+
 bool IbLink::send_done(uint64_t ticket) {
-  progress();
+  std::lock_guard<std::mutex> lock(conn_->mu());
+  progress_locked();
   if (out_.empty() || ticket < out_.front().ticket) return true;
   const OutMsg* m = find(ticket);
   return m == nullptr;
+}
+
+// The call failed: the caller may free its buffers, so no more pieces are
+// read from them (those in flight read registered, still pinned memory).
+void IbLink::abandon_sends() {
+  std::lock_guard<std::mutex> lock(conn_->mu());
+  for (OutMsg& m : out_) m.all_posted = true;
+  retire_done();
 }
 
 // ---- receiving ------------------------------------------------------------
@@ -226,10 +265,11 @@ bool IbLink::send_done(uint64_t ticket) {
 void IbLink::return_credits() {
   uint64_t total = recv_credits_.to_return();
   if (total == 0 || credit_writes_ >= opts_.slots) return;
-  Status st = qp_->post_write(nullptr, 0, remote_.addr, remote_.rkey,
-                              kCreditImm | static_cast<uint32_t>(total & 0x7fffffffu), kCreditWr);
+  Status st = conn_->queue_pair().post_write(nullptr, 0, remote_.addr, remote_.rkey,
+                                             make_imm(WriteKind::Credit, remote_.context, total),
+                                             make_wr(index_, WriteKind::Credit));
   if (!st.ok()) {
-    (void)fail(st.prefix("ibverbs: returning credits to peer rank " + std::to_string(peer()) + ": "));
+    conn_->fail(st.code(), "ibverbs: returning credits to ", ": " + st.message());
     return;
   }
   ++credit_writes_;
@@ -237,9 +277,9 @@ void IbLink::return_credits() {
 }
 
 Status IbLink::poll_recv(transport::RecvOp& op, bool* complete) {
+  std::lock_guard<std::mutex> lock(conn_->mu());
   *complete = false;
-  WEFT_TRY(error_);
-  WEFT_TRY(drain());
+  WEFT_TRY(check());
   if (held_) {
     if (!op.consumer->released()) return Status::Ok();
     held_ = false;
@@ -247,7 +287,7 @@ Status IbLink::poll_recv(transport::RecvOp& op, bool* complete) {
   }
   const size_t payload = opts_.slot_bytes - sizeof(SlotHeader);
   while (consumed_ < arrived_) {
-    auto* slot = static_cast<unsigned char*>(ring_) + (consumed_ % opts_.slots) * opts_.slot_bytes;
+    auto* slot = static_cast<unsigned char*>(mem_->ring) + (consumed_ % opts_.slots) * opts_.slot_bytes;
     SlotHeader h;
     std::memcpy(&h, slot, sizeof h);
     if (h.magic != kSlotMagic || h.slot_seq != consumed_ || h.piece_bytes > payload ||
@@ -255,7 +295,7 @@ Status IbLink::poll_recv(transport::RecvOp& op, bool* complete) {
       return fail(Error(weftRemoteError,
                         "ibverbs: malformed slot %llu from peer rank %d (%s): magic %#x, slot "
                         "%llu, %u bytes at offset %llu of %llu",
-                        static_cast<unsigned long long>(consumed_), peer(), peer_name_.c_str(),
+                        static_cast<unsigned long long>(consumed_), peer(), conn_->peer_name().c_str(),
                         h.magic, static_cast<unsigned long long>(h.slot_seq), h.piece_bytes,
                         static_cast<unsigned long long>(h.offset),
                         static_cast<unsigned long long>(h.msg_bytes)));
@@ -263,7 +303,7 @@ Status IbLink::poll_recv(transport::RecvOp& op, bool* complete) {
       return fail(Error(weftRemoteError,
                         "ibverbs: from peer rank %d (%s): piece at offset %llu of message %llu "
                         "while expecting offset %zu of message %llu",
-                        peer(), peer_name_.c_str(), static_cast<unsigned long long>(h.offset),
+                        peer(), conn_->peer_name().c_str(), static_cast<unsigned long long>(h.offset),
                         static_cast<unsigned long long>(h.msg_seq), op.done,
                         static_cast<unsigned long long>(recv_seq_)));
     if (h.tag != op.tag || h.msg_bytes != op.bytes)
@@ -286,18 +326,24 @@ Status IbLink::poll_recv(transport::RecvOp& op, bool* complete) {
     if (held_) return error_;
     if (slot_consumed(op, complete)) return error_;
   }
+  // The peer's close notice follows its last write: nothing more will come.
+  if (peer_closed_)
+    return fail(Error(weftRemoteError,
+                      "ibverbs: peer rank %d (%s) closed this communicator while a %zu-byte receive "
+                      "from it was pending (%zu bytes received)",
+                      peer(), conn_->peer_name().c_str(), op.bytes, op.done));
   return error_;
 }
 
 // Between messages the ring's next slot is the first piece of the next one
 // (poll_recv judges it when it is received).
 Status IbLink::peek(transport::NextMessage* next) {
+  std::lock_guard<std::mutex> lock(conn_->mu());
   next->arrived = false;
-  WEFT_TRY(error_);
-  WEFT_TRY(drain());
+  WEFT_TRY(check());
   if (consumed_ == arrived_) return error_;
   SlotHeader h;
-  std::memcpy(&h, static_cast<unsigned char*>(ring_) + (consumed_ % opts_.slots) * opts_.slot_bytes, sizeof h);
+  std::memcpy(&h, static_cast<unsigned char*>(mem_->ring) + (consumed_ % opts_.slots) * opts_.slot_bytes, sizeof h);
   *next = {true, h.tag, static_cast<size_t>(h.msg_bytes)};
   return error_;
 }
@@ -313,8 +359,8 @@ bool IbLink::slot_consumed(const transport::RecvOp& op, bool* complete) {
 }
 
 Status IbLink::check_peer() {
-  if (error_.ok()) (void)drain();
-  return error_;
+  std::lock_guard<std::mutex> lock(conn_->mu());
+  return check();
 }
 
 }  // namespace weft::ib

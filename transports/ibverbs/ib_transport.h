@@ -37,14 +37,28 @@ class IbTransport {
   ~IbTransport();
 
   // Collective: every rank calls it, with its own peers (possibly none).
-  // Appends one link per peer, in the order of `peers`.
+  // Connects a new queue pair to each peer and appends one link on it per
+  // peer, in the order of `peers` (link->connection() is the queue pair, for
+  // the communicators split from this one).
   Status connect(int rank, int nranks, const std::vector<IbPeer>& peers, const AllGather& allgather,
                  std::vector<std::unique_ptr<transport::Link>>* links);
 
  private:
   IbTransport() = default;
-  std::unique_ptr<VerbsDevice> dev_;
+  std::shared_ptr<VerbsDevice> dev_;  // each queue pair holds it too
 };
+
+// Opens a context on each connection, for the link to peers[i] over conns[i];
+// an error (and nothing opened) when one has no room left. Local to this rank.
+Status open_contexts(const std::vector<std::shared_ptr<Connection>>& conns, const std::vector<IbPeer>& peers,
+                     const LinkOptions& opts, std::vector<std::unique_ptr<IbLink>>* links);
+
+// Collective: every rank gives each of its links' peers the link's ring and
+// its connection's address, and sets the peer's ring on the link. `on_peer`
+// sees each peer's connection info first (connects a new queue pair to it, or
+// checks that it names the shared one).
+Status exchange(int rank, int nranks, const std::vector<IbPeer>& peers, const std::vector<IbLink*>& links,
+                const AllGather& allgather, const std::function<Status(size_t i, const ConnInfo&)>& on_peer);
 
 // Link options from WEFT_IB_SLOTS / WEFT_IB_SLOT_BYTES.
 LinkOptions link_options_from_params();

@@ -18,8 +18,8 @@ bool ipv4_mapped(const uint8_t g[16]) {
 
 }  // namespace
 
-Status VerbsDevice::open(const Device& dev, int gid_index, std::unique_ptr<VerbsDevice>* out) {
-  std::unique_ptr<VerbsDevice> d(new VerbsDevice);
+Status VerbsDevice::open(const Device& dev, int gid_index, std::shared_ptr<VerbsDevice>* out) {
+  std::shared_ptr<VerbsDevice> d(new VerbsDevice);
   d->dev_ = dev;
   int n = 0;
   ibv_device** list = ibv_get_device_list(&n);
@@ -30,6 +30,9 @@ Status VerbsDevice::open(const Device& dev, int gid_index, std::unique_ptr<Verbs
   if (d->ctx_ == nullptr) return Error(weftSystemError, "ibverbs: cannot open %s", dev.name.c_str());
   d->pd_ = ibv_alloc_pd(d->ctx_);
   if (d->pd_ == nullptr) return SysError(errno, "ibverbs: allocating a protection domain on %s", dev.name.c_str());
+  ibv_device_attr da{};
+  if (ibv_query_device(d->ctx_, &da) != 0) return SysError(errno, "ibverbs: querying %s", dev.name.c_str());
+  d->max_wr_ = static_cast<uint32_t>(std::min(da.max_qp_wr, da.max_cqe));
   ibv_port_attr pa{};
   if (ibv_query_port(d->ctx_, static_cast<uint8_t>(dev.port), &pa) != 0)
     return SysError(errno, "ibverbs: querying %s port %d", dev.name.c_str(), dev.port);
@@ -62,8 +65,10 @@ VerbsDevice::~VerbsDevice() {
   if (ctx_ != nullptr) ibv_close_device(ctx_);
 }
 
-Status VerbsDevice::create_qp(const QpOptions& o, std::unique_ptr<VerbsQueuePair>* out) {
-  std::unique_ptr<VerbsQueuePair> q(new VerbsQueuePair(this, o));
+Status VerbsDevice::create_qp(QpOptions o, std::unique_ptr<VerbsQueuePair>* out) {
+  o.send_depth = std::min(o.send_depth, max_wr_);
+  o.recv_depth = std::min(o.recv_depth, max_wr_);
+  std::unique_ptr<VerbsQueuePair> q(new VerbsQueuePair(shared_from_this(), o));
   q->send_cq_ = ibv_create_cq(ctx_, static_cast<int>(o.send_depth), nullptr, nullptr, 0);
   q->recv_cq_ = ibv_create_cq(ctx_, static_cast<int>(o.recv_depth), nullptr, nullptr, 0);
   if (q->send_cq_ == nullptr || q->recv_cq_ == nullptr)
@@ -135,7 +140,7 @@ Status VerbsQueuePair::connect(const ConnInfo& remote) {
   a.qp_state = IBV_QPS_RTS;
   a.timeout = static_cast<uint8_t>(opts_.timeout);
   a.retry_cnt = static_cast<uint8_t>(opts_.retry_cnt);
-  a.rnr_retry = 7;  // receives are always posted (ib_link.cpp); 7 = retry forever
+  a.rnr_retry = 7;  // receives are always posted (connection.cpp); 7 = retry forever
   a.sq_psn = psn_;
   a.max_rd_atomic = 1;
   if (int rc = ibv_modify_qp(qp_, &a,

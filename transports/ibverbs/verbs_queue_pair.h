@@ -3,6 +3,7 @@
 // and links in CI, and ib_link's protocol above it is tested over a fake.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 
@@ -27,17 +28,19 @@ struct QpOptions {
 class VerbsQueuePair;
 
 // An opened port: context, protection domain and this side's address,
-// shared by all of a communicator's queue pairs.
-class VerbsDevice {
+// shared by its queue pairs (each holds it: a family's outlive the
+// communicator that opened the port).
+class VerbsDevice : public std::enable_shared_from_this<VerbsDevice> {
  public:
   // gid_index -1 picks: 0 on InfiniBand, on RoCE the highest IPv4-mapped GID
   // (RoCE v2 on the common drivers).
-  static Status open(const Device& dev, int gid_index, std::unique_ptr<VerbsDevice>* out);
+  static Status open(const Device& dev, int gid_index, std::shared_ptr<VerbsDevice>* out);
   ~VerbsDevice();
   VerbsDevice(const VerbsDevice&) = delete;
   VerbsDevice& operator=(const VerbsDevice&) = delete;
 
-  Status create_qp(const QpOptions& o, std::unique_ptr<VerbsQueuePair>* out);
+  // The depths are clamped to what the device allows (VerbsQueuePair::depth()).
+  Status create_qp(QpOptions o, std::unique_ptr<VerbsQueuePair>* out);
   const std::string& name() const { return dev_.name; }
 
  private:
@@ -50,6 +53,7 @@ class VerbsDevice {
   uint8_t gid_[16] = {};
   uint8_t gid_index_ = 0;
   uint8_t mtu_ = 0;
+  uint32_t max_wr_ = 0;  // the most work requests a queue or completion queue takes
 };
 
 // A reliable-connected queue pair in INIT (receives may be posted) until
@@ -62,6 +66,8 @@ class VerbsQueuePair final : public QueuePair {
   // This side's address; the caller adds its receive ring.
   ConnInfo local() const;
   Status connect(const ConnInfo& remote);
+  // Work requests each of its queues holds.
+  uint32_t depth() const { return std::min(opts_.send_depth, opts_.recv_depth); }
 
   Status post_write(const Sge* sges, int n, uint64_t raddr, uint32_t rkey, uint32_t imm,
                     uint64_t wr_id) override;
@@ -71,8 +77,8 @@ class VerbsQueuePair final : public QueuePair {
 
  private:
   friend class VerbsDevice;
-  explicit VerbsQueuePair(VerbsDevice* d, QpOptions o) : dev_(d), opts_(o) {}
-  VerbsDevice* dev_;
+  VerbsQueuePair(std::shared_ptr<VerbsDevice> d, QpOptions o) : dev_(std::move(d)), opts_(o) {}
+  std::shared_ptr<VerbsDevice> dev_;
   QpOptions opts_;
   ibv_cq* send_cq_ = nullptr;
   ibv_cq* recv_cq_ = nullptr;

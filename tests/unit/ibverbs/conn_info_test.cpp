@@ -22,6 +22,7 @@ ConnInfo sample() {
   c.ring_rkey = 0xdeadbeef;
   c.ring_slots = 64;
   c.ring_slot_bytes = 1 << 18;
+  c.ring_context = 0x2a5;
   return c;
 }
 
@@ -43,6 +44,7 @@ TEST(ConnInfo, RoundTripsEveryField) {
   EXPECT_EQ(c.ring_rkey, s.ring_rkey);
   EXPECT_EQ(c.ring_slots, 64u);
   EXPECT_EQ(c.ring_slot_bytes, 1u << 18);
+  EXPECT_EQ(c.ring_context, 0x2a5u);
 }
 
 TEST(ConnInfo, LayoutIsLittleEndianAndFixed) {
@@ -52,6 +54,8 @@ TEST(ConnInfo, LayoutIsLittleEndianAndFixed) {
   EXPECT_EQ(buf[6], 0x34);  // lid low byte
   EXPECT_EQ(buf[7], 0x12);
   EXPECT_EQ(buf[28], 0xef);  // qpn low byte after gid and 4 single bytes
+  EXPECT_EQ(buf[56], 0xa5);  // ring_context low byte, last field
+  EXPECT_EQ(buf[57], 0x02);
 }
 
 TEST(ConnInfo, RefusesCorruptOrForeignInput) {

@@ -5,13 +5,15 @@
 // RNR retries would report), completions in posting order, and after the
 // first failed write every later one flushed, as a queue pair in the error
 // state does. With auto_deliver off, writes wait until deliver() runs them, so
-// tests can look between posting and completion.
+// tests can look between posting and completion. Thread-safe (one lock for
+// the fabric), so that two threads can play the two ranks.
 #pragma once
 
 #include <cstring>
 #include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include "transports/ibverbs/queue_pair.h"
 
 namespace weft::ib::testing {
@@ -23,21 +25,11 @@ class FakeQueuePair final : public QueuePair {
   FakeQueuePair(FakeFabric* f, int side) : fabric_(f), side_(side) {}
   Status post_write(const Sge* sges, int n, uint64_t raddr, uint32_t rkey, uint32_t imm,
                     uint64_t wr_id) override;
-  Status post_recv(uint64_t wr_id) override {
-    recvs_.push_back(wr_id);
-    return Status::Ok();
-  }
-  Status poll(Completion* out, int max, int* got) override {
-    *got = 0;
-    while (*got < max && !cq_.empty()) {
-      out[(*got)++] = cq_.front();
-      cq_.pop_front();
-    }
-    return Status::Ok();
-  }
+  Status post_recv(uint64_t wr_id) override;
+  Status poll(Completion* out, int max, int* got) override;
   Registrar registrar() override;
 
-  size_t posted_recvs() const { return recvs_.size(); }
+  size_t posted_recvs() const;
 
  private:
   friend class FakeFabric;
@@ -60,6 +52,7 @@ class FakeFabric {
 
   // Runs queued writes (all when n < 0); returns how many ran.
   int deliver(int n = -1) {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
     int ran = 0;
     while (!queue_.empty() && (n < 0 || ran < n)) {
       Write w = std::move(queue_.front());
@@ -69,7 +62,15 @@ class FakeFabric {
     }
     return ran;
   }
-  size_t queued() const { return queue_.size(); }
+  size_t queued() const {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    return queue_.size();
+  }
+  // Memory regions registered now, on both sides.
+  size_t live_registrations() const {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    return mrs_.size();
+  }
 
  private:
   friend class FakeQueuePair;
@@ -139,6 +140,7 @@ class FakeFabric {
     complete(w.from, done);
   }
 
+  mutable std::recursive_mutex mu_;
   FakeQueuePair* qp_[2] = {nullptr, nullptr};
   std::map<uint32_t, Mr> mrs_;
   uint32_t next_key_ = 1;
@@ -150,6 +152,7 @@ class FakeFabric {
 inline Status FakeQueuePair::post_write(const Sge* sges, int n, uint64_t raddr, uint32_t rkey,
                                         uint32_t imm, uint64_t wr_id) {
   if (n < 0 || n > 2) return Error(weftInternalError, "fake: %d gather entries", n);
+  std::lock_guard<std::recursive_mutex> lock(fabric_->mu_);
   FakeFabric::Write w{side_, {}, n, raddr, rkey, imm, wr_id};
   for (int i = 0; i < n; ++i) w.sges[i] = sges[i];
   fabric_->queue_.push_back(w);
@@ -157,10 +160,32 @@ inline Status FakeQueuePair::post_write(const Sge* sges, int n, uint64_t raddr, 
   return Status::Ok();
 }
 
+inline Status FakeQueuePair::post_recv(uint64_t wr_id) {
+  std::lock_guard<std::recursive_mutex> lock(fabric_->mu_);
+  recvs_.push_back(wr_id);
+  return Status::Ok();
+}
+
+inline Status FakeQueuePair::poll(Completion* out, int max, int* got) {
+  std::lock_guard<std::recursive_mutex> lock(fabric_->mu_);
+  *got = 0;
+  while (*got < max && !cq_.empty()) {
+    out[(*got)++] = cq_.front();
+    cq_.pop_front();
+  }
+  return Status::Ok();
+}
+
+inline size_t FakeQueuePair::posted_recvs() const {
+  std::lock_guard<std::recursive_mutex> lock(fabric_->mu_);
+  return recvs_.size();
+}
+
 inline Registrar FakeQueuePair::registrar() {
   FakeFabric* f = fabric_;
   int side = side_;
   return Registrar{[f, side](uintptr_t base, size_t bytes, Region* out) {
+                     std::lock_guard<std::recursive_mutex> lock(f->mu_);
                      uint32_t k = f->next_key_++;
                      f->mrs_[k] = {base, bytes, side};
                      ++f->registrations;
@@ -168,7 +193,10 @@ inline Registrar FakeQueuePair::registrar() {
                      out->handle = reinterpret_cast<void*>(uintptr_t{k});
                      return Status::Ok();
                    },
-                   [f](const Region& r) { f->mrs_.erase(r.lkey); }};
+                   [f](const Region& r) {
+                     std::lock_guard<std::recursive_mutex> lock(f->mu_);
+                     f->mrs_.erase(r.lkey);
+                   }};
 }
 
 }  // namespace weft::ib::testing

@@ -29,8 +29,9 @@ struct Pair {
   explicit Pair(LinkOptions opts = small()) {
     auto qa = fabric.make(0), qb = fabric.make(1);
     fabric.bind(static_cast<FakeQueuePair*>(qa.get()), static_cast<FakeQueuePair*>(qb.get()));
-    EXPECT_TRUE(IbLink::create(1, "host-b", std::move(qa), opts, &a).ok());
-    EXPECT_TRUE(IbLink::create(0, "host-a", std::move(qb), opts, &b).ok());
+    const uint32_t depth = context_budget(opts);
+    EXPECT_TRUE(IbLink::create(std::make_shared<Connection>(std::move(qa), "host-b", depth), 1, opts, &a).ok());
+    EXPECT_TRUE(IbLink::create(std::make_shared<Connection>(std::move(qb), "host-a", depth), 0, opts, &b).ok());
     EXPECT_TRUE(a->set_remote(b->local_ring()).ok());
     EXPECT_TRUE(b->set_remote(a->local_ring()).ok());
   }
@@ -279,13 +280,18 @@ TEST(IbLink, RefusesABadRingOrOptions) {
   LinkOptions o;
   o.slot_bytes = 100;
   std::unique_ptr<IbLink> l;
-  Status st = IbLink::create(1, "x", f.make(0), o, &l);
+  auto conn = std::make_shared<Connection>(f.make(0), "x", 1000);
+  Status st = IbLink::create(conn, 1, o, &l);
   EXPECT_EQ(st.code(), weftInvalidArgument);
   EXPECT_NE(st.message().find("WEFT_IB_SLOT_BYTES=100"), std::string::npos) << st.message();
-  ASSERT_TRUE(IbLink::create(1, "x", f.make(0), LinkOptions{}, &l).ok());
+  ASSERT_TRUE(IbLink::create(conn, 1, LinkOptions{}, &l).ok());
   st = l->set_remote(RemoteRing{0x1000, 1, 0, 4096});
   EXPECT_EQ(st.code(), weftRemoteError);
   EXPECT_NE(st.message().find("peer rank 1 (x)"), std::string::npos) << st.message();
+  // The receives each side posts count the peer's slots as its own.
+  st = l->set_remote(RemoteRing{0x1000, 1, 8, 4096});
+  EXPECT_EQ(st.code(), weftInvalidUsage);
+  EXPECT_NE(st.message().find("WEFT_IB_SLOTS must be the same"), std::string::npos) << st.message();
 }
 
 }  // namespace
