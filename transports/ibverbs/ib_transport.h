@@ -1,9 +1,10 @@
-// Sets up ibverbs links between ranks on different hosts: one reliable-
-// connected queue pair and IbLink per peer, on the device WEFT_IB_HCA picks.
-// Connection info (ConnInfo: address, queue pair, receive ring) travels in
-// one all-gather of a row per rank (an entry per peer); then each queue pair
-// goes to RTS. The caller's barrier after connect() keeps writes from
-// reaching a queue pair that is not yet ready to receive.
+// Sets up ibverbs links between ranks on different hosts: an IbLink per peer,
+// a context on a reliable-connected queue pair (connection.h), new or the
+// family's, on the device WEFT_IB_HCA picks. Connection info (ConnInfo:
+// address, queue pair, receive ring and context) travels in one all-gather of
+// a row per rank (an entry per peer); then each new queue pair goes to RTS.
+// The caller's barrier after connect() keeps writes from reaching a queue
+// pair that is not yet ready to receive.
 //
 // NOT YET TESTED ON HARDWARE (no RDMA here): open() fails with "no ibverbs
 // device" on such machines and the communicator uses TCP.
