@@ -91,50 +91,34 @@ Status Communicator::stage_on_stream(const char* what, void* stream, StagingLayo
   const exec::cuda::Api* d = nullptr;
   WEFT_TRY(stream_driver(what, stream, &d));
   DeviceStaging::Slot* slot = nullptr;
-  WEFT_TRY(staging_.take(*d, layout.place(), &slot));
+  WEFT_TRY(staging_.take(*d, layout.place(), what, &slot));
   const uint32_t gen = slot->gen;
   WEFT_TRY(stage_in(*d, what, stream, layout, slot, gen, make_op(slot->data())));
   return stage_out(*d, what, stream, layout, slot, gen);
 }
 
-// A large all-reduce, broadcast or reduce works element by element: it goes in
-// chunks of WEFT_DEVICE_CHUNK_BYTES through two slots used in turn, queued so
-// that the stream copies chunk i + 2 in and chunk i back while the engine runs
-// chunk i + 1. A slot is reused in stream order (its next copy in comes after
-// its copy back) and in queue order (its next chunk runs after the last), so
-// its flags simply count on, and no call waits for the GPU.
-Status Communicator::enqueue_chunked(const CollArgs& dev, void* stream, size_t per) {
+// A large call goes in chunks through two slots used in turn, queued so that
+// the stream copies chunk i + 2 in and chunk i back while the engine runs chunk
+// i + 1. A slot is reused in stream order (its next copy in comes after its
+// copy back) and in queue order (its next chunk runs after the last), so its
+// flags simply count on, and no call waits for the GPU. Chunk 0 is the largest.
+Status Communicator::enqueue_chunked(const CollArgs& dev, void* stream, size_t nchunks, const ChunkLayout& layout_of,
+                                     const ChunkCall& host_of) {
   const char* what = sched::coll_name(dev.coll);
   const exec::cuda::Api* d = nullptr;
   WEFT_TRY(stream_driver(what, stream, &d));
-  const size_t esize = reduce::dtype_size(dev.dtype);
-  const size_t nchunks = (dev.count + per - 1) / per;
-  const bool uses_send = this->uses_send(dev), uses_recv = this->uses_recv(dev);
-  auto layout_of = [&](size_t i) {
-    const size_t first = i * per, bytes = std::min(per, dev.count - first) * esize;
-    StagingLayout l;
-    if (uses_send) l.add(static_cast<const unsigned char*>(dev.send) + first * esize, bytes, true, false);
-    if (uses_recv) l.add(static_cast<unsigned char*>(dev.recv) + first * esize, bytes, false, true);
-    l.place();
-    return l;
-  };
   const size_t cap = static_cast<size_t>(std::max<int64_t>(1, params::DEVICE_STAGING_SLOTS()));
   const size_t nslots = std::min<size_t>({2, cap, nchunks});
   DeviceStaging::Slot* slots[2] = {nullptr, nullptr};
-  for (size_t k = 0; k < nslots; ++k) WEFT_TRY(staging_.take(*d, layout_of(0).place(), &slots[k]));
+  for (size_t k = 0; k < nslots; ++k) WEFT_TRY(staging_.take(*d, layout_of(0).place(), what, &slots[k]));
   std::vector<StagingLayout> layouts(nchunks);
   std::vector<uint32_t> gens(nchunks);
   auto in = [&](size_t i) {
     DeviceStaging::Slot* slot = slots[i % nslots];
     gens[i] = i < nslots ? slot->gen : staging_.reuse(slot);
     layouts[i] = layout_of(i);
-    const size_t first = i * per;
-    CollArgs host = dev;
-    host.count = std::min(per, dev.count - first);
-    host.send = uses_send ? layouts[i].host(slot->data(), static_cast<const unsigned char*>(dev.send) + first * esize)
-                          : nullptr;
-    host.recv = uses_recv ? layouts[i].host(slot->data(), static_cast<unsigned char*>(dev.recv) + first * esize)
-                          : nullptr;
+    layouts[i].place();
+    const CollArgs host = host_of(i, layouts[i], slot->data());
     return stage_in(*d, what, stream, layouts[i], slot, gens[i], std::make_unique<CollOp>(this, host, nullptr));
   };
   for (size_t i = 0; i < nslots; ++i) WEFT_TRY(in(i));
@@ -206,15 +190,71 @@ Status Communicator::enqueue(const CollArgs& dev, void* stream) {
   return enqueue_staged(dev, stream);
 }
 
+// All-reduce, broadcast and reduce larger than WEFT_DEVICE_CHUNK_BYTES go in
+// chunks of that many bytes, element by element. All-gather, reduce-scatter
+// and all-to-all whose larger side is (n blocks of `count`) go by elements
+// [first, first + m) of every block, m * n elements about that size: a chunk
+// gathers the pieces it sends and the pieces it receives side by side in its
+// slot, so that its host call is an ordinary one of m elements per block.
 Status Communicator::enqueue_staged(const CollArgs& dev, void* stream) {
   const bool elementwise = dev.coll == sched::Coll::AllReduce || dev.coll == sched::Coll::Broadcast ||
                            dev.coll == sched::Coll::Reduce;
-  const size_t per = std::max<size_t>(
-      1, static_cast<size_t>(std::max<int64_t>(1, params::DEVICE_CHUNK_BYTES())) / reduce::dtype_size(dev.dtype));
-  if (elementwise && dev.count > per) return enqueue_chunked(dev, stream, per);
+  const bool blockwise = dev.coll == sched::Coll::AllGather || dev.coll == sched::Coll::ReduceScatter ||
+                         dev.coll == sched::Coll::AllToAll;
+  const size_t esize = reduce::dtype_size(dev.dtype);
+  const auto chunk_bytes = static_cast<size_t>(std::max<int64_t>(1, params::DEVICE_CHUNK_BYTES()));
+  const size_t n = static_cast<size_t>(nranks_);
+  if (elementwise && dev.count > std::max<size_t>(1, chunk_bytes / esize)) {
+    const size_t per = std::max<size_t>(1, chunk_bytes / esize);
+    const bool uses_send = this->uses_send(dev), uses_recv = this->uses_recv(dev);
+    auto range = [&](const void* p, size_t i) { return static_cast<const unsigned char*>(p) + i * per * esize; };
+    auto bytes = [&](size_t i) { return std::min(per, dev.count - i * per) * esize; };
+    return enqueue_chunked(
+        dev, stream, (dev.count + per - 1) / per,
+        [&](size_t i) {
+          StagingLayout l;
+          if (uses_send) l.add(range(dev.send, i), bytes(i), true, false);
+          if (uses_recv) l.add(range(dev.recv, i), bytes(i), false, true);
+          return l;
+        },
+        [&](size_t i, const StagingLayout& l, unsigned char* base) {
+          CollArgs host = dev;
+          host.count = bytes(i) / esize;
+          host.send = uses_send ? l.host(base, range(dev.send, i)) : nullptr;
+          host.recv = uses_recv ? l.host(base, range(dev.recv, i)) : nullptr;
+          return host;
+        });
+  }
+  const size_t m = std::max<size_t>(1, chunk_bytes / esize / n);
+  if (blockwise && dev.count > m) {
+    // Blocks on each side: all-gather sends one and receives n, reduce-scatter
+    // the reverse, all-to-all n each way; received pieces start after the sent.
+    const size_t blocks_in = dev.coll == sched::Coll::AllGather ? 1 : n;
+    const size_t blocks_out = dev.coll == sched::Coll::ReduceScatter ? 1 : n;
+    const size_t recv_at = (blocks_in * m * esize + 255) / 256 * 256;
+    auto piece = [&](size_t i) { return std::min(m, dev.count - i * m) * esize; };
+    auto at = [&](const void* p, size_t block, size_t i) {
+      return static_cast<const unsigned char*>(p) + (block * dev.count + i * m) * esize;
+    };
+    return enqueue_chunked(
+        dev, stream, (dev.count + m - 1) / m,
+        [&](size_t i) {
+          StagingLayout l;
+          for (size_t b = 0; b < blocks_in; ++b) l.put(at(dev.send, b, i), piece(i), true, false, b * piece(i));
+          for (size_t b = 0; b < blocks_out; ++b)
+            l.put(at(dev.recv, b, i), piece(i), false, true, recv_at + b * piece(i));
+          return l;
+        },
+        [&](size_t i, const StagingLayout&, unsigned char* base) {
+          CollArgs host = dev;
+          host.count = piece(i) / esize;
+          host.send = base;
+          host.recv = base + recv_at;
+          return host;
+        });
+  }
   // The bytes the call reads and writes on this rank. Buffers in the in-place
   // position merge into one segment, so the host call is in place too.
-  const size_t esize = reduce::dtype_size(dev.dtype);
   const sched::BuildArgs b{dev.coll, nranks_, dev.count, dev.root, 0};
   const bool uses_send = dev.count > 0 && this->uses_send(dev), uses_recv = dev.count > 0 && this->uses_recv(dev);
   StagingLayout layout;

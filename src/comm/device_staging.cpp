@@ -16,7 +16,7 @@ bool idle(const DeviceStaging::Slot& s) { return !s.abandoned && s.reached(Devic
 
 }  // namespace
 
-Status DeviceStaging::allocate(const exec::cuda::Api& d, size_t bytes, std::unique_ptr<Slot>* out) {
+Status DeviceStaging::allocate(const exec::cuda::Api& d, size_t bytes, const char* what, std::unique_ptr<Slot>* out) {
   auto s = std::make_unique<Slot>();
   // Rounded up so that a slot serves the sizes near it too.
   s->capacity = bytes < 4096 ? 4096 : (bytes + 65535) / 65536 * 65536;
@@ -33,11 +33,12 @@ Status DeviceStaging::allocate(const exec::cuda::Api& d, size_t bytes, std::uniq
     return Error(weftUnhandledCudaError, "mapping pinned staging memory for the GPU: %s",
                  exec::cuda::error_text(rc).c_str());
   }
+  WEFT_INFO(TRANSPORT, "device staging: pinned a %zu-byte slot for %s", s->capacity, what);
   *out = std::move(s);
   return Status::Ok();
 }
 
-Status DeviceStaging::take(const exec::cuda::Api& d, size_t bytes, Slot** out) {
+Status DeviceStaging::take(const exec::cuda::Api& d, size_t bytes, const char* what, Slot** out) {
   const size_t cap = static_cast<size_t>(std::max<int64_t>(1, params::DEVICE_STAGING_SLOTS()));
   Deadline deadline = Deadline::after_ms(timeout_ms_);
   for (;;) {
@@ -56,7 +57,7 @@ Status DeviceStaging::take(const exec::cuda::Api& d, size_t bytes, Slot** out) {
       }
       if (slots_.size() < cap || smaller != nullptr) {
         std::unique_ptr<Slot> fresh;
-        WEFT_TRY(allocate(d, bytes, &fresh));
+        WEFT_TRY(allocate(d, bytes, what, &fresh));
         fresh->gen = 1;
         *out = fresh.get();
         if (slots_.size() < cap) {

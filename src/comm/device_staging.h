@@ -57,8 +57,8 @@ class DeviceStaging {
   void set_timeout_ms(int64_t ms) { timeout_ms_ = ms; }
 
   // A slot of at least `bytes` that no stream still uses, with its gen advanced
-  // for the caller's call. Any thread.
-  Status take(const exec::cuda::Api& d, size_t bytes, Slot** out);
+  // for the caller's call (`what`, logged where memory is pinned for it). Any thread.
+  Status take(const exec::cuda::Api& d, size_t bytes, const char* what, Slot** out);
   // The next call number of a slot its caller holds and uses again, in stream
   // order after its last call (chunks of one call).
   uint32_t reuse(Slot* slot) {
@@ -67,7 +67,7 @@ class DeviceStaging {
   }
 
  private:
-  Status allocate(const exec::cuda::Api& d, size_t bytes, std::unique_ptr<Slot>* out);
+  Status allocate(const exec::cuda::Api& d, size_t bytes, const char* what, std::unique_ptr<Slot>* out);
   std::mutex mu_;
   std::vector<std::unique_ptr<Slot>> slots_;
   const exec::cuda::Api* driver_ = nullptr;  // the one the slots came from

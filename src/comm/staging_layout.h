@@ -1,7 +1,8 @@
 // Where a staged call's device memory lives in its pinned slot
 // (device_staging.h): the ranges the call reads (in: copied into the slot before
 // it runs) and writes (out: copied back after), merged into disjoint segments
-// at 256-byte-aligned offsets.
+// at 256-byte-aligned offsets (add), or each put where the caller says (put:
+// the pieces of a chunk gathered side by side; not merged).
 #pragma once
 
 #include <algorithm>
@@ -18,12 +19,21 @@ class StagingLayout {
   void add(const void* p, size_t bytes, bool in, bool out) {
     if (bytes > 0) segs_.push_back({reinterpret_cast<uintptr_t>(p), reinterpret_cast<uintptr_t>(p) + bytes, in, out, 0});
   }
+  // Device range [p, p + bytes) at byte `at` of the slot. A layout is made by
+  // add() or by put(), not both.
+  void put(const void* p, size_t bytes, bool in, bool out, size_t at) {
+    if (bytes == 0) return;
+    segs_.push_back({reinterpret_cast<uintptr_t>(p), reinterpret_cast<uintptr_t>(p) + bytes, in, out, at});
+    end_ = std::max(end_, at + bytes);
+    fixed_ = true;
+  }
   // Merges overlapping ranges (a written segment is then written whole: every
   // byte of it is received, or read first and copied back as it was) and places
   // them in the slot; returns the bytes the slot needs. Ranges that only touch
   // stay apart: they may belong to two allocations, and the driver copies within
   // one allocation only.
   size_t place() {
+    if (fixed_) return end_;
     std::sort(segs_.begin(), segs_.end(), [](const Seg& a, const Seg& b) { return a.lo < b.lo; });
     std::vector<Seg> merged;
     for (const Seg& s : segs_) {
@@ -65,6 +75,8 @@ class StagingLayout {
     size_t at;
   };
   std::vector<Seg> segs_;
+  bool fixed_ = false;  // made by put()
+  size_t end_ = 0;
 };
 
 }  // namespace weft

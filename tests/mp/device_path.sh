@@ -2,7 +2,9 @@
 # Collectives on device memory through DRIVER (the stand-in driver, or
 # libcuda.so.1 where a GPU is: exits 77, a skip, without one), N ranks, every
 # collective, dtype and op checked on the host; and every rank must say at INFO
-# that its device collectives took PATH ("cuda_p2p" or "staged").
+# that its device collectives took PATH ("cuda_p2p" or "staged"). With
+# MAX_SLOT_BYTES set, no rank may pin a staging slot larger than that for a
+# collective (point-to-point calls are staged whole).
 #   device_path.sh WEFT_RUN CHECKER N DRIVER PATH [CHECKER ARGS...]
 set -u
 run=$1 checker=$2 n=$3 driver=$4 path=$5
@@ -23,5 +25,14 @@ grep "$line" "$log" | sed 's/.*WEFT INFO //' | sort -u
 if [ "$said" -ne "$n" ]; then
   echo "FAIL: $said of $n ranks said \"$line\""
   exit 1
+fi
+if [ -n "${MAX_SLOT_BYTES:-}" ]; then
+  largest=$(grep -v 'slot for point-to-point' "$log" |
+    sed -n 's/.*device staging: pinned a \([0-9]*\)-byte slot for .*/\1/p' | sort -n | tail -1)
+  echo "largest staging slot: ${largest:-none} bytes (at most $MAX_SLOT_BYTES)"
+  if [ -z "$largest" ] || [ "$largest" -gt "$MAX_SLOT_BYTES" ]; then
+    echo "FAIL: a staging slot of ${largest:-no} bytes, above $MAX_SLOT_BYTES"
+    exit 1
+  fi
 fi
 exit $rc

@@ -78,6 +78,36 @@ TEST(StagingLayout, ReceiveOnlySegmentsAreNotCopiedIn) {
   EXPECT_EQ(outs, 1);
 }
 
+// A chunk of an in-place all-gather at 3 ranks: its piece of the rank's own
+// block goes in first, then the three received pieces side by side, each where
+// put() says, overlapping device ranges included (not merged).
+TEST(StagingLayout, PutPlacesEachRangeWhereTheCallerSays) {
+  std::vector<unsigned char> dev(3 * 1000);
+  unsigned char* d = dev.data();
+  StagingLayout l;
+  const size_t piece = 40, recv_at = 256;
+  l.put(d + 1000 + 200, piece, true, false, 0);  // rank 1's block, elements 200..240
+  for (size_t b = 0; b < 3; ++b) l.put(d + b * 1000 + 200, piece, false, true, recv_at + b * piece);
+  l.put(d, 0, true, true, 9999);  // empty: not staged
+  EXPECT_EQ(l.place(), recv_at + 3 * piece);
+  std::vector<std::pair<void*, size_t>> in, out;
+  ASSERT_TRUE(l.each(true, [&](void* p, size_t b, size_t at) {
+    EXPECT_EQ(b, piece);
+    in.emplace_back(p, at);
+    return Status::Ok();
+  }).ok());
+  ASSERT_TRUE(l.each(false, [&](void* p, size_t b, size_t at) {
+    EXPECT_EQ(b, piece);
+    out.emplace_back(p, at);
+    return Status::Ok();
+  }).ok());
+  ASSERT_EQ(in.size(), 1u);
+  EXPECT_EQ(in[0], std::make_pair(static_cast<void*>(d + 1200), size_t{0}));
+  ASSERT_EQ(out.size(), 3u);
+  for (size_t b = 0; b < 3; ++b)
+    EXPECT_EQ(out[b], std::make_pair(static_cast<void*>(d + b * 1000 + 200), recv_at + b * piece)) << b;
+}
+
 // Pinned memory as plain memory, counted.
 int g_allocs = 0, g_frees = 0;
 int host_alloc(void** p, size_t bytes, unsigned) {
@@ -111,26 +141,26 @@ TEST(DeviceStaging, SlotsAreReusedOnceTheStreamFreesThemCappedAndAbandonedOnesNe
     DeviceStaging staging;
     staging.set_timeout_ms(100);
     DeviceStaging::Slot *a = nullptr, *b = nullptr, *c = nullptr;
-    ASSERT_TRUE(staging.take(d, 1000, &a).ok());
+    ASSERT_TRUE(staging.take(d, 1000, "test", &a).ok());
     EXPECT_EQ(a->gen, 1u);
     EXPECT_GE(a->capacity, 1000u);
     // a's call is not finished: the next call gets a second slot.
-    ASSERT_TRUE(staging.take(d, 1000, &b).ok());
+    ASSERT_TRUE(staging.take(d, 1000, "test", &b).ok());
     EXPECT_NE(a, b);
     // The stream frees a (call 1): it is reused for call 2.
     a->raise(DeviceStaging::kFree, 1);
-    ASSERT_TRUE(staging.take(d, 500, &c).ok());
+    ASSERT_TRUE(staging.take(d, 500, "test", &c).ok());
     EXPECT_EQ(c, a);
     EXPECT_EQ(c->gen, 2u);
     // Both slots busy, at the cap of two: a third call waits, here past its deadline.
     DeviceStaging::Slot* none = nullptr;
-    Status st = staging.take(d, 10, &none);
+    Status st = staging.take(d, 10, "test", &none);
     EXPECT_EQ(st.code(), weftTimeout);
     EXPECT_NE(st.message().find("WEFT_DEVICE_STAGING_SLOTS"), std::string::npos) << st.message();
     // A slot freed but too small is replaced by a larger one.
     b->raise(DeviceStaging::kFree, 1);
     DeviceStaging::Slot* big = nullptr;
-    ASSERT_TRUE(staging.take(d, 1 << 20, &big).ok());
+    ASSERT_TRUE(staging.take(d, 1 << 20, "test", &big).ok());
     EXPECT_GE(big->capacity, size_t{1} << 20);
     EXPECT_EQ(big->gen, 1u);
     // An abandoned slot (a stream step failed) is never handed out again, even
@@ -139,7 +169,7 @@ TEST(DeviceStaging, SlotsAreReusedOnceTheStreamFreesThemCappedAndAbandonedOnesNe
     big->raise(DeviceStaging::kFree, 1);
     c->raise(DeviceStaging::kFree, 2);
     DeviceStaging::Slot* again = nullptr;
-    ASSERT_TRUE(staging.take(d, 10, &again).ok());
+    ASSERT_TRUE(staging.take(d, 10, "test", &again).ok());
     EXPECT_EQ(again, c);
     again->raise(DeviceStaging::kFree, again->gen);
     EXPECT_EQ(g_allocs, 3);
@@ -155,7 +185,7 @@ TEST(DeviceStaging, FlagsCompareCyclicallyAsTheDriversWait) {
   const exec::cuda::Api d = driver();
   DeviceStaging staging;
   DeviceStaging::Slot* s = nullptr;
-  ASSERT_TRUE(staging.take(d, 64, &s).ok());
+  ASSERT_TRUE(staging.take(d, 64, "test", &s).ok());
   s->raise(DeviceStaging::kDone, 0xfffffffeu);
   EXPECT_TRUE(s->reached(DeviceStaging::kDone, 0xfffffffeu));
   EXPECT_FALSE(s->reached(DeviceStaging::kDone, 0xffffffffu));
