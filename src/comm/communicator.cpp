@@ -21,6 +21,7 @@
 #include "base/log.h"
 #include "base/params.h"
 #include "base/trace.h"
+#include "topo/nvml.h"
 #include "topo/topology.h"
 #include "transports/transport.h"
 
@@ -573,8 +574,9 @@ std::string gpu_pci_address(int device) {
   return out;
 }
 
-// The GPU a rank drives (its CUDA device at init) and which of its host's GPUs
-// that one reaches peer to peer, as the CUDA driver the application loaded says.
+// The GPU a rank drives (its CUDA device at init), which of its host's GPUs
+// that one reaches peer to peer, as the CUDA driver the application loaded says,
+// and which of those over NVLink, as NVML says where it is installed.
 void describe_gpu(int device, const topo::Host& host, topo::Rank* r) {
   const exec::cuda::Api* d = exec::cuda::api();
   r->gpu = gpu_pci_address(device);
@@ -585,6 +587,10 @@ void describe_gpu(int device, const topo::Host& host, topo::Rank* r) {
         d->can_access_peer(&can, device, other) == 0 && can != 0)
       r->gpu_peers.push_back(g.pci);
   }
+  std::string why;
+  r->gpu_nvlink = topo::nvlink_peers(r->gpu, r->gpu_peers, &why);
+  if (!why.empty() && !r->gpu_peers.empty())
+    WEFT_INFO(INIT, "GPU %s: NVLink not told from PCIe: %s", r->gpu.c_str(), why.c_str());
 }
 }  // namespace
 

@@ -18,6 +18,7 @@ const char* link_class_name(LinkClass c) {
     case LinkClass::ShmCrossNuma: return "SYS";
     case LinkClass::Network: return "NET";
     case LinkClass::GpuSame: return "GPU";
+    case LinkClass::GpuNvlink: return "NVL";
     case LinkClass::GpuP2P: return "P2P";
     case LinkClass::GpuStaged: return "STG";
   }
@@ -38,8 +39,9 @@ LinkClass System::gpu_link(int a, int b) const {
   const Rank &ra = ranks.at(size_t(a)), &rb = ranks.at(size_t(b));
   if (cpu == LinkClass::Self || cpu == LinkClass::Network || ra.gpu.empty() || rb.gpu.empty()) return cpu;
   if (ra.gpu == rb.gpu) return LinkClass::GpuSame;
-  const bool p2p = std::find(ra.gpu_peers.begin(), ra.gpu_peers.end(), rb.gpu) != ra.gpu_peers.end();
-  return p2p ? LinkClass::GpuP2P : LinkClass::GpuStaged;
+  auto holds = [&](const std::vector<std::string>& v) { return std::find(v.begin(), v.end(), rb.gpu) != v.end(); };
+  if (!holds(ra.gpu_peers)) return LinkClass::GpuStaged;
+  return holds(ra.gpu_nvlink) ? LinkClass::GpuNvlink : LinkClass::GpuP2P;
 }
 
 namespace {
@@ -174,9 +176,12 @@ std::string to_json(const System& s) {
     for (size_t i = 0; i < x.numa.size(); i++) o << (i ? ", " : "") << x.numa[i];
     o << "]";
     if (!x.gpu.empty()) {
-      o << ", \"gpu\": " << q(x.gpu) << ", \"gpu_peers\": [";
-      for (size_t i = 0; i < x.gpu_peers.size(); i++) o << (i ? ", " : "") << q(x.gpu_peers[i]);
-      o << "]";
+      o << ", \"gpu\": " << q(x.gpu);
+      for (const auto& [name, list] : {std::pair{"gpu_peers", &x.gpu_peers}, std::pair{"gpu_nvlink", &x.gpu_nvlink}}) {
+        o << ", \"" << name << "\": [";
+        for (size_t i = 0; i < list->size(); i++) o << (i ? ", " : "") << q((*list)[i]);
+        o << "]";
+      }
     }
     o << "}";
   }
@@ -267,10 +272,18 @@ System from_json(const std::string& input) {
     }
     if (v.find("gpu")) {  // ranks that drive a GPU
       x.gpu = text(v, "gpu", where);
-      for (const json::Value& g : field(v, "gpu_peers", json::Value::Array, where).arr) {
-        if (g.kind != json::Value::String) throw std::runtime_error("topology file: " + where + ": gpu_peers holds strings");
-        x.gpu_peers.push_back(g.str);
-      }
+      auto strings = [&](const char* name, std::vector<std::string>* out) {
+        for (const json::Value& g : field(v, name, json::Value::Array, where).arr) {
+          if (g.kind != json::Value::String)
+            throw std::runtime_error("topology file: " + where + ": " + name + " holds strings");
+          out->push_back(g.str);
+        }
+      };
+      strings("gpu_peers", &x.gpu_peers);
+      if (v.find("gpu_nvlink")) strings("gpu_nvlink", &x.gpu_nvlink);  // optional: older files lack it
+      for (const std::string& g : x.gpu_nvlink)
+        if (std::find(x.gpu_peers.begin(), x.gpu_peers.end(), g) == x.gpu_peers.end())
+          throw std::runtime_error("topology file: " + where + ": gpu_nvlink names " + g + ", which is not in gpu_peers");
     }
     s.ranks.push_back(x);
   }

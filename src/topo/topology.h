@@ -22,10 +22,11 @@ enum class LinkClass {
   Network,       // different hosts
   // Between two ranks that drive GPUs on one host (System::gpu_link):
   GpuSame,       // the same GPU
-  GpuP2P,        // peer access between their GPUs (NVLink or PCIe: not told apart)
+  GpuNvlink,     // peer access over NVLink (as NVML reports it)
+  GpuP2P,        // peer access over PCIe (or NVLink where NVML was not found)
   GpuStaged,     // no peer access: through host memory
 };
-// Short names as in nvidia-smi topo -m: X, NUMA, SYS, NET; GPU, P2P, STG.
+// Short names as in nvidia-smi topo -m: X, NUMA, SYS, NET; GPU, NVL, P2P, STG.
 const char* link_class_name(LinkClass c);
 
 struct NumaNode {
@@ -82,6 +83,7 @@ struct Rank {
   std::vector<int> numa;      // os indexes of the NUMA nodes those CPUs belong to
   std::string gpu;            // PCI address of the GPU it drives ("" none)
   std::vector<std::string> gpu_peers;  // this host's GPUs its GPU can access peer to peer
+  std::vector<std::string> gpu_nvlink;  // of those, the ones joined to it by NVLink (NVML)
 };
 
 struct System {
@@ -89,8 +91,8 @@ struct System {
   std::vector<Rank> ranks;
 
   LinkClass link(int a, int b) const;
-  // Between ranks that both drive a GPU on one host: GpuSame, GpuP2P or
-  // GpuStaged; otherwise link().
+  // Between ranks that both drive a GPU on one host: GpuSame, GpuNvlink,
+  // GpuP2P or GpuStaged; otherwise link().
   LinkClass gpu_link(int a, int b) const;
   // The NIC a rank would use: the fastest on its NUMA node, else the host's fastest; null without one.
   const Nic* nic_of(int rank) const;

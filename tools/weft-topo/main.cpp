@@ -111,7 +111,8 @@ void print(const topo::System& s) {
               "  NET  = network between hosts\n");
   if (gpus)
     std::printf("  GPU  = both ranks drive the same GPU\n"
-                "  P2P  = their GPUs reach each other peer to peer (NVLink or PCIe)\n"
+                "  NVL  = their GPUs reach each other peer to peer over NVLink\n"
+                "  P2P  = their GPUs reach each other peer to peer over PCIe (or NVLink where NVML was not found)\n"
                 "  STG  = their GPUs do not: staged through host memory\n");
   for (const topo::Host& h : s.hosts) {
     std::printf("\nhost %s: %d package%s, %d cores, %d PUs, %zu NUMA node%s\n", h.name.c_str(), h.packages,

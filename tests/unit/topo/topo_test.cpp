@@ -2,6 +2,7 @@
 // pinning, topology files round trip and bad ones are refused, link classes and NIC
 // choice of hand-built systems.
 #include <gtest/gtest.h>
+#include <dlfcn.h>
 #include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "topo/nvml.h"
 #include "topo/topology.h"
 #include "weft_config.h"
 
@@ -156,8 +158,8 @@ System twoNuma() {
   h.caches = {{3, 32 << 20, 2}};
   h.nics = {{"eth0", 10000, 0}, {"eth1", 25000, 1}, {"eth2", 100000, 1}};
   s.hosts.push_back(h);
-  s.ranks = {{0, 10, "0-1", {0}, "", {}}, {0, 11, "2-3", {0}, "", {}}, {0, 12, "4-5", {1}, "", {}},
-             {0, 13, "0-7", {0, 1}, "", {}}};
+  s.ranks = {{0, 10, "0-1", {0}, "", {}, {}}, {0, 11, "2-3", {0}, "", {}, {}}, {0, 12, "4-5", {1}, "", {}, {}},
+             {0, 13, "0-7", {0, 1}, "", {}, {}}};
   return s;
 }
 
@@ -183,7 +185,7 @@ TEST(TopoLinks, JoinMergesHostsByIdentity) {
     h.name = id;
     h.numa = {{0, "0-1", 0}};
     p.hosts.push_back(h);
-    p.ranks.push_back({0, 1, "0", {0}, "", {}});
+    p.ranks.push_back({0, 1, "0", {0}, "", {}, {}});
     parts.push_back(p);
   }
   const System s = join(parts);
@@ -288,7 +290,7 @@ TEST_F(FakeSysfs, DevicesAsSysfsListsThem) {
   System s;
   s.hosts.push_back(h);
   s.hosts[0].numa = {{0, "0-3", 0}, {1, "4-7", 0}};
-  s.ranks = {{0, 1, "0-1", {0}, "", {}}, {0, 2, "4-5", {1}, "", {}}, {0, 3, "0-7", {0, 1}, "", {}}};
+  s.ranks = {{0, 1, "0-1", {0}, "", {}, {}}, {0, 2, "4-5", {1}, "", {}, {}}, {0, 3, "0-7", {0, 1}, "", {}, {}}};
   EXPECT_EQ(s.rdma_of(0), &s.hosts[0].rdma[2]);
   EXPECT_EQ(s.rdma_of(1), &s.hosts[0].rdma[0]);
   EXPECT_EQ(s.rdma_of(2), &s.hosts[0].rdma[0]);  // both nodes: 200 Gb/s beats unknown
@@ -315,8 +317,8 @@ TEST(TopoLinks, GpuClassesBetweenRanksThatDriveGpus) {
   s.ranks[1].gpu = A, s.ranks[1].gpu_peers = {B};
   s.ranks[2].gpu = B, s.ranks[2].gpu_peers = {A};
   s.ranks[3].gpu = C;
-  s.ranks.push_back({1, 20, "0-1", {0}, "0000:17:00.0", {}});
-  s.ranks.push_back({0, 21, "4-5", {1}, "", {}});
+  s.ranks.push_back({1, 20, "0-1", {0}, "0000:17:00.0", {}, {}});
+  s.ranks.push_back({0, 21, "4-5", {1}, "", {}, {}});
   EXPECT_EQ(s.gpu_link(0, 0), LinkClass::Self);
   EXPECT_EQ(s.gpu_link(0, 1), LinkClass::GpuSame);
   EXPECT_EQ(s.gpu_link(0, 2), LinkClass::GpuP2P);
@@ -332,6 +334,61 @@ TEST(TopoLinks, GpuClassesBetweenRanksThatDriveGpus) {
   const std::string text = to_json(s);
   EXPECT_EQ(to_json(from_json(text)), text);
   EXPECT_EQ(from_json(text).gpu_link(0, 2), LinkClass::GpuP2P);
+}
+
+// NVLink as NVML reports it, from a stand-in NVML (fake_nvml.cpp: 17:00.0 and
+// 65:00.0 joined, ca:00.0 and e3:00.0 joined, the pairs across over PCIe).
+TEST(TopoNvml, NvlinkPeersAsNvmlReportsThem) {
+  const char* lib = std::getenv("WEFT_TEST_FAKE_NVML");
+  ASSERT_NE(lib, nullptr) << "meson sets WEFT_TEST_FAKE_NVML to the stand-in NVML";
+  // Held open here, so that its count of open NVML handles outlives each query's dlclose.
+  void* handle = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  auto open_handles = reinterpret_cast<int (*)()>(dlsym(handle, "fake_nvml_open_handles"));
+  ASSERT_NE(open_handles, nullptr);
+  const std::vector<std::string> all = {"0000:17:00.0", "0000:65:00.0", "0000:ca:00.0", "0000:e3:00.0"};
+  std::string why;
+  EXPECT_EQ(nvlink_peers(all[0], all, &why, lib), std::vector<std::string>{all[1]});
+  EXPECT_EQ(why, "");
+  EXPECT_EQ(nvlink_peers(all[3], all, &why, lib), std::vector<std::string>{all[2]});
+  EXPECT_EQ(nvlink_peers("0000:CA:00.0", {all[0], all[3]}, &why, lib), std::vector<std::string>{all[3]});
+  EXPECT_TRUE(nvlink_peers(all[0], {all[2], all[3]}, &why, lib).empty());
+  EXPECT_EQ(open_handles(), 0) << "NVML left initialized after a query";
+  dlclose(handle);
+  // A GPU NVML does not know, and no NVML at all: nothing, and why.
+  EXPECT_TRUE(nvlink_peers("0000:99:00.0", all, &why, lib).empty());
+  EXPECT_NE(why.find("does not know GPU 0000:99:00.0"), std::string::npos) << why;
+  EXPECT_TRUE(nvlink_peers(all[0], all, &why, "libweft-no-such-nvml.so.1").empty());
+  EXPECT_NE(why.find("no NVML"), std::string::npos) << why;
+}
+
+// NVLink between two GPUs that reach each other, recorded by the rank, is its own
+// class; the list round-trips in a topology file, which refuses an NVLink peer
+// that is not a peer.
+TEST(TopoLinks, NvlinkIsToldFromPcie) {
+  System s = twoNuma();
+  const std::string A = "0000:17:00.0", B = "0000:65:00.0", C = "0000:ca:00.0";
+  s.ranks[0].gpu = A, s.ranks[0].gpu_peers = {B, C}, s.ranks[0].gpu_nvlink = {B};
+  s.ranks[1].gpu = B, s.ranks[1].gpu_peers = {A, C}, s.ranks[1].gpu_nvlink = {A};
+  s.ranks[2].gpu = C, s.ranks[2].gpu_peers = {A, B};
+  EXPECT_EQ(s.gpu_link(0, 1), LinkClass::GpuNvlink);
+  EXPECT_EQ(s.gpu_link(1, 0), LinkClass::GpuNvlink);
+  EXPECT_EQ(s.gpu_link(0, 2), LinkClass::GpuP2P);
+  EXPECT_EQ(s.gpu_link(2, 1), LinkClass::GpuP2P);
+  EXPECT_STREQ(link_class_name(LinkClass::GpuNvlink), "NVL");
+  const std::string text = to_json(s);
+  EXPECT_NE(text.find("\"gpu_nvlink\": [\"0000:65:00.0\"]"), std::string::npos) << text;
+  EXPECT_EQ(to_json(from_json(text)), text);
+  EXPECT_EQ(from_json(text).gpu_link(0, 1), LinkClass::GpuNvlink);
+  std::string bad = text;
+  const std::string good_list = "\"gpu_nvlink\": [\"0000:65:00.0\"]";
+  bad.replace(bad.find(good_list), good_list.size(), "\"gpu_nvlink\": [\"0000:99:00.0\"]");
+  try {
+    from_json(bad);
+    ADD_FAILURE() << "an NVLink peer that is not a peer was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("gpu_nvlink names 0000:99:00.0"), std::string::npos) << e.what();
+  }
 }
 
 // WEFT_BIND=numa's choice on a host of two nodes of 4 CPUs: a rank whose GPU is on
