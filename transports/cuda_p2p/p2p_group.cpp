@@ -141,8 +141,9 @@ std::string Group::connect(const std::vector<Card>& cards) {
 
 void Group::settle(bool ok) {
   if (ok) {
+    watchdog_ = std::make_unique<Watchdog>(peers_[static_cast<size_t>(o_.rank)].flags + kDoneWord, o_.timeout_ms,
+                                           o_.on_timeout);
     active_.store(true, std::memory_order_release);
-    watchdog_ = std::thread([this] { watch(); });
     return;
   }
   release();
@@ -191,12 +192,7 @@ Group::~Group() {
 }
 
 void Group::stop_watchdog() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
-  stop_cv_.notify_all();
-  if (watchdog_.joinable()) watchdog_.join();
+  if (watchdog_ != nullptr) watchdog_->stop();
 }
 
 void Group::unblock() {
@@ -221,27 +217,6 @@ std::string Group::stuck_at(uint32_t first_barrier) const {
   if (!reached) return "this rank's stream has not reached it (work before it on the stream has not finished)";
   return late.empty() ? "its stream is past the barrier but has not finished the call"
                       : "its stream waits at a barrier for rank(s) " + late + ", which have not reached the call";
-}
-
-void Group::watch() {
-  const uint32_t* done = peers_[static_cast<size_t>(o_.rank)].flags + kDoneWord;
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!stop_) {
-    while (!pending_.empty() && static_cast<int32_t>(load(done) - pending_.front().done) >= 0) pending_.pop_front();
-    if (!pending_.empty() &&
-        std::chrono::steady_clock::now() - pending_.front().enqueued > std::chrono::milliseconds(o_.timeout_ms)) {
-      const Pending p = pending_.front();
-      pending_.clear();
-      Status st = Error(weftTimeout, "cuda_p2p %s on stream %p not finished %lld ms after it was enqueued "
-                        "(WEFT_TIMEOUT_MS): %s", p.what, p.stream, static_cast<long long>(o_.timeout_ms),
-                        stuck_at(p.first_barrier).c_str());
-      lock.unlock();
-      if (o_.on_timeout) o_.on_timeout(st);  // fails the communicator, which unblocks the stream
-      lock.lock();
-      continue;
-    }
-    stop_cv_.wait_for(lock, std::chrono::milliseconds(10));
-  }
 }
 
 Status Group::step(int rc, exec::cuda::Stream s, const char* doing) {
@@ -291,7 +266,7 @@ Status Group::call(const char* what, exec::cuda::Stream s, const std::function<S
   WEFT_TRY(step(d_->write_value32(s, peers_[static_cast<size_t>(o_.rank)].flags_dev + kDoneWord * sizeof(uint32_t),
                                   done, 0),
                 s, "marking the call done"));
-  pending_.push_back({what, s, first_barrier, done, std::chrono::steady_clock::now()});
+  watchdog_->add(what, s, done, [this, first_barrier] { return stuck_at(first_barrier); });
   return Status::Ok();
 }
 

@@ -16,18 +16,16 @@
 
 #include <cstddef>
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "base/status.h"
 #include "exec/cuda_driver.h"
+#include "transports/cuda_p2p/watchdog.h"
 
 namespace weft::transport::cuda_p2p {
 
@@ -75,8 +73,8 @@ class Group {
   // else why not. Every rank must then agree before the first call.
   std::string connect(const std::vector<Card>& cards);
   // The ranks agreed: calls go through the group from now on (ok; a watchdog
-  // thread then fails a call its stream has not finished by the deadline), or
-  // it is released and never used (!ok).
+  // then fails a call its stream has not finished by the deadline), or it is
+  // released and never used (!ok).
   void settle(bool ok);
   bool active() const { return active_.load(std::memory_order_acquire); }
   // The reason of the choice, for the INFO line.
@@ -115,8 +113,7 @@ class Group {
   };
   Status step(int rc, exec::cuda::Stream s, const char* doing);
   void release();
-  // The watchdog: every 10 ms, the oldest call not yet finished by its stream.
-  void watch();
+  // Why a call whose first barrier is `first_barrier` is not finished.
   std::string stuck_at(uint32_t first_barrier) const;
 
   const exec::cuda::Api* d_ = nullptr;
@@ -130,16 +127,7 @@ class Group {
   std::mutex mu_;        // one call's enqueue at a time (the counters below)
   std::atomic<uint32_t> phase_{0};  // barriers enqueued so far (every rank counts the same); read by unblock()
   uint64_t round_ = 0;   // buffer uses so far (which buffer: round_ % 2)
-  struct Pending {
-    const char* what;
-    exec::cuda::Stream stream;
-    uint32_t first_barrier, done;  // its first barrier's number; the done word once it finished
-    std::chrono::steady_clock::time_point enqueued;
-  };
-  std::deque<Pending> pending_;  // guarded by mu_
-  std::condition_variable stop_cv_;
-  bool stop_ = false;  // guarded by mu_
-  std::thread watchdog_;
+  std::unique_ptr<Watchdog> watchdog_;  // once settled
 };
 
 }  // namespace weft::transport::cuda_p2p
