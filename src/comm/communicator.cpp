@@ -251,6 +251,10 @@ Communicator::~Communicator() {
   device_cross_.reset();
   device_local_.reset();
   p2p_.stop_watchdog();  // its timeouts fail this communicator, which is going
+  {
+    std::lock_guard<std::mutex> lock(pairs_mu_);
+    if (pairs_ != nullptr) pairs_->stop_watchdog();
+  }
   if (boot_ != nullptr) boot_->set_status_source(nullptr);
   // In-flight operations finish first (promptly once aborted: they fail).
   if (queue_ != nullptr) {
@@ -357,6 +361,10 @@ void Communicator::fail(const Status& st) {
   }
   failed_.store(true, std::memory_order_release);
   p2p_.unblock();  // a stream waiting at a cuda_p2p barrier must not wait for ranks that will not come
+  {
+    std::lock_guard<std::mutex> lock(pairs_mu_);
+    if (pairs_ != nullptr) pairs_->unblock();
+  }
   if (device_levels_.load(std::memory_order_acquire)) {
     device_local_->abort("its communicator across hosts failed: " + st.message());
     device_cross_->abort("its communicator across hosts failed: " + st.message());

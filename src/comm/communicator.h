@@ -24,6 +24,7 @@
 #include "reduce/reduce.h"
 #include "sched/schedule.h"
 #include "transports/cuda_p2p/p2p_group.h"
+#include "transports/cuda_p2p/p2p_pairs.h"
 #include "transports/link.h"
 #include "transports/transport.h"
 #include "tune/tuner.h"
@@ -79,7 +80,9 @@ class Communicator final : public exec::Health {
   // without waiting for the GPU. Errors of the call itself come later, from
   // weftCommGetAsyncError and the next call.
   Status enqueue(const CollArgs& args, void* stream);
-  // Point-to-point operations (a group, a gather, ...) on device memory, likewise.
+  // Point-to-point operations (a group, a gather, ...) on device memory,
+  // likewise: over cuda_p2p with the peers whose pair connected so (at its
+  // first call, with the peer's matching one), staged with the others.
   Status enqueue_p2p(const std::vector<exec::P2P>& ops, const std::vector<exec::LocalCopy>& copies, void* stream);
   // The CUDA device current on the thread that created this communicator (-1: none).
   int cu_device() const { return cu_device_; }
@@ -182,6 +185,10 @@ class Communicator final : public exec::Health {
   Status enqueue_across_hosts(const CollArgs& dev, void* stream);
   // A call on device memory through pinned host memory.
   Status enqueue_staged(const CollArgs& dev, void* stream);
+  Status enqueue_staged_p2p(const std::vector<exec::P2P>& ops, const std::vector<exec::LocalCopy>& copies,
+                            void* stream);
+  // The cuda_p2p pairs of device point-to-point calls, made at the first.
+  transport::cuda_p2p::Pairs& device_pairs(const exec::cuda::Api& d);
   Status connect_transports(const boot::UniqueId& id);
   Status check_consistent(const CollArgs& args);
   Status execute(const CollArgs& args);
@@ -289,6 +296,8 @@ class Communicator final : public exec::Health {
   std::vector<unsigned char> premul_input_;  // the scaled input of a pre-multiplied sum
   DeviceStaging staging_;  // pinned host copies of the calls on device memory
   transport::cuda_p2p::Group p2p_;  // device collectives over mapped GPU memory, where the ranks agreed
+  std::mutex pairs_mu_;  // pairs_ is made by the enqueueing thread and unblocked by any
+  std::unique_ptr<transport::cuda_p2p::Pairs> pairs_;
   bool device_path_chosen_ = false;
   // The levels of split_device_levels: this rank's host's ranks, and the ranks of
   // its local rank on every host. Set once, before device_levels_ (any thread

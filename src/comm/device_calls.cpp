@@ -2,6 +2,7 @@
 // through pinned host memory and ordered on the caller's stream
 // (device_staging.h).
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -18,6 +19,10 @@ namespace weft {
 namespace {
 
 using exec::cuda::dptr;
+
+// Bootstrap group tags of the pairs of point-to-point on device memory (splits
+// number theirs from 0 up, with the color in the low half).
+constexpr uint64_t kPairTag = uint64_t{1} << 63;
 
 const char* missing_entry(const exec::cuda::Api& d) {
   if (d.host_alloc == nullptr) return "cuMemHostAlloc";
@@ -268,9 +273,72 @@ Status Communicator::enqueue_staged(const CollArgs& dev, void* stream) {
   });
 }
 
+transport::cuda_p2p::Pairs& Communicator::device_pairs(const exec::cuda::Api& d) {
+  std::lock_guard<std::mutex> lock(pairs_mu_);
+  if (pairs_ == nullptr) {
+    transport::cuda_p2p::Pairs::Options o;
+    o.rank = rank_;
+    o.nranks = nranks_;
+    o.host_hash = host_hash_;
+    o.buffer_bytes = static_cast<size_t>(std::max<int64_t>(0, params::P2P_BUFFER_BYTES()));
+    o.same_gpu_only = params::P2P_LEVEL() == "LOC";
+    if (params::P2P_DISABLE() != 0) o.disabled_by = "WEFT_P2P_DISABLE=1";
+    o.timeout_ms = timeout_ms_;
+    o.on_timeout = [this](const Status& st) { fail(st); };
+    pairs_ = std::make_unique<transport::cuda_p2p::Pairs>(d, std::move(o));
+  }
+  return *pairs_;
+}
+
 Status Communicator::enqueue_p2p(const std::vector<exec::P2P>& ops, const std::vector<exec::LocalCopy>& copies,
                                  void* stream) {
   WEFT_TRY(async_error());
+  const exec::cuda::Api* d = nullptr;
+  WEFT_TRY(stream_driver("point-to-point", stream, &d));
+  transport::cuda_p2p::Pairs& pairs = device_pairs(*d);
+  // Every peer's route, in ascending order: a pair connects at its first call,
+  // with the peer's, and the order keeps three ranks from waiting in a circle.
+  std::vector<int> peers;
+  for (const exec::P2P& op : ops) peers.push_back(op.peer);
+  std::sort(peers.begin(), peers.end());
+  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+  std::vector<bool> direct(static_cast<size_t>(nranks_), false);
+  for (int q : peers) {
+    // The two ranks of the pair swap through a bootstrap group of their own.
+    std::unique_ptr<boot::Bootstrap> pair;
+    auto swap = [&](const void* mine, void* theirs, size_t bytes) -> Status {
+      const int lo = std::min(rank_, q), hi = std::max(rank_, q);
+      if (pair == nullptr)
+        WEFT_TRY(boot_->subgroup(kPairTag | static_cast<uint64_t>(lo) << 24 | static_cast<uint64_t>(hi), {lo, hi}, &pair));
+      std::vector<unsigned char> both(2 * bytes);
+      WEFT_TRY(pair->allgather(mine, bytes, both.data(), Deadline::after_ms(timeout_ms_)));
+      std::memcpy(theirs, both.data() + (rank_ == lo ? bytes : 0), bytes);
+      return Status::Ok();
+    };
+    bool p2p = false;
+    Status st = pairs.route(q, swap, &p2p);
+    if (!st.ok()) return st.prefix("point-to-point on device memory: connecting with rank " + std::to_string(q) + ": ");
+    direct[static_cast<size_t>(q)] = p2p;
+  }
+  std::vector<exec::P2P> staged;
+  std::vector<transport::cuda_p2p::Pairs::Op> mapped;
+  for (const exec::P2P& op : ops) {
+    if (direct[static_cast<size_t>(op.peer)]) mapped.push_back({op.send, op.peer, op.buf, op.bytes});
+    else staged.push_back(op);
+  }
+  if (mapped.empty()) return enqueue_staged_p2p(ops, copies, stream);
+  // The staged part first: it waits only for the peers' staged parts, which
+  // come first in their calls too.
+  if (!staged.empty()) WEFT_TRY(enqueue_staged_p2p(staged, {}, stream));
+  std::vector<transport::cuda_p2p::Pairs::Copy> local;
+  for (const exec::LocalCopy& c : copies) local.push_back({c.dst, c.src, c.bytes});
+  Status st = pairs.call(mapped, local, stream);
+  if (!st.ok()) fail(st);  // the stream is out of step with the peers' now
+  return st;
+}
+
+Status Communicator::enqueue_staged_p2p(const std::vector<exec::P2P>& ops, const std::vector<exec::LocalCopy>& copies,
+                                        void* stream) {
   StagingLayout layout;
   for (const exec::P2P& op : ops) layout.add(op.buf, op.bytes, op.send, !op.send);
   for (const exec::LocalCopy& c : copies) {

@@ -2,7 +2,8 @@
 # Collectives on device memory through DRIVER (the stand-in driver, or
 # libcuda.so.1 where a GPU is: exits 77, a skip, without one), N ranks, every
 # collective, dtype and op checked on the host; and every rank must say at INFO
-# that its device collectives took PATH ("cuda_p2p" or "staged"). With
+# that its device collectives took PATH ("cuda_p2p" or "staged"), and so did
+# its point-to-point calls with each other rank (all-to-all-v meets every pair). With
 # MAX_SLOT_BYTES set, no rank may pin a staging slot larger than that for a
 # collective (point-to-point calls are staged whole).
 #   device_path.sh WEFT_RUN CHECKER N DRIVER PATH [CHECKER ARGS...]
@@ -16,14 +17,20 @@ WEFT_DEBUG=INFO WEFT_DEBUG_SUBSYS=TRANSPORT "$run" -n "$n" --timeout 500 -- "$ch
 rc=$?
 grep -v ' INFO ' "$log"
 case $path in
-  cuda_p2p) line='device collectives over cuda_p2p' ;;
-  staged) line='device collectives staged through pinned host memory' ;;
+  cuda_p2p) line='device collectives over cuda_p2p' pairs='over cuda_p2p' ;;
+  staged) line='device collectives staged through pinned host memory' pairs='staged through pinned host memory' ;;
   *) echo "device_path.sh: PATH is cuda_p2p or staged, not $path"; exit 2 ;;
 esac
 said=$(grep "$line" "$log" | sed -n 's/.*rank \([0-9]*\): device collectives.*/\1/p' | sort -u | wc -l)
 grep "$line" "$log" | sed 's/.*WEFT INFO //' | sort -u
 if [ "$said" -ne "$n" ]; then
   echo "FAIL: $said of $n ranks said \"$line\""
+  exit 1
+fi
+routed=$(grep -c "point-to-point on device memory with rank [0-9]* $pairs" "$log")
+echo "pairs of ranks whose point-to-point went $pairs: $routed (of $((n * (n - 1))))"
+if [ "$routed" -ne $((n * (n - 1))) ]; then
+  echo "FAIL: not every pair of ranks said its point-to-point went $pairs"
   exit 1
 fi
 if [ -n "${MAX_SLOT_BYTES:-}" ]; then

@@ -1,7 +1,5 @@
 #include "transports/cuda_p2p/p2p_group.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +9,7 @@
 
 #include "base/log.h"
 #include "base/wait.h"
+#include "transports/cuda_p2p/flag_page.h"
 
 namespace weft::transport::cuda_p2p {
 namespace {
@@ -38,30 +37,6 @@ const char* missing_entry(const exec::cuda::Api& d) {
   if (d.device_by_pci_bus_id == nullptr) return "cuDeviceGetByPCIBusId";
   if (d.can_access_peer == nullptr) return "cuDeviceCanAccessPeer";
   return nullptr;
-}
-
-// A page of host memory shared through a memfd, registered for the GPU.
-Status map_page(const exec::cuda::Api& d, int fd, uint32_t** host, exec::cuda::DevicePtr* dev) {
-  void* p = mmap(nullptr, kPage, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED) return SysError(errno, "mapping a cuda_p2p flag page");
-  int rc = d.host_register(p, kPage, exec::cuda::kHostRegisterPortable | exec::cuda::kHostRegisterDeviceMap);
-  if (rc == 0) {
-    rc = d.host_device_pointer(dev, p, 0);
-    if (rc != 0) d.host_unregister(p);
-  }
-  if (rc != 0) {
-    munmap(p, kPage);
-    return Error(weftUnhandledCudaError, "registering a cuda_p2p flag page for the GPU: %s",
-                 exec::cuda::error_text(rc).c_str());
-  }
-  *host = static_cast<uint32_t*>(p);
-  return Status::Ok();
-}
-
-void unmap_page(const exec::cuda::Api& d, uint32_t* host) {
-  if (host == nullptr) return;
-  d.host_unregister(host);
-  munmap(host, kPage);
 }
 
 }  // namespace
@@ -92,9 +67,8 @@ void Group::prepare(const exec::cuda::Api& d, const Options& o, Card* card) {
   me.buffers = reinterpret_cast<unsigned char*>(base);
   rc = d.ipc_get_handle(&card->handle, base);
   if (rc != 0) return refuse("cuIpcGetMemHandle: " + exec::cuda::error_text(rc));
-  memfd_ = memfd_create("weft-p2p-flags", MFD_CLOEXEC);
-  if (memfd_ < 0 || ftruncate(memfd_, kPage) != 0) return refuse(std::string("memfd for the flag page: ") + std::strerror(errno));
-  Status st = map_page(d, memfd_, &me.flags, &me.flags_dev);
+  Status st = create_flag_page(kPage, &memfd_);
+  if (st.ok()) st = map_flag_page(d, memfd_, kPage, &me.flags, &me.flags_dev);
   if (!st.ok()) return refuse(st.message());
   card->flags_fd = memfd_;
   card->buffer_bytes = buffer_bytes_;
@@ -123,11 +97,7 @@ std::string Group::connect(const std::vector<Card>& cards) {
     int rc = d_->ipc_open_handle(&base, c.handle, exec::cuda::kIpcLazyEnablePeerAccess);
     if (rc != 0) return who + "'s buffers: cuIpcOpenMemHandle: " + exec::cuda::error_text(rc);
     peer.buffers = reinterpret_cast<unsigned char*>(base);
-    const std::string path = "/proc/" + std::to_string(c.pid) + "/fd/" + std::to_string(c.flags_fd);
-    const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
-    if (fd < 0) return who + "'s flag page " + path + ": " + std::strerror(errno);
-    Status st = map_page(*d_, fd, &peer.flags, &peer.flags_dev);
-    close(fd);
+    Status st = map_peer_flag_page(*d_, c.pid, c.flags_fd, kPage, &peer.flags, &peer.flags_dev);
     if (!st.ok()) return who + ": " + st.message();
   }
   // How: "4 ranks on GPU 0000:3b:00.0" or "4 ranks on 4 GPUs with peer access".
@@ -153,7 +123,7 @@ void Group::release() {
   if (d_ == nullptr) return;
   for (size_t p = 0; p < peers_.size(); ++p) {
     Peer& peer = peers_[p];
-    unmap_page(*d_, peer.flags);
+    unmap_flag_page(*d_, peer.flags, kPage);
     if (peer.buffers != nullptr) {
       if (static_cast<int>(p) == o_.rank) d_->mem_free(dptr(peer.buffers));
       else d_->ipc_close_handle(dptr(peer.buffers));
