@@ -253,6 +253,21 @@ void run_p2p(Checker& c, size_t count) {
           return weftGroupEnd();
         }), "group send/recv" + tag))
       c.check("ring shift" + tag, in, count, weftInt32, want(left, 0));
+    // Three messages to one peer in one group (halves, thirds, the rest),
+    // received in order: together they are the first `count` elements.
+    const size_t s1 = count / 2, s2 = count / 3, s3 = count - s1 - s2;
+    std::fill(in, in + count, -1);
+    if (c.ok(c.run(a.data(), b.data(), bytes, [&](auto at, void* st) {
+          weftGroupStart();
+          weftSend(at(out), s1, weftInt32, right, c.comm, st);
+          weftRecv(at(in), s1, weftInt32, left, c.comm, st);
+          weftSend(at(out + s1), s2, weftInt32, right, c.comm, st);
+          weftSend(at(out + s1 + s2), s3, weftInt32, right, c.comm, st);
+          weftRecv(at(in + s1), s2, weftInt32, left, c.comm, st);
+          weftRecv(at(in + s1 + s2), s3, weftInt32, left, c.comm, st);
+          return weftGroupEnd();
+        }), "three messages to one peer" + tag))
+      c.check("three messages from the left" + tag, in, count, weftInt32, want(left, 0));
     // Everyone with everyone in one group: block p from rank p.
     std::fill(in, in + n * count, -1);
     if (c.ok(c.run(a.data(), b.data(), bytes, [&](auto at, void* st) {
