@@ -480,9 +480,9 @@ void run_device_faults(Checker& c) {
 }
 
 // --device with the stand-in driver and two ranks: rank 1's stream is held, so
-// it never reaches an all-reduce; both ranks' calls fail by the deadline instead
-// of leaving the streams waiting, rank 0's naming rank 1 where the call went
-// over cuda_p2p (its stream waits for rank 1 at a barrier).
+// it never reaches an all-reduce, then a send/recv group; both ranks' calls fail
+// by the deadline instead of leaving the streams waiting, rank 0's naming rank 1
+// where the call went over cuda_p2p (its stream waits for rank 1).
 void run_device_stuck_peer(Checker& c) {
   DeviceMemory& d = *c.device;
   constexpr size_t kCount = 1000;
@@ -516,8 +516,43 @@ void run_device_stuck_peer(Checker& c) {
   if (c.rank == 1) d.hold(false);
   d.synchronize();
   weftCommDestroy(stuck);
-  d.release(dev);
   std::printf("rank %d: beside a held stream the call fails: %s\n", c.rank, why.c_str());
+
+  // The same with a send and a receive in one group: over cuda_p2p rank 0's
+  // stream waits for rank 1's post, and rank 0 names rank 1.
+  auto* dev2 = static_cast<float*>(d.alloc(kCount * sizeof(float)));
+  weftComm_t pair = nullptr;
+  if (!c.ok(weftCommSplit(c.comm, 0, c.rank, &pair, nullptr), "split for point-to-point")) return;
+  auto exchange = [&] {
+    weftGroupStart();
+    weftSend(dev, kCount, weftFloat32, 1 - c.rank, pair, d.stream());
+    weftRecv(dev2, kCount, weftFloat32, 1 - c.rank, pair, d.stream());
+    return weftGroupEnd();
+  };
+  // The first call connects the pair (the ranks' host threads meet): before the hold.
+  c.ok(exchange(), "send/recv before the hold");
+  c.ok(d.synchronize() ? weftSuccess : weftUnhandledCudaError, "synchronize");
+  if (c.rank == 1) d.hold(true);
+  c.ok(exchange(), "send/recv beside a held stream");
+  async = weftSuccess;
+  for (int i = 0; i < 200 && async == weftSuccess; ++i) {
+    weftCommGetAsyncError(pair, &async);
+    if (async == weftSuccess) usleep(50000);
+  }
+  const weftResult_t again = exchange();
+  const std::string why2 = weftGetLastError(pair);
+  const bool named2 = !p2p || c.rank != 0 || why2.find("waits for rank 1 (has not sent") != std::string::npos ||
+                      (why2.find("rank 1 ") != std::string::npos && why2.find("aborted") != std::string::npos &&
+                       why2.find("stream has not reached") != std::string::npos);
+  if ((async != weftTimeout && async != weftRemoteError) || again == weftSuccess || !named2)
+    c.ok(weftInternalError, std::string("send/recv beside a held stream: async error ") + weftGetErrorString(async) +
+                                ", the next call " + weftGetErrorString(again) + ": " + why2);
+  if (c.rank == 1) d.hold(false);
+  d.synchronize();
+  weftCommDestroy(pair);
+  d.release(dev2);
+  d.release(dev);
+  std::printf("rank %d: send/recv beside a held stream fails: %s\n", c.rank, why2.c_str());
 }
 
 }  // namespace
