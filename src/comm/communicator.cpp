@@ -207,6 +207,8 @@ Status Communicator::connect_transports(const boot::UniqueId& id) {
   local_rank_ = 0;
   for (int r = 0; r < rank_; ++r) local_rank_ += cards[static_cast<size_t>(r)].host_hash == mine.host_hash ? 1 : 0;
   host_hash_ = mine.host_hash;
+  same_host_.resize(cards.size());
+  for (size_t r = 0; r < cards.size(); ++r) same_host_[r] = cards[r].host_hash == mine.host_hash;
 
   std::vector<std::vector<int>> peers(reg.size());
   std::vector<bool> used(reg.size(), false);

@@ -304,6 +304,11 @@ Status Communicator::enqueue_p2p(const std::vector<exec::P2P>& ops, const std::v
   peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
   std::vector<bool> direct(static_cast<size_t>(nranks_), false);
   for (int q : peers) {
+    // Another host: staged, as the peer sees too, with nothing to swap.
+    if (static_cast<size_t>(q) < same_host_.size() && !same_host_[static_cast<size_t>(q)]) {
+      pairs.stage(q, "it is on another host");
+      continue;
+    }
     // The two ranks of the pair swap through a bootstrap group of their own.
     std::unique_ptr<boot::Bootstrap> pair;
     auto swap = [&](const void* mine, void* theirs, size_t bytes) -> Status {

@@ -6,13 +6,16 @@
 # other over TCP. Nothing is configured in the namespace this script runs in.
 #
 #   netns_test.sh MODE HOSTS RANKS_PER_HOST EXE [--ipv6] [--algos a,b] [--shape RATE[:DELAY]]
-#                 [--cyclic] [--expect TEXT] [-- ARGS]
+#                 [--cyclic] [--expect TEXT] [--device-pairs] [-- ARGS]
 #
 #   --cyclic  rank r runs on host r % HOSTS (round robin, as srun --distribution=cyclic
 #             places them) instead of host r / RANKS_PER_HOST
 #   --expect TEXT  check: every rank's log must say "rank R: TEXT" (R its rank); the
 #             job makes communicators of its own beside the first, so their links
 #             are logged too and the links are counted as at least, not exactly
+#   --device-pairs  check: every rank routed its point-to-point on device memory
+#             over cuda_p2p with each rank of its host and staged with every other
+#             (the job must meet every pair, as all-to-all-v does)
 #   --shape 2gbit[:200us]  every host's eth0 sends at most RATE (tc tbf), and with
 #             DELAY delays each packet too (tc netem, where the kernel has it), so
 #             that the network, not the CPU, is the slow link
@@ -34,7 +37,7 @@
 set -u
 mode=${1:?mode} hosts=${2:?hosts} per=${3:?ranks per host} exe=${4:?check exe}
 shift 4
-ipv6=0 algos="" shape="" cyclic=0 expect=""
+ipv6=0 algos="" shape="" cyclic=0 expect="" device_pairs=0
 extra=()
 while [ $# -gt 0 ]; do
   case $1 in
@@ -43,6 +46,7 @@ while [ $# -gt 0 ]; do
     --shape) shape=$2; shift ;;
     --cyclic) cyclic=1 ;;
     --expect) expect=$2; shift ;;
+    --device-pairs) device_pairs=1 ;;
     --) shift; extra=("$@"); break ;;
     *) echo "unknown option $1"; exit 2 ;;
   esac
@@ -189,6 +193,14 @@ elif [ "$mode" = check ]; then
         [ "$nshm" -ge $((per - 1)) ] || say_fail "rank $r has $nshm shm links, expected at least $((per - 1))"
         [ "$ntcp" -ge $((nranks - per)) ] || say_fail "rank $r has $ntcp tcp links, expected at least $((nranks - per))"
         grep -qF "rank $r: $expect" "$log" || say_fail "rank $r did not log 'rank $r: $expect'"
+      fi
+      if [ "$device_pairs" = 1 ]; then
+        # Unique lines: the job's split communicators route pairs again.
+        routes=$(grep "rank $r: point-to-point on device memory with rank" "$log" | sed 's/.*WEFT INFO //' | sort -u)
+        nmapped=$(grep -c "over cuda_p2p$" <<<"$routes")
+        nstaged=$(grep -c "staged through pinned host memory: it is on another host$" <<<"$routes")
+        [ "$nmapped" = $((per - 1)) ] || say_fail "rank $r routed $nmapped pairs over cuda_p2p, expected $((per - 1))"
+        [ "$nstaged" = $((nranks - per)) ] || say_fail "rank $r staged $nstaged pairs across hosts, expected $((nranks - per))"
       fi
       # ibverbs is asked first between hosts and, with no RDMA device here, declines.
       if [ "$ntcp" != 0 ] && ! grep -q "ibverbs: no ibverbs device.*; TCP carries" "$log"; then

@@ -142,18 +142,26 @@ Status Pairs::route(int peer, const Swap& swap, bool* p2p) {
     std::snprintf(verdict.why, sizeof verdict.why, "%s", why.c_str());
     WEFT_TRY(swap(&verdict, &other, sizeof(Verdict)));
     if (why.empty() && other.why[0] != 0) why = std::string("rank ") + std::to_string(peer) + " sees " + other.why;
-    std::lock_guard<std::mutex> lock(mu_);
-    p.route = why.empty() ? Peer::Route::P2P : Peer::Route::Staged;
-    if (why.empty())
+    if (!why.empty()) {
+      stage(peer, why.c_str());
+    } else {
+      std::lock_guard<std::mutex> lock(mu_);
+      p.route = Peer::Route::P2P;
       WEFT_INFO(TRANSPORT, "rank %d: point-to-point on device memory with rank %d over cuda_p2p", o_.rank, peer);
-    else
-      WEFT_INFO(TRANSPORT, "rank %d: point-to-point on device memory with rank %d staged through pinned host memory: %s",
-                o_.rank, peer, why.c_str());
-    if (p.route == Peer::Route::P2P && watchdog_ == nullptr)
-      watchdog_ = std::make_unique<Watchdog>(flags_ + kDone, o_.timeout_ms, o_.on_timeout);
+      if (watchdog_ == nullptr) watchdog_ = std::make_unique<Watchdog>(flags_ + kDone, o_.timeout_ms, o_.on_timeout);
+    }
   }
   *p2p = p.route == Peer::Route::P2P;
   return Status::Ok();
+}
+
+void Pairs::stage(int peer, const char* why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Peer& p = peers_[static_cast<size_t>(peer)];
+  if (p.route != Peer::Route::Unknown) return;
+  p.route = Peer::Route::Staged;
+  WEFT_INFO(TRANSPORT, "rank %d: point-to-point on device memory with rank %d staged through pinned host memory: %s",
+            o_.rank, peer, why);
 }
 
 Status Pairs::step(int rc, exec::cuda::Stream s, const char* doing) {

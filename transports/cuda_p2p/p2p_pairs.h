@@ -81,6 +81,8 @@ class Pairs {
   // Whether the pair with `peer` goes over cuda_p2p; at the first call with the
   // peer it connects (both ranks call it, swapping through `swap`).
   Status route(int peer, const Swap& swap, bool* p2p);
+  // The pair with `peer` is staged without asking (both ranks know why: another host).
+  void stage(int peer, const char* why);
   // One call, enqueued on the stream: copies within the rank, then the ops
   // (every peer routed over cuda_p2p). A failure leaves the stream out of step
   // with the peers': the caller fails the communicator, and later calls are refused.
