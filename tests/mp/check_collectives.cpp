@@ -487,72 +487,53 @@ void run_device_stuck_peer(Checker& c) {
   DeviceMemory& d = *c.device;
   constexpr size_t kCount = 1000;
   auto* dev = static_cast<float*>(d.alloc(kCount * sizeof(float)));
-  weftComm_t stuck = nullptr;
-  if (!c.ok(weftCommSplit(c.comm, 0, c.rank, &stuck, nullptr), "split")) return;
-  // The first device collective chooses the path over the host: before the hold.
-  c.ok(weftAllReduce(dev, dev, kCount, weftFloat32, weftSum, stuck, d.stream()), "all-reduce before the hold");
-  c.ok(d.synchronize() ? weftSuccess : weftUnhandledCudaError, "synchronize");
-  if (c.rank == 1) d.hold(true);
-  c.ok(weftAllReduce(dev, dev, kCount, weftFloat32, weftSum, stuck, d.stream()), "all-reduce beside a held stream");
-  weftResult_t async = weftSuccess;
-  for (int i = 0; i < 200 && async == weftSuccess; ++i) {
-    weftCommGetAsyncError(stuck, &async);
-    if (async == weftSuccess) usleep(50000);
-  }
-  // The next call fails with the communicator's error, which it leaves as the last error.
-  const weftResult_t next = weftAllReduce(dev, dev, kCount, weftFloat32, weftSum, stuck, d.stream());
-  const std::string why = weftGetLastError(stuck);
+  auto* dev2 = static_cast<float*>(d.alloc(kCount * sizeof(float)));
   const char* disabled = std::getenv("WEFT_P2P_DISABLE");
   const bool p2p = disabled == nullptr || std::string(disabled) != "1";
-  // Rank 0 names rank 1: its own watchdog says it waits for rank 1, or rank 1's
-  // watchdog fired first (rank 1 may have enqueued seconds earlier) and rank 1's
-  // abort, saying its stream has not reached the call, reached rank 0 first.
-  const bool named = !p2p || c.rank != 0 || why.find("rank(s) 1") != std::string::npos ||
-                     (why.find("rank 1 ") != std::string::npos && why.find("aborted") != std::string::npos &&
-                      why.find("stream has not reached") != std::string::npos);
-  if ((async != weftTimeout && async != weftRemoteError) || next == weftSuccess || !named)
-    c.ok(weftInternalError, std::string("beside a held stream: async error ") + weftGetErrorString(async) +
-                                ", the next call " + weftGetErrorString(next) + ": " + why);
-  if (c.rank == 1) d.hold(false);
-  d.synchronize();
-  weftCommDestroy(stuck);
-  std::printf("rank %d: beside a held stream the call fails: %s\n", c.rank, why.c_str());
-
-  // The same with a send and a receive in one group: over cuda_p2p rank 0's
-  // stream waits for rank 1's post, and rank 0 names rank 1.
-  auto* dev2 = static_cast<float*>(d.alloc(kCount * sizeof(float)));
-  weftComm_t pair = nullptr;
-  if (!c.ok(weftCommSplit(c.comm, 0, c.rank, &pair, nullptr), "split for point-to-point")) return;
-  auto exchange = [&] {
-    weftGroupStart();
-    weftSend(dev, kCount, weftFloat32, 1 - c.rank, pair, d.stream());
-    weftRecv(dev2, kCount, weftFloat32, 1 - c.rank, pair, d.stream());
-    return weftGroupEnd();
+  // `call` on a split communicator once before rank 1's stream is held (the
+  // first device call chooses the path, or connects the pair: the ranks' host
+  // threads meet), then beside the hold: the communicator's asynchronous error
+  // comes (10 s at most) and the next call fails with it, which it leaves as
+  // the last error. Over cuda_p2p rank 0 names rank 1: its own watchdog says
+  // `waits`, or rank 1's watchdog fired first (rank 1 may have enqueued seconds
+  // earlier) and rank 1's abort, saying its stream has not reached the call,
+  // reached rank 0 first.
+  auto beside_held_stream = [&](const char* what, const char* waits, auto call) {
+    weftComm_t comm = nullptr;
+    if (!c.ok(weftCommSplit(c.comm, 0, c.rank, &comm, nullptr), std::string("split for ") + what)) return;
+    c.ok(call(comm), std::string(what) + " before the hold");
+    c.ok(d.synchronize() ? weftSuccess : weftUnhandledCudaError, "synchronize");
+    if (c.rank == 1) d.hold(true);
+    c.ok(call(comm), std::string(what) + " beside a held stream");
+    weftResult_t async = weftSuccess;
+    for (int i = 0; i < 200 && async == weftSuccess; ++i) {
+      weftCommGetAsyncError(comm, &async);
+      if (async == weftSuccess) usleep(50000);
+    }
+    const weftResult_t next = call(comm);
+    const std::string why = weftGetLastError(comm);
+    const bool named = !p2p || c.rank != 0 || why.find(waits) != std::string::npos ||
+                       (why.find("rank 1 ") != std::string::npos && why.find("aborted") != std::string::npos &&
+                        why.find("stream has not reached") != std::string::npos);
+    if ((async != weftTimeout && async != weftRemoteError) || next == weftSuccess || !named)
+      c.ok(weftInternalError, std::string(what) + " beside a held stream: async error " + weftGetErrorString(async) +
+                                  ", the next call " + weftGetErrorString(next) + ": " + why);
+    if (c.rank == 1) d.hold(false);
+    d.synchronize();
+    weftCommDestroy(comm);
+    std::printf("rank %d: %s beside a held stream fails: %s\n", c.rank, what, why.c_str());
   };
-  // The first call connects the pair (the ranks' host threads meet): before the hold.
-  c.ok(exchange(), "send/recv before the hold");
-  c.ok(d.synchronize() ? weftSuccess : weftUnhandledCudaError, "synchronize");
-  if (c.rank == 1) d.hold(true);
-  c.ok(exchange(), "send/recv beside a held stream");
-  async = weftSuccess;
-  for (int i = 0; i < 200 && async == weftSuccess; ++i) {
-    weftCommGetAsyncError(pair, &async);
-    if (async == weftSuccess) usleep(50000);
-  }
-  const weftResult_t again = exchange();
-  const std::string why2 = weftGetLastError(pair);
-  const bool named2 = !p2p || c.rank != 0 || why2.find("waits for rank 1 (has not sent") != std::string::npos ||
-                      (why2.find("rank 1 ") != std::string::npos && why2.find("aborted") != std::string::npos &&
-                       why2.find("stream has not reached") != std::string::npos);
-  if ((async != weftTimeout && async != weftRemoteError) || again == weftSuccess || !named2)
-    c.ok(weftInternalError, std::string("send/recv beside a held stream: async error ") + weftGetErrorString(async) +
-                                ", the next call " + weftGetErrorString(again) + ": " + why2);
-  if (c.rank == 1) d.hold(false);
-  d.synchronize();
-  weftCommDestroy(pair);
+  beside_held_stream("all-reduce", "rank(s) 1", [&](weftComm_t comm) {
+    return weftAllReduce(dev, dev, kCount, weftFloat32, weftSum, comm, d.stream());
+  });
+  beside_held_stream("send/recv", "waits for rank 1 (has not sent", [&](weftComm_t comm) {
+    weftGroupStart();
+    weftSend(dev, kCount, weftFloat32, 1 - c.rank, comm, d.stream());
+    weftRecv(dev2, kCount, weftFloat32, 1 - c.rank, comm, d.stream());
+    return weftGroupEnd();
+  });
   d.release(dev2);
   d.release(dev);
-  std::printf("rank %d: send/recv beside a held stream fails: %s\n", c.rank, why2.c_str());
 }
 
 }  // namespace

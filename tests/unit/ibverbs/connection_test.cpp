@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tests/unit/ibverbs/fake_queue_pair.h"
+#include "tests/unit/ibverbs/link_test_util.h"
 #include "transports/ibverbs/ib_transport.h"
 
 namespace weft::ib {
@@ -20,14 +21,9 @@ namespace {
 
 using testing::FakeFabric;
 using testing::FakeQueuePair;
-
-LinkOptions small() {
-  LinkOptions o;
-  o.slots = 4;
-  o.slot_bytes = 256;  // 192 bytes of payload per slot
-  o.credit_batch = 2;
-  return o;
-}
+using testing::pattern;
+using testing::receive;
+const auto small = testing::small_ring;
 
 // Two ranks' ends of one queue pair; contexts are opened on both as a pair.
 struct Shared {
@@ -52,23 +48,6 @@ struct Shared {
     ASSERT_TRUE((*lb)->set_remote((*la)->local_ring()).ok());
   }
 };
-
-std::vector<unsigned char> pattern(size_t n, unsigned seed) {
-  std::vector<unsigned char> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<unsigned char>(i * 131 + seed);
-  return v;
-}
-
-Status receive(IbLink& to, IbLink& from, transport::RecvOp& op) {
-  for (int spins = 0; spins < 100000; ++spins) {
-    bool complete = false;
-    WEFT_TRY(to.poll_recv(op, &complete));
-    if (complete) return Status::Ok();
-    from.progress();
-    to.progress();
-  }
-  return Error(weftTimeout, "receive stalled at %zu of %zu bytes", op.done, op.bytes);
-}
 
 TEST(SharedQueuePair, EachContextGetsExactlyItsOwnMessages) {
   Shared s;

@@ -14,6 +14,7 @@
 
 #include "tests/unit/deferred_consumer.h"
 #include "tests/unit/ibverbs/fake_queue_pair.h"
+#include "tests/unit/ibverbs/link_test_util.h"
 #include "transports/ibverbs/ib_link.h"
 
 namespace weft::ib {
@@ -21,6 +22,8 @@ namespace {
 
 using testing::FakeFabric;
 using testing::FakeQueuePair;
+using testing::pattern;
+using testing::receive;
 
 struct Pair {
   FakeFabric fabric;
@@ -35,32 +38,8 @@ struct Pair {
     EXPECT_TRUE(a->set_remote(b->local_ring()).ok());
     EXPECT_TRUE(b->set_remote(a->local_ring()).ok());
   }
-  static LinkOptions small() {
-    LinkOptions o;
-    o.slots = 4;
-    o.slot_bytes = 256;  // 192 bytes of payload per slot
-    o.credit_batch = 2;
-    return o;
-  }
+  static LinkOptions small() { return testing::small_ring(); }
 };
-
-std::vector<unsigned char> pattern(size_t n, unsigned seed) {
-  std::vector<unsigned char> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<unsigned char>(i * 131 + seed);
-  return v;
-}
-
-// Polls `to` for a whole message while moving both links; false if it stalls.
-Status receive(IbLink& to, IbLink& from, transport::RecvOp& op) {
-  for (int spins = 0; spins < 100000; ++spins) {
-    bool complete = false;
-    WEFT_TRY(to.poll_recv(op, &complete));
-    if (complete) return Status::Ok();
-    from.progress();
-    to.progress();
-  }
-  return Error(weftTimeout, "receive stalled at %zu of %zu bytes", op.done, op.bytes);
-}
 
 TEST(IbLink, MessagesOfEverySizeArriveInBothDirections) {
   Pair p;
