@@ -116,7 +116,10 @@ std::string Pairs::connect(Peer& p, const Card& c) {
 Status Pairs::route(int peer, const Swap& swap, bool* p2p) {
   Peer& p = peers_[static_cast<size_t>(peer)];
   if (p.route == Peer::Route::Unknown) {
-    if (!prepared_) unusable_ = prepare();
+    {
+      std::lock_guard<std::mutex> lock(mu_);  // unblock() reads the page from any thread
+      if (!prepared_) unusable_ = prepare();
+    }
     Card mine;
     mine.host_hash = o_.host_hash;
     mine.pid = static_cast<int32_t>(getpid());
