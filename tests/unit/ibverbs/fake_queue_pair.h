@@ -4,9 +4,10 @@
 // (none posted: "RNR retry counter exceeded", as a real RC pair with finite
 // RNR retries would report), completions in posting order, and after the
 // first failed write every later one flushed, as a queue pair in the error
-// state does. With auto_deliver off, writes wait until deliver() runs them, so
-// tests can look between posting and completion. Thread-safe (one lock for
-// the fabric), so that two threads can play the two ranks.
+// state does; a write to a destroyed queue pair fails as an unanswered one.
+// With auto_deliver off, writes wait until deliver() runs them, so tests can
+// look between posting and completion. Thread-safe (one lock for the fabric),
+// so that two threads can play the two ranks.
 #pragma once
 
 #include <cstring>
@@ -23,6 +24,7 @@ class FakeFabric;
 class FakeQueuePair final : public QueuePair {
  public:
   FakeQueuePair(FakeFabric* f, int side) : fabric_(f), side_(side) {}
+  ~FakeQueuePair() override;
   Status post_write(const Sge* sges, int n, uint64_t raddr, uint32_t rkey, uint32_t imm,
                     uint64_t wr_id) override;
   Status post_recv(uint64_t wr_id) override;
@@ -101,7 +103,9 @@ class FakeFabric {
     return m != nullptr && addr >= m->base && addr + n <= m->base + m->bytes;
   }
 
-  void complete(int side, Completion c) { qp_[side]->cq_.push_back(c); }
+  void complete(int side, Completion c) {
+    if (qp_[side] != nullptr) qp_[side]->cq_.push_back(c);
+  }
 
   void run(const Write& w) {
     FakeQueuePair* peer = qp_[1 - w.from];
@@ -112,7 +116,10 @@ class FakeFabric {
       broken_[w.from] = true;
       complete(w.from, done);
     };
+    if (qp_[w.from] == nullptr) return;  // its queue pair is gone, and its writes with it
     if (broken_[w.from]) return error(5, "Work Request Flushed Error");
+    // A destroyed peer never acknowledges: the sender retries until it gives up.
+    if (peer == nullptr) return error(12, "transport retry counter exceeded");
     if (inject_[w.from].status != 0) {
       Inject i = inject_[w.from];
       inject_[w.from] = {};
@@ -158,6 +165,11 @@ inline Status FakeQueuePair::post_write(const Sge* sges, int n, uint64_t raddr, 
   fabric_->queue_.push_back(w);
   if (fabric_->auto_deliver) fabric_->deliver();
   return Status::Ok();
+}
+
+inline FakeQueuePair::~FakeQueuePair() {
+  std::lock_guard<std::recursive_mutex> lock(fabric_->mu_);
+  if (fabric_->qp_[side_] == this) fabric_->qp_[side_] = nullptr;
 }
 
 inline Status FakeQueuePair::post_recv(uint64_t wr_id) {
