@@ -209,8 +209,8 @@ Status Communicator::enqueue_staged(const CollArgs& dev, void* stream) {
   const size_t esize = reduce::dtype_size(dev.dtype);
   const auto chunk_bytes = static_cast<size_t>(std::max<int64_t>(1, params::DEVICE_CHUNK_BYTES()));
   const size_t n = static_cast<size_t>(nranks_);
-  if (elementwise && dev.count > std::max<size_t>(1, chunk_bytes / esize)) {
-    const size_t per = std::max<size_t>(1, chunk_bytes / esize);
+  const size_t per = std::max<size_t>(1, chunk_bytes / esize);
+  if (elementwise && dev.count > per) {
     const bool uses_send = this->uses_send(dev), uses_recv = this->uses_recv(dev);
     auto range = [&](const void* p, size_t i) { return static_cast<const unsigned char*>(p) + i * per * esize; };
     auto bytes = [&](size_t i) { return std::min(per, dev.count - i * per) * esize; };
@@ -279,7 +279,7 @@ transport::cuda_p2p::Pairs& Communicator::device_pairs(const exec::cuda::Api& d)
     transport::cuda_p2p::Pairs::Options o;
     o.rank = rank_;
     o.nranks = nranks_;
-    o.host_hash = host_hash_;
+    o.same_host = same_host_;
     o.buffer_bytes = static_cast<size_t>(std::max<int64_t>(0, params::P2P_BUFFER_BYTES()));
     o.same_gpu_only = params::P2P_LEVEL() == "LOC";
     if (params::P2P_DISABLE() != 0) o.disabled_by = "WEFT_P2P_DISABLE=1";
@@ -304,11 +304,6 @@ Status Communicator::enqueue_p2p(const std::vector<exec::P2P>& ops, const std::v
   peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
   std::vector<bool> direct(static_cast<size_t>(nranks_), false);
   for (int q : peers) {
-    // Another host: staged, as the peer sees too, with nothing to swap.
-    if (static_cast<size_t>(q) < same_host_.size() && !same_host_[static_cast<size_t>(q)]) {
-      pairs.stage(q, "it is on another host");
-      continue;
-    }
     // The two ranks of the pair swap through a bootstrap group of their own.
     std::unique_ptr<boot::Bootstrap> pair;
     auto swap = [&](const void* mine, void* theirs, size_t bytes) -> Status {

@@ -3,6 +3,7 @@
 // their streams write and wait on it (cuStreamWriteValue32/WaitValue32).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -20,5 +21,11 @@ Status map_flag_page(const exec::cuda::Api& d, int fd, size_t bytes, uint32_t** 
 Status map_peer_flag_page(const exec::cuda::Api& d, int pid, int fd, size_t bytes, uint32_t** host,
                           exec::cuda::DevicePtr* dev);
 void unmap_flag_page(const exec::cuda::Api& d, uint32_t* host, size_t bytes);
+
+// A word of a page as the streams leave it, and one the host writes for them.
+inline uint32_t load_flag(const uint32_t* w) {
+  return std::atomic_ref<uint32_t>(*const_cast<uint32_t*>(w)).load(std::memory_order_acquire);
+}
+inline void store_flag(uint32_t* w, uint32_t v) { std::atomic_ref<uint32_t>(*w).store(v, std::memory_order_release); }
 
 }  // namespace weft::transport::cuda_p2p

@@ -19,9 +19,6 @@ using exec::cuda::dptr;
 constexpr size_t kPage = 4096;
 constexpr int kDoneWord = kMaxRanks;  // the owner's stream: the last barrier whose call it finished
 
-uint32_t load(const uint32_t* w) {
-  return std::atomic_ref<uint32_t>(*const_cast<uint32_t*>(w)).load(std::memory_order_acquire);
-}
 
 void set_text(char* dst, size_t cap, const std::string& s) { std::snprintf(dst, cap, "%s", s.c_str()); }
 
@@ -148,7 +145,7 @@ Group::~Group() {
   SpinWait wait;
   bool finished = !broken_;
   for (const Peer& peer : peers_)
-    while (finished && static_cast<int32_t>(load(peer.flags + kDoneWord) - phase_.load()) < 0) {
+    while (finished && static_cast<int32_t>(load_flag(peer.flags + kDoneWord) - phase_.load()) < 0) {
       if (deadline.expired()) finished = false;
       else wait.pause();
     }
@@ -171,7 +168,7 @@ void Group::unblock() {
   const uint32_t ahead = phase_.load(std::memory_order_relaxed) + (1u << 30);
   uint32_t* own = peers_[static_cast<size_t>(o_.rank)].flags;
   for (int p = 0; p < o_.nranks; ++p)
-    if (p != o_.rank) std::atomic_ref<uint32_t>(own[p]).store(ahead, std::memory_order_release);
+    if (p != o_.rank) store_flag(own + p, ahead);
 }
 
 // Which ranks the stream waits for: those that have not yet written the call's
@@ -181,9 +178,9 @@ std::string Group::stuck_at(uint32_t first_barrier) const {
   const uint32_t* own = peers_[static_cast<size_t>(o_.rank)].flags;
   std::string late;
   for (int p = 0; p < o_.nranks; ++p)
-    if (p != o_.rank && static_cast<int32_t>(load(own + p) - first_barrier) < 0)
+    if (p != o_.rank && static_cast<int32_t>(load_flag(own + p) - first_barrier) < 0)
       late += (late.empty() ? "" : ", ") + std::to_string(p);
-  const bool reached = static_cast<int32_t>(load(own + o_.rank) - first_barrier) >= 0;
+  const bool reached = static_cast<int32_t>(load_flag(own + o_.rank) - first_barrier) >= 0;
   if (!reached) return "this rank's stream has not reached it (work before it on the stream has not finished)";
   return late.empty() ? "its stream is past the barrier but has not finished the call"
                       : "its stream waits at a barrier for rank(s) " + late + ", which have not reached the call";

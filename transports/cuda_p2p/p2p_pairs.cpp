@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -48,7 +47,6 @@ Status each_piece(const std::vector<Pairs::Op>& pieces, uint64_t from, size_t n,
 }  // namespace
 
 struct Pairs::Card {
-  uint64_t host_hash = 0;
   int32_t pid = 0;
   int32_t flags_fd = -1;
   int32_t device = -1;
@@ -62,7 +60,7 @@ struct Pairs::Card {
 Pairs::Pairs(const exec::cuda::Api& d, Options o) : d_(d), o_(std::move(o)), peers_(static_cast<size_t>(o_.nranks)) {}
 
 uint32_t Pairs::word(size_t i) const {
-  return std::atomic_ref<uint32_t>(flags_[i]).load(std::memory_order_acquire);
+  return load_flag(flags_ + i);
 }
 
 std::string Pairs::prepare() {
@@ -92,7 +90,6 @@ std::string Pairs::prepare() {
 }
 
 std::string Pairs::connect(Peer& p, const Card& c) {
-  if (c.host_hash != o_.host_hash) return "it is on another host";
   if (c.region_bytes != region_) return "its WEFT_P2P_BUFFER_BYTES differs";
   int mine = -1;
   char bus[32] = {};
@@ -115,13 +112,15 @@ std::string Pairs::connect(Peer& p, const Card& c) {
 
 Status Pairs::route(int peer, const Swap& swap, bool* p2p) {
   Peer& p = peers_[static_cast<size_t>(peer)];
+  // Another host: staged, as the peer sees too, with nothing to swap.
+  if (p.route == Peer::Route::Unknown && !o_.same_host[static_cast<size_t>(peer)])
+    stage(peer, "it is on another host");
   if (p.route == Peer::Route::Unknown) {
     {
       std::lock_guard<std::mutex> lock(mu_);  // unblock() reads the page from any thread
       if (!prepared_) unusable_ = prepare();
     }
     Card mine;
-    mine.host_hash = o_.host_hash;
     mine.pid = static_cast<int32_t>(getpid());
     mine.flags_fd = memfd_;
     mine.region_bytes = region_;
@@ -272,10 +271,8 @@ void Pairs::unblock() {
   if (flags_ == nullptr) return;
   // Far ahead of every wait enqueued so far (the waits compare cyclically).
   for (size_t q = 0; q < peers_.size(); ++q) {
-    std::atomic_ref<uint32_t>(flags_[kPosted + q]).store(static_cast<uint32_t>(peers_[q].taken + (1u << 30)),
-                                                        std::memory_order_release);
-    std::atomic_ref<uint32_t>(flags_[kTaken + q]).store(static_cast<uint32_t>(peers_[q].posted + (1u << 30)),
-                                                       std::memory_order_release);
+    store_flag(flags_ + kPosted + q, static_cast<uint32_t>(peers_[q].taken + (1u << 30)));
+    store_flag(flags_ + kTaken + q, static_cast<uint32_t>(peers_[q].posted + (1u << 30)));
   }
 }
 

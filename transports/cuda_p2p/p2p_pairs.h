@@ -48,7 +48,7 @@ class Pairs {
  public:
   struct Options {
     int rank = 0, nranks = 1;
-    uint64_t host_hash = 0;
+    std::vector<bool> same_host;  // by rank: shares memory with this one (others are staged, unasked)
     size_t buffer_bytes = 0;    // WEFT_P2P_BUFFER_BYTES: the area, split among the peers
     bool same_gpu_only = false;  // WEFT_P2P_LEVEL=LOC
     std::string disabled_by;     // non-empty: every pair is staged (WEFT_P2P_DISABLE=1)
@@ -78,11 +78,9 @@ class Pairs {
   Pairs(const Pairs&) = delete;
   Pairs& operator=(const Pairs&) = delete;
 
-  // Whether the pair with `peer` goes over cuda_p2p; at the first call with the
-  // peer it connects (both ranks call it, swapping through `swap`).
+  // Whether the pair with `peer` goes over cuda_p2p; at the first call with a
+  // peer on this host it connects (both ranks call it, swapping through `swap`).
   Status route(int peer, const Swap& swap, bool* p2p);
-  // The pair with `peer` is staged without asking (both ranks know why: another host).
-  void stage(int peer, const char* why);
   // One call, enqueued on the stream: copies within the rank, then the ops
   // (every peer routed over cuda_p2p). A failure leaves the stream out of step
   // with the peers': the caller fails the communicator, and later calls are refused.
@@ -107,6 +105,7 @@ class Pairs {
   // This rank's area and page, made at the first route(); "" or why not.
   std::string prepare();
   std::string connect(Peer& p, const Card& theirs);
+  void stage(int peer, const char* why);
   Status step(int rc, exec::cuda::Stream s, const char* doing);
   std::string stuck(const std::vector<std::pair<int, uint64_t>>& waits_posted,
                     const std::vector<std::pair<int, uint64_t>>& waits_taken) const;

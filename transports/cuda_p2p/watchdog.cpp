@@ -1,6 +1,7 @@
 #include "transports/cuda_p2p/watchdog.h"
 
-#include <atomic>
+#include "transports/cuda_p2p/flag_page.h"
+
 
 namespace weft::transport::cuda_p2p {
 
@@ -24,9 +25,7 @@ void Watchdog::stop() {
 }
 
 void Watchdog::watch() {
-  auto done = [&] {
-    return std::atomic_ref<uint32_t>(*const_cast<uint32_t*>(done_word_)).load(std::memory_order_acquire);
-  };
+  auto done = [&] { return load_flag(done_word_); };
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
     while (!pending_.empty() && static_cast<int32_t>(done() - pending_.front().done) >= 0) pending_.pop_front();

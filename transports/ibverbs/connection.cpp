@@ -75,8 +75,7 @@ void Connection::close(uint32_t index, std::unique_ptr<ContextMemory> memory, ui
   e.memory = std::move(memory);
   e.in_flight = in_flight;
   e.peer_closed = peer_closed || !announced;
-  if (!failed_) drain();
-  release_done();
+  drain();
 }
 
 void Connection::release_done() {
@@ -87,6 +86,7 @@ void Connection::release_done() {
     }
 }
 
+// Releases the closed contexts that are done, also once the queue pair failed.
 void Connection::drain() {
   Completion c[kPollBatch];
   while (!failed_) {
