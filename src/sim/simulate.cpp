@@ -56,8 +56,8 @@ class Sim {
   Sim(const sched::Schedule& s, const Fabric& f, size_t elem_size) : s_(s), f_(f), elem_(elem_size) {
     const size_t n = static_cast<size_t>(f.nranks);
     ranks_.resize(n);
-    egress_.assign(n, 0.0);
-    ingress_.assign(n, 0.0);
+    egress_.assign(n * kLevels, 0.0);
+    ingress_.assign(n * kLevels, 0.0);
     for (const Port& p : f.nics) nics_out_.push_back(shared_port(p, f.cost[2].beta_s_per_byte));
     nics_in_ = nics_out_;
     for (const Port& p : f.cross_domain) cross_.push_back(shared_port(p, f.cost[1].beta_s_per_byte));
@@ -99,7 +99,7 @@ class Sim {
   const Fabric& f_;
   size_t elem_;
   std::vector<RankState> ranks_;
-  std::vector<double> egress_, ingress_;  // each rank's own port, one lane each way
+  std::vector<double> egress_, ingress_;  // each rank's own port per level, one lane each way
   std::vector<Lanes> nics_out_, nics_in_, cross_;
   std::unordered_map<uint64_t, Channel> channels_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> ready_;
@@ -108,12 +108,13 @@ class Sim {
 
   static uint64_t key(int from, int to) { return (uint64_t(uint32_t(from)) << 32) | uint32_t(to); }
 
-  // Claims the ports a message of `bytes` from a to b crosses, starting no earlier than t;
-  // returns its arrival.
+  // Queues a message of `bytes` from a to b, sent at t, on every port it crosses;
+  // returns when the last of them has carried it.
   double transfer(int a, int b, uint64_t bytes, double t) {
     const Level lv = f_.level(a, b);
     const algo::LinkCost& c = f_.cost[static_cast<size_t>(lv)];
-    double* claimed[4] = {&egress_[size_t(a)], &ingress_[size_t(b)], nullptr, nullptr};
+    const size_t li = static_cast<size_t>(lv);
+    double* claimed[4] = {&egress_[size_t(a) * kLevels + li], &ingress_[size_t(b) * kLevels + li], nullptr, nullptr};
     double beta = c.beta_s_per_byte;
     auto claim = [&](Lanes& l, int slot) {
       if (l.free_at.empty()) return;
@@ -127,12 +128,12 @@ class Sim {
     } else if (lv == Level::Host && !cross_.empty()) {
       claim(cross_[size_t(f_.host[size_t(a)])], 2);
     }
-    double start = t;
+    double end = t;
     for (double* p : claimed)
-      if (p) start = std::max(start, *p);
-    const double end = start + c.alpha_s + static_cast<double>(bytes) * beta;
-    for (double* p : claimed)
-      if (p) *p = end;
+      if (p) {
+        *p = std::max(t, *p) + c.alpha_s + static_cast<double>(bytes) * beta;
+        end = std::max(end, *p);
+      }
     ++messages_;
     bytes_[static_cast<size_t>(lv)] += bytes;
     return end;

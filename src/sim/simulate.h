@@ -1,11 +1,19 @@
 // Runs a schedule on a Fabric in simulated time, step by step, with the executor's
 // rules (sched/schedule.h): a rank runs its steps in order; a Send never blocks and
-// holds the sender's port, the receiver's port and any shared port it crosses
-// (fabric.h) for alpha + bytes x beta of its level, or longer where a shared lane is
-// slower; a Recv waits for its message; a RecvReduce then reduces it (bytes x gamma
-// of the message's level) and a local Reduce costs bytes x gamma of the Domain
-// level; a Copy costs bytes x copy_s_per_byte. Ports are claimed in simulated-time
-// order, so messages meeting on a port queue in the order they were sent. Pipeline
+// is carried by the sender's port and the receiver's port of its level and by any
+// shared port it crosses (fabric.h), each busy with it for alpha + bytes x beta of
+// its level, or longer where a shared lane is slower; a Recv waits for its message;
+// a RecvReduce then reduces it (bytes x gamma of the message's level) and a local
+// Reduce costs bytes x gamma of the Domain level; a Copy costs bytes x
+// copy_s_per_byte. Ports are claimed in simulated-time order, so messages meeting on
+// a port queue in the order they were sent.
+//
+// Each port serves its queue on its own and a message arrives when the last of its
+// ports has carried it: concurrent messages share the links as the executor's queued
+// sends on separate links (TCP streams, shm channels) do, rather than reserving a
+// path end to end, which leaves one port idle while another finishes and predicted
+// all-to-all-like schedules (direct, oneshot) 2-3x slower than they run. A rank has
+// a port per level, because its shm and network sends move independently. Pipeline
 // slices are the builders' own steps, so their overlap is simulated, not assumed.
 //
 // On a flat fabric (every pair one level, no shared port) without slices this

@@ -231,6 +231,48 @@ TEST(Sim, FlatRingCrossesTheSlowLinkEveryStep) {
   expect_near_rel(simulated(Coll::AllReduce, "ring", 8, count, generate(g)), want, "flat ring on 2 hosts");
 }
 
+// Every rank's whole input to every other rank (oneshot) on 2 hosts x 2 ranks with
+// one network port per host and free links inside hosts: each port carries its
+// host's 4 cross-host messages of N bytes each way back to back, so the call takes
+// 4 (alpha + N beta). A message that reserved both hosts' ports end to end would
+// leave one idle while the other finished another message (about twice as long).
+TEST(Sim, ConcurrentMessagesShareTheLinks) {
+  Generator g;
+  g.nodes = 2;
+  g.per_node = 2;
+  g.nics = 1;
+  g.intra = {0, 0, 0};
+  g.cross = g.intra;
+  g.inter = {20e-6, 1e-9, 0};
+  g.nic_bytes_per_s = 1 / g.inter.beta_s_per_byte;
+  const uint64_t count = 1 << 18;
+  const double N = count * 4.0;
+  expect_near_rel(simulated(Coll::AllReduce, "oneshot", 4, count, generate(g)), 4 * (20e-6 + N * 1e-9),
+                  "oneshot on 2 hosts x 2 ranks, one port per host");
+}
+
+// A rank's message to a rank on its own host does not wait behind its messages
+// across hosts: rank 1 sends 1 MiB to rank 2 (other host), then 4 KiB to rank 0.
+TEST(Sim, ARankHasAPortPerLevel) {
+  using sched::Buf;
+  using sched::Kind;
+  Generator g = two_hosts_of_four();
+  g.per_node = 2;
+  const sched::Range big{Buf::Recv, 0, 1 << 18}, small{Buf::Recv, 0, 1 << 10};
+  sched::Schedule s;
+  s.args = BuildArgs{Coll::AllReduce, 4, 1 << 18, 0, 0};
+  s.algo = "hand-made";
+  s.ranks.resize(4);
+  s.ranks[0].steps = {{Kind::Recv, 1, small, {}}};
+  s.ranks[1].steps = {{Kind::Send, 2, {}, big}, {Kind::Send, 0, {}, small}};
+  s.ranks[2].steps = {{Kind::Recv, 1, big, {}}};
+  Result r;
+  const Status st = simulate(s, generate(g), 4, &r);
+  ASSERT_TRUE(st.ok()) << st.message();
+  expect_near_rel(r.rank_seconds[0], 1e-6 + 4096 * 1e-10, "rank 0: the 4 KiB message within the host");
+  expect_near_rel(r.rank_seconds[2], 20e-6 + 1048576 * 1e-9, "rank 2: the 1 MiB message across hosts");
+}
+
 sched::Schedule two_rank(std::vector<sched::Step> r0, std::vector<sched::Step> r1) {
   sched::Schedule s;
   s.args = BuildArgs{Coll::AllReduce, 2, 4, 0, 0};
