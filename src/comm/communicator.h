@@ -159,7 +159,7 @@ class Communicator final : public exec::Health {
   // fails fails the communicator; a slot's copies in, staged flag and gated
   // operation; its wait, copies back and free flag; both for one slot; a large
   // collective in chunks through two slots (chunk i's ranges: layout_of(i); its
-  // host call on the slot's data at `base`: host_of(i, layout, base)).
+  // operation on the slot's data at `base`: op_of(i, layout, base)).
   Status stream_step(int rc, DeviceStaging::Slot* slot, const char* what, void* stream, const char* doing);
   template <class Op>
   Status stage_in(const exec::cuda::Api& d, const char* what, void* stream, const StagingLayout& layout,
@@ -168,10 +168,8 @@ class Communicator final : public exec::Health {
                    DeviceStaging::Slot* slot, uint32_t gen);
   template <class MakeOp>
   Status stage_on_stream(const char* what, void* stream, StagingLayout& layout, MakeOp make_op);
-  using ChunkLayout = std::function<StagingLayout(size_t i)>;
-  using ChunkCall = std::function<CollArgs(size_t i, const StagingLayout& layout, unsigned char* base)>;
-  Status enqueue_chunked(const CollArgs& dev, void* stream, size_t nchunks, const ChunkLayout& layout_of,
-                         const ChunkCall& host_of);
+  template <class LayoutOf, class OpOf>
+  Status enqueue_chunked(const char* what, void* stream, size_t nchunks, LayoutOf layout_of, OpOf op_of);
   // At the first collective on device memory (collective): whether the ranks'
   // GPUs can map each other's memory (cuda_p2p) or calls are staged.
   Status choose_device_path(const exec::cuda::Api& d);

@@ -107,9 +107,8 @@ Status Communicator::stage_on_stream(const char* what, void* stream, StagingLayo
 // i + 1. A slot is reused in stream order (its next copy in comes after its
 // copy back) and in queue order (its next chunk runs after the last), so its
 // flags simply count on, and no call waits for the GPU. Chunk 0 is the largest.
-Status Communicator::enqueue_chunked(const CollArgs& dev, void* stream, size_t nchunks, const ChunkLayout& layout_of,
-                                     const ChunkCall& host_of) {
-  const char* what = sched::coll_name(dev.coll);
+template <class LayoutOf, class OpOf>
+Status Communicator::enqueue_chunked(const char* what, void* stream, size_t nchunks, LayoutOf layout_of, OpOf op_of) {
   const exec::cuda::Api* d = nullptr;
   WEFT_TRY(stream_driver(what, stream, &d));
   const size_t cap = static_cast<size_t>(std::max<int64_t>(1, params::DEVICE_STAGING_SLOTS()));
@@ -123,8 +122,7 @@ Status Communicator::enqueue_chunked(const CollArgs& dev, void* stream, size_t n
     gens[i] = i < nslots ? slot->gen : staging_.reuse(slot);
     layouts[i] = layout_of(i);
     layouts[i].place();
-    const CollArgs host = host_of(i, layouts[i], slot->data());
-    return stage_in(*d, what, stream, layouts[i], slot, gens[i], std::make_unique<CollOp>(this, host, nullptr));
+    return stage_in(*d, what, stream, layouts[i], slot, gens[i], op_of(i, layouts[i], slot->data()));
   };
   for (size_t i = 0; i < nslots; ++i) WEFT_TRY(in(i));
   for (size_t i = 0; i < nchunks; ++i) {
@@ -215,7 +213,7 @@ Status Communicator::enqueue_staged(const CollArgs& dev, void* stream) {
     auto range = [&](const void* p, size_t i) { return static_cast<const unsigned char*>(p) + i * per * esize; };
     auto bytes = [&](size_t i) { return std::min(per, dev.count - i * per) * esize; };
     return enqueue_chunked(
-        dev, stream, (dev.count + per - 1) / per,
+        sched::coll_name(dev.coll), stream, (dev.count + per - 1) / per,
         [&](size_t i) {
           StagingLayout l;
           if (uses_send) l.add(range(dev.send, i), bytes(i), true, false);
@@ -227,7 +225,7 @@ Status Communicator::enqueue_staged(const CollArgs& dev, void* stream) {
           host.count = bytes(i) / esize;
           host.send = uses_send ? l.host(base, range(dev.send, i)) : nullptr;
           host.recv = uses_recv ? l.host(base, range(dev.recv, i)) : nullptr;
-          return host;
+          return std::make_unique<CollOp>(this, host, nullptr);
         });
   }
   const size_t m = std::max<size_t>(1, chunk_bytes / esize / n);
@@ -242,7 +240,7 @@ Status Communicator::enqueue_staged(const CollArgs& dev, void* stream) {
       return static_cast<const unsigned char*>(p) + (block * dev.count + i * m) * esize;
     };
     return enqueue_chunked(
-        dev, stream, (dev.count + m - 1) / m,
+        sched::coll_name(dev.coll), stream, (dev.count + m - 1) / m,
         [&](size_t i) {
           StagingLayout l;
           for (size_t b = 0; b < blocks_in; ++b) l.put(at(dev.send, b, i), piece(i), true, false, b * piece(i));
@@ -255,7 +253,7 @@ Status Communicator::enqueue_staged(const CollArgs& dev, void* stream) {
           host.count = piece(i) / esize;
           host.send = base;
           host.recv = base + recv_at;
-          return host;
+          return std::make_unique<CollOp>(this, host, nullptr);
         });
   }
   // The bytes the call reads and writes on this rank. Buffers in the in-place
@@ -337,8 +335,73 @@ Status Communicator::enqueue_p2p(const std::vector<exec::P2P>& ops, const std::v
   return st;
 }
 
+// Messages and local copies longer than WEFT_DEVICE_CHUNK_BYTES go in chunks:
+// chunk i carries bytes [i x chunk, (i + 1) x chunk) of each one that long, side
+// by side in the slot, as a point-to-point call of its own. The peer cuts its
+// matching message at the same places (the setting is shared), so chunk i's
+// pieces meet in the peers' chunk i calls, in the group's order. A receive from
+// any rank is staged whole: its pieces could be taken from different senders.
 Status Communicator::enqueue_staged_p2p(const std::vector<exec::P2P>& ops, const std::vector<exec::LocalCopy>& copies,
                                         void* stream) {
+  const auto chunk = static_cast<size_t>(std::max<int64_t>(1, params::DEVICE_CHUNK_BYTES()));
+  size_t largest = 0;
+  bool any_source = false;
+  for (const exec::P2P& op : ops) {
+    largest = std::max(largest, op.bytes);
+    any_source = any_source || op.peer == exec::kAnySource;
+  }
+  for (const exec::LocalCopy& c : copies) largest = std::max(largest, c.bytes);
+  if (largest > chunk && !any_source) {
+    auto piece = [&](size_t bytes, size_t i) { return i * chunk < bytes ? std::min(chunk, bytes - i * chunk) : 0; };
+    auto at = [&](const void* p, size_t i) { return static_cast<const unsigned char*>(p) + i * chunk; };
+    // Where chunk i's pieces lie in the slot: the messages' in order, then each
+    // copy's source and destination (a send and a receive may share device memory,
+    // so pieces are found by place, not by address).
+    auto offsets = [&](size_t i) {
+      std::vector<size_t> off;
+      size_t end = 0;
+      auto next = [&](size_t bytes) {
+        off.push_back(end);
+        end += (bytes + 255) / 256 * 256;
+      };
+      for (const exec::P2P& op : ops) next(piece(op.bytes, i));
+      for (const exec::LocalCopy& c : copies) {
+        next(piece(c.bytes, i));
+        next(piece(c.bytes, i));
+      }
+      return off;
+    };
+    return enqueue_chunked(
+        "point-to-point", stream, (largest + chunk - 1) / chunk,
+        [&](size_t i) {
+          const std::vector<size_t> off = offsets(i);
+          StagingLayout l;
+          size_t k = 0;
+          for (const exec::P2P& op : ops) l.put(at(op.buf, i), piece(op.bytes, i), op.send, !op.send, off[k++]);
+          for (const exec::LocalCopy& c : copies) {
+            l.put(at(c.src, i), piece(c.bytes, i), true, false, off[k++]);
+            l.put(at(c.dst, i), piece(c.bytes, i), false, true, off[k++]);
+          }
+          return l;
+        },
+        [&](size_t i, const StagingLayout&, unsigned char* base) {
+          const std::vector<size_t> off = offsets(i);
+          std::vector<exec::P2P> host_ops;
+          std::vector<exec::LocalCopy> host_copies;
+          size_t k = 0;
+          for (const exec::P2P& op : ops) {
+            const size_t bytes = piece(op.bytes, i);
+            if (bytes > 0) host_ops.push_back({op.send, op.peer, base + off[k], bytes, op.from});
+            ++k;
+          }
+          for (const exec::LocalCopy& c : copies) {
+            const size_t bytes = piece(c.bytes, i);
+            if (bytes > 0) host_copies.push_back({base + off[k + 1], base + off[k], bytes});
+            k += 2;
+          }
+          return std::make_unique<P2POp>(this, std::move(host_ops), std::move(host_copies), nullptr);
+        });
+  }
   StagingLayout layout;
   for (const exec::P2P& op : ops) layout.add(op.buf, op.bytes, op.send, !op.send);
   for (const exec::LocalCopy& c : copies) {

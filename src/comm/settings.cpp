@@ -56,6 +56,7 @@ std::vector<Setting> shared_settings(const tune::Options& t) {
       {"WEFT_TUNE_KEEP_PCT", num(params::TUNE_KEEP_PCT())},
       {"WEFT_TUNE_TURN_US", num(params::TUNE_TURN_US())},
       {"WEFT_CHUNK_BYTES", num(params::CHUNK_BYTES())},
+      {"WEFT_DEVICE_CHUNK_BYTES", num(params::DEVICE_CHUNK_BYTES())},
       {"WEFT_CHECK", num(params::CHECK())},
       {"WEFT_TRANSPORT", params::TRANSPORT().empty() ? "(auto)" : params::TRANSPORT()},
       {"WEFT_SHM_SLOT_BYTES", num(params::SHM_SLOT_BYTES())},

@@ -5,7 +5,8 @@
 # that its device collectives took PATH ("cuda_p2p" or "staged"), and so did
 # its point-to-point calls with each other rank (all-to-all-v meets every pair). With
 # MAX_SLOT_BYTES set, no rank may pin a staging slot larger than that for a
-# collective (point-to-point calls are staged whole).
+# collective, and with MAX_P2P_SLOT_BYTES, for a point-to-point call (its slot
+# holds a chunk of each of its messages).
 #   device_path.sh WEFT_RUN CHECKER N DRIVER PATH [CHECKER ARGS...]
 set -u
 run=$1 checker=$2 n=$3 driver=$4 path=$5
@@ -34,13 +35,19 @@ if [ "$routed" -ne $((n * (n - 1))) ]; then
   echo "FAIL: not every pair of ranks said its point-to-point went $pairs"
   exit 1
 fi
-if [ -n "${MAX_SLOT_BYTES:-}" ]; then
-  largest=$(grep -v 'slot for point-to-point' "$log" |
-    sed -n 's/.*device staging: pinned a \([0-9]*\)-byte slot for .*/\1/p' | sort -n | tail -1)
-  echo "largest staging slot: ${largest:-none} bytes (at most $MAX_SLOT_BYTES)"
-  if [ -z "$largest" ] || [ "$largest" -gt "$MAX_SLOT_BYTES" ]; then
-    echo "FAIL: a staging slot of ${largest:-no} bytes, above $MAX_SLOT_BYTES"
+# The largest slot pinned for calls whose INFO line matches $1 (grep -v with -v).
+largest_slot() {
+  grep $1 'slot for point-to-point' "$log" |
+    sed -n 's/.*device staging: pinned a \([0-9]*\)-byte slot for .*/\1/p' | sort -n | tail -1
+}
+for kind in collective point-to-point; do
+  if [ $kind = collective ]; then bound=${MAX_SLOT_BYTES:-} largest=$(largest_slot -v)
+  else bound=${MAX_P2P_SLOT_BYTES:-} largest=$(largest_slot -e); fi
+  [ -n "$bound" ] || continue
+  echo "largest staging slot for a $kind: ${largest:-none} bytes (at most $bound)"
+  if [ -z "$largest" ] || [ "$largest" -gt "$bound" ]; then
+    echo "FAIL: a staging slot of ${largest:-no} bytes for a $kind, above $bound"
     exit 1
   fi
-fi
+done
 exit $rc
