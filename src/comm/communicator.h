@@ -10,8 +10,9 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <optional>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -173,6 +174,9 @@ class Communicator final : public exec::Health {
   // At the first collective on device memory (collective): whether the ranks'
   // GPUs can map each other's memory (cuda_p2p) or calls are staged.
   Status choose_device_path(const exec::cuda::Api& d);
+  // Whether a cuda_p2p all-reduce goes one-shot: WEFT_P2P_ONESHOT_BYTES, or the
+  // cheaper by tune/device_cost.h with p2p_link_'s constants (shown by WEFT_EXPLAIN).
+  bool p2p_oneshot(const CollArgs& dev);
   // Where the ranks span hosts of equal size: the two communicators of a
   // hierarchical device all-reduce (below), kept where every host's ranks agreed
   // on cuda_p2p among themselves.
@@ -295,6 +299,10 @@ class Communicator final : public exec::Health {
   std::vector<unsigned char> premul_input_;  // the scaled input of a pre-multiplied sum
   DeviceStaging staging_;  // pinned host copies of the calls on device memory
   transport::cuda_p2p::Group p2p_;  // device collectives over mapped GPU memory, where the ranks agreed
+  // The slowest link between the group's GPUs (gpu < nvl < p2p), agreed by all.
+  tune::LinkClass p2p_link_ = tune::LinkClass::Gpu;
+  std::mutex device_explain_mu_;
+  std::set<int> device_explained_;  // all-reduce size classes WEFT_EXPLAIN has shown
   std::mutex pairs_mu_;  // pairs_ is made by the enqueueing thread and unblocked by any
   std::unique_ptr<transport::cuda_p2p::Pairs> pairs_;
   bool device_path_chosen_ = false;

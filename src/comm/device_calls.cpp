@@ -2,6 +2,7 @@
 // through pinned host memory and ordered on the caller's stream
 // (device_staging.h).
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -14,6 +15,8 @@
 #include "comm/operations.h"
 #include "comm/staging_layout.h"
 #include "exec/cuda_driver.h"
+#include "topo/nvml.h"
+#include "tune/device_cost.h"
 
 namespace weft {
 namespace {
@@ -156,20 +159,69 @@ Status Communicator::choose_device_path(const exec::cuda::Api& d) {
   // Each rank's verdict on reaching all the others; cuda_p2p only if all can.
   struct Verdict {
     char why[240];
+    uint8_t link;  // tune::LinkClass: gpu, nvl or p2p
   } verdict{};
   std::snprintf(verdict.why, sizeof(verdict.why), "%s", p2p_.connect(cards).c_str());
+  // And its link to the others' GPUs: the same GPU, NVLink to each (NVML), else PCIe.
+  std::vector<std::string> others;
+  const std::string gpu = mine.bus_id;
+  for (const transport::cuda_p2p::Card& c : cards)
+    if (c.bus_id != gpu && std::find(others.begin(), others.end(), c.bus_id) == others.end())
+      others.emplace_back(c.bus_id);
+  verdict.link = static_cast<uint8_t>(others.empty() ? tune::LinkClass::Gpu
+                                      : topo::nvlink_peers(gpu, others).size() == others.size()
+                                          ? tune::LinkClass::Nvl
+                                          : tune::LinkClass::Pcie);
   std::vector<Verdict> verdicts(static_cast<size_t>(nranks_));
   WEFT_TRY(run(CollArgs{sched::Coll::AllGather, &verdict, verdicts.data(), sizeof(verdict), weftUint8}));
   std::string why;
-  for (int r = 0; r < nranks_ && why.empty(); ++r)
-    if (verdicts[static_cast<size_t>(r)].why[0] != 0)
-      why = "rank " + std::to_string(r) + " sees " + verdicts[static_cast<size_t>(r)].why;
+  auto rank_of = [](uint8_t link) { return link == uint8_t(tune::LinkClass::Pcie) ? 2 : link == uint8_t(tune::LinkClass::Nvl) ? 1 : 0; };
+  for (int r = 0; r < nranks_; ++r) {
+    const Verdict& v = verdicts[static_cast<size_t>(r)];
+    if (v.why[0] != 0 && why.empty()) why = "rank " + std::to_string(r) + " sees " + v.why;
+    if (rank_of(v.link) > rank_of(static_cast<uint8_t>(p2p_link_))) p2p_link_ = static_cast<tune::LinkClass>(v.link);
+  }
   p2p_.settle(why.empty());
   if (why.empty())
-    WEFT_INFO(TRANSPORT, "rank %d: device collectives over cuda_p2p (%s)", rank_, p2p_.how().c_str());
+    WEFT_INFO(TRANSPORT, "rank %d: device collectives over cuda_p2p (%s; link class %s)", rank_, p2p_.how().c_str(),
+              tune::link_class_name(p2p_link_));
   else
     WEFT_INFO(TRANSPORT, "rank %d: device collectives staged through pinned host memory: %s", rank_, why.c_str());
   return why.empty() ? Status::Ok() : split_device_levels(d);
+}
+
+bool Communicator::p2p_oneshot(const CollArgs& dev) {
+  const uint64_t bytes = dev.count * reduce::dtype_size(dev.dtype);
+  const int64_t forced = params::P2P_ONESHOT_BYTES();
+  const algo::LinkCost c = tuner_->table().lookup(p2p_link_, sched::Coll::AllReduce, "*", nranks_, bytes);
+  const tune::DeviceTerms terms[2] = {
+      tune::p2p_allreduce_cost(true, nranks_, bytes, p2p_.buffer_bytes(), p2p_link_, c),
+      tune::p2p_allreduce_cost(false, nranks_, bytes, p2p_.buffer_bytes(), p2p_link_, c)};
+  const bool oneshot = forced >= 0 ? bytes <= static_cast<uint64_t>(forced) : terms[0].total() <= terms[1].total();
+  if (tuner_->explaining()) {
+    std::lock_guard<std::mutex> lock(device_explain_mu_);
+    if (device_explained_.insert(tune::size_class(bytes)).second) {
+      char forced_by[64] = "";
+      if (forced >= 0)
+        std::snprintf(forced_by, sizeof(forced_by), ", WEFT_P2P_ONESHOT_BYTES=%lld decides", static_cast<long long>(forced));
+      char line[320];
+      std::snprintf(line, sizeof(line),
+                    "weft explain: allreduce %llu B (size class %d) on device memory, %d ranks over cuda_p2p, link "
+                    "class %s (alpha %.3g us, beta %.3g ns/B, gamma %.3g ns/B)%s:\n",
+                    static_cast<unsigned long long>(bytes), tune::size_class(bytes), nranks_,
+                    tune::link_class_name(p2p_link_), c.alpha_s * 1e6, c.beta_s_per_byte * 1e9,
+                    c.gamma_s_per_byte * 1e9, forced_by);
+      std::string out = line;
+      for (int v = 0; v < 2; ++v) {
+        std::snprintf(line, sizeof(line), "weft explain:   %-22s %10.3f us = latency %.3f + bandwidth %.3f + reduction %.3f%s\n",
+                      v == 0 ? "oneshot" : "twoshot", terms[v].total() * 1e6, terms[v].latency * 1e6,
+                      terms[v].bandwidth * 1e6, terms[v].reduction * 1e6, (v == 0) == oneshot ? "  <- pick" : "");
+        out += line;
+      }
+      std::fputs(out.c_str(), stderr);
+    }
+  }
+  return oneshot;
 }
 
 Status Communicator::enqueue(const CollArgs& dev, void* stream) {
@@ -181,7 +233,7 @@ Status Communicator::enqueue(const CollArgs& dev, void* stream) {
     WEFT_TRY(choose_device_path(*d));
   }
   if (p2p_.active() && p2p_serves(dev)) {
-    Status st = p2p_collective(p2p_, dev, stream);
+    Status st = p2p_collective(p2p_, dev, stream, dev.coll == sched::Coll::AllReduce && p2p_oneshot(dev));
     if (!st.ok()) fail(st);  // the stream is out of step with the peers' now
     return st;
   }

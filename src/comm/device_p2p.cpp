@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <vector>
 
-#include "base/params.h"
 #include "comm/device_kernels.h"
 
 namespace weft {
@@ -51,11 +50,10 @@ Status regroup(Group& g, const unsigned char* in, unsigned char* out, size_t cou
 // Rounds of up to one buffer. One-shot: every rank reduces the whole round from
 // every buffer. Two-shot: rank r reduces slice r in place in its own buffer,
 // and after a second barrier every rank copies each slice from its owner.
-Status all_reduce(Group& g, const CollArgs& c, exec::cuda::Stream s) {
+Status all_reduce(Group& g, const CollArgs& c, exec::cuda::Stream s, bool oneshot) {
   const size_t esize = reduce::dtype_size(c.dtype);
   const size_t per = g.buffer_bytes() / esize;
-  const auto oneshot_bytes = static_cast<size_t>(std::max<int64_t>(0, params::P2P_ONESHOT_BYTES()));
-  const bool oneshot = c.count * esize <= oneshot_bytes || g.nranks() == 1;
+  oneshot = oneshot || g.nranks() == 1;
   const auto* in = static_cast<const unsigned char*>(c.send);
   auto* out = static_cast<unsigned char*>(c.recv);
   // Slices of 256-byte multiples keep the kernels' 16-byte loads aligned.
@@ -238,10 +236,10 @@ bool p2p_serves(const CollArgs& a) {
   return coll && a.op < weftNumOps;  // pre-multiplied sums are staged
 }
 
-Status p2p_collective(Group& g, const CollArgs& c, exec::cuda::Stream s) {
+Status p2p_collective(Group& g, const CollArgs& c, exec::cuda::Stream s, bool oneshot) {
   return g.call(sched::coll_name(c.coll), s, [&]() -> Status {
     switch (c.coll) {
-      case sched::Coll::AllReduce: return all_reduce(g, c, s);
+      case sched::Coll::AllReduce: return all_reduce(g, c, s, oneshot);
       case sched::Coll::AllGather: return all_gather(g, c, s);
       case sched::Coll::ReduceScatter: return reduce_scatter(g, c, s);
       case sched::Coll::Broadcast: return broadcast(g, c, s);

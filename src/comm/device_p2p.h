@@ -3,9 +3,9 @@
 // a barrier, then reductions (comm/device_kernels.h) or copies reading every
 // peer's buffer in place.
 //
-// Cost of an all-reduce of N bytes over n ranks (alpha: one barrier, beta: one
-// byte through the GPU's memory): one-shot (up to WEFT_P2P_ONESHOT_BYTES)
-// alpha + (2 + n) N beta, two-shot (per buffer-sized round) 2 alpha + (4 + 1/n) N beta.
+// An all-reduce is one-shot (every rank reduces the whole round from every
+// buffer, one barrier) or two-shot (a slice each, then gathered: two barriers),
+// as the communicator chooses (tune/device_cost.h).
 #pragma once
 
 #include "base/status.h"
@@ -18,8 +18,8 @@ namespace weft {
 // Whether cuda_p2p runs this call (else it is staged).
 bool p2p_serves(const CollArgs& a);
 
-// Enqueues the call on the stream over the group.
-Status p2p_collective(transport::cuda_p2p::Group& g, const CollArgs& a, exec::cuda::Stream s);
+// Enqueues the call on the stream over the group; an all-reduce one-shot or two-shot.
+Status p2p_collective(transport::cuda_p2p::Group& g, const CollArgs& a, exec::cuda::Stream s, bool oneshot);
 
 // The second half of an all-gather across hosts: each of the group's ranks
 // (local rank p of its host) holds `blocks` blocks of `count` elements at `in`,

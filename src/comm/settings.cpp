@@ -57,6 +57,7 @@ std::vector<Setting> shared_settings(const tune::Options& t) {
       {"WEFT_TUNE_TURN_US", num(params::TUNE_TURN_US())},
       {"WEFT_CHUNK_BYTES", num(params::CHUNK_BYTES())},
       {"WEFT_DEVICE_CHUNK_BYTES", num(params::DEVICE_CHUNK_BYTES())},
+      {"WEFT_P2P_ONESHOT_BYTES", num(params::P2P_ONESHOT_BYTES())},
       {"WEFT_CHECK", num(params::CHECK())},
       {"WEFT_TRANSPORT", params::TRANSPORT().empty() ? "(auto)" : params::TRANSPORT()},
       {"WEFT_SHM_SLOT_BYTES", num(params::SHM_SLOT_BYTES())},

@@ -26,6 +26,17 @@ net * * 0 0 2.5e-05 1e-09 1e-10
 # cache-line round trip per message (~0.5 us with the flag polling) and copies at
 # ~60% of shm's rate, as cross-socket copies on two-socket servers commonly run.
 numa * * 0 0 2.5e-06 2e-10 1e-10
+# Device memory over cuda_p2p (alpha: one barrier of the ranks' streams; beta: a byte
+# read from a peer's buffer; gamma: a byte reduced by the kernel). gpu: ranks sharing
+# one GPU, measured on a lent H200 (bench-results/2026-11-26f-gpu-cuda-p2p.md): the
+# 8-byte all-reduce, one barrier, took 0.17 ms at 2 ranks (0.5 ms at 4: the GPU takes
+# the processes in turns), device copies ran at 2085 GB/s. nvl and p2p are guessed, no
+# machine with several GPUs to measure on: a barrier of driver stream writes and waits
+# ~10 us; NVLink ~300 GB/s a GPU (H100's 450 GB/s a direction, as achieved); PCIe 4.0
+# x16 ~20 GB/s; reductions at device memory speed.
+gpu * * 0 0 1.7e-04 4.8e-13 4.8e-13
+nvl * * 0 0 1e-05 3.3e-12 4.8e-13
+p2p * * 0 0 1e-05 5e-11 4.8e-13
 # scripts/calibrate --split 64K,2M --generic-from 4 --from three scripts/bench-algorithms
 # --repeat 2 sweeps, one per VM this project has run on (samples pooled per point):
 # AMD EPYC Zen 5 (2026-11-22, bench-results/algorithms.json), Intel Xeon (2026-11-23,

@@ -11,7 +11,15 @@
 namespace weft::tune {
 
 const char* link_class_name(LinkClass c) {
-  return c == LinkClass::Shm ? "shm" : c == LinkClass::Numa ? "numa" : "net";
+  switch (c) {
+    case LinkClass::Shm: return "shm";
+    case LinkClass::Numa: return "numa";
+    case LinkClass::Gpu: return "gpu";
+    case LinkClass::Nvl: return "nvl";
+    case LinkClass::Pcie: return "p2p";
+    case LinkClass::Net: break;
+  }
+  return "net";
 }
 
 bool parse_coll(const std::string& name, sched::Coll* out) {
@@ -99,7 +107,7 @@ Status parse_tuning_text(const std::string& text, const std::string& origin, Tab
           e.cost.gamma_s_per_byte) ||
         (f >> extra))
       return Error(weftInvalidArgument,
-                   "%s:%d: expected '<shm|numa|net> <collective|*> <algorithm|*> <nranks> <from_bytes> "
+                   "%s:%d: expected '<shm|numa|net|gpu|nvl|p2p> <collective|*> <algorithm|*> <nranks> <from_bytes> "
                    "<alpha_s> <beta_s_per_byte> <gamma_s_per_byte>', got '%s'",
                    origin.c_str(), lineno, raw.c_str());
     bool known = false;
@@ -109,7 +117,7 @@ Status parse_tuning_text(const std::string& text, const std::string& origin, Tab
         known = true;
       }
     if (!known)
-      return Error(weftInvalidArgument, "%s:%d: unknown link class '%s' (known: shm, numa, net)",
+      return Error(weftInvalidArgument, "%s:%d: unknown link class '%s' (known: shm, numa, net, gpu, nvl, p2p)",
                    origin.c_str(), lineno, cls.c_str());
     if (e.cost.alpha_s < 0 || e.cost.beta_s_per_byte < 0 || e.cost.gamma_s_per_byte < 0 ||
         e.nranks < 0)

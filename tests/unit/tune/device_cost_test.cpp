@@ -1,0 +1,82 @@
+// cuda_p2p's one-shot and two-shot all-reduce costs (tune/device_cost.h) against
+// values worked out by hand from stated constants, and the tuning file's GPU
+// link classes.
+#include <gtest/gtest.h>
+
+#include "tune/device_cost.h"
+#include "tune/table.h"
+
+namespace weft::tune {
+namespace {
+
+// alpha 10 us, beta 4 ps/B, gamma 1 ps/B.
+const algo::LinkCost kNvl{10e-6, 4e-12, 1e-12};
+
+TEST(DeviceCost, TermsByHand) {
+  // 8 ranks on NVLink, 1 MiB (1,048,576 B) in one round:
+  //   one-shot: latency 10 us; bandwidth 7 x 1,048,576 x 4 ps = 29.360128 us;
+  //             reduction 7 x 1,048,576 x 1 ps = 7.340032 us
+  //   two-shot: latency 20 us; bandwidth 2 x 7/8 x 1,048,576 x 4 ps = 7.340032 us;
+  //             reduction 7/8 x 1,048,576 x 1 ps = 0.917504 us
+  const DeviceTerms one = p2p_allreduce_cost(true, 8, 1 << 20, 32 << 20, LinkClass::Nvl, kNvl);
+  EXPECT_NEAR(one.latency, 10e-6, 1e-15);
+  EXPECT_NEAR(one.bandwidth, 29.360128e-6, 1e-15);
+  EXPECT_NEAR(one.reduction, 7.340032e-6, 1e-15);
+  const DeviceTerms two = p2p_allreduce_cost(false, 8, 1 << 20, 32 << 20, LinkClass::Nvl, kNvl);
+  EXPECT_NEAR(two.latency, 20e-6, 1e-15);
+  EXPECT_NEAR(two.bandwidth, 7.340032e-6, 1e-15);
+  EXPECT_NEAR(two.reduction, 0.917504e-6, 1e-15);
+  EXPECT_NEAR(two.total(), 28.257536e-6, 1e-15);
+  // 80 MiB through 32 MiB buffers: 3 rounds, 3 and 6 barriers.
+  EXPECT_NEAR(p2p_allreduce_cost(true, 8, 80 << 20, 32 << 20, LinkClass::Nvl, kNvl).latency, 30e-6, 1e-15);
+  EXPECT_NEAR(p2p_allreduce_cost(false, 8, 80 << 20, 32 << 20, LinkClass::Nvl, kNvl).latency, 60e-6, 1e-15);
+}
+
+TEST(DeviceCost, RanksSharingOneGpuShareItsMemory) {
+  // The same constants as class gpu at 4 ranks: beta and gamma count 4 times.
+  // 1 MiB one-shot: 10 + 3 x 4 x 4.194304 + 3 x 4 x 1.048576 us = 10 + 50.331648 + 12.582912.
+  const DeviceTerms t = p2p_allreduce_cost(true, 4, 1 << 20, 32 << 20, LinkClass::Gpu, kNvl);
+  EXPECT_NEAR(t.bandwidth, 50.331648e-6, 1e-15);
+  EXPECT_NEAR(t.reduction, 12.582912e-6, 1e-15);
+  EXPECT_NEAR(t.total(), 72.91456e-6, 1e-15);
+}
+
+TEST(DeviceCost, CrossoverWhereTheSecondBarrierPays) {
+  // 8 ranks on NVLink: one-shot - two-shot = -alpha + N (7 x 4 x 3/4 + 7 x 1 x 7/8) ps
+  // = -10 us + 27.125 ps x N: two-shot wins above 368,664 B.
+  auto oneshot_wins = [](uint64_t bytes) {
+    return p2p_allreduce_cost(true, 8, bytes, 32 << 20, LinkClass::Nvl, kNvl).total() <=
+           p2p_allreduce_cost(false, 8, bytes, 32 << 20, LinkClass::Nvl, kNvl).total();
+  };
+  EXPECT_TRUE(oneshot_wins(368000));
+  EXPECT_FALSE(oneshot_wins(369500));
+  // Two ranks move as many bytes either way; two-shot reduces half:
+  // -10 us + N x 1 ps x 1/2 > 0 above 20 MB.
+  auto oneshot_wins_2 = [](uint64_t bytes) {
+    return p2p_allreduce_cost(true, 2, bytes, 1ull << 30, LinkClass::Nvl, kNvl).total() <=
+           p2p_allreduce_cost(false, 2, bytes, 1ull << 30, LinkClass::Nvl, kNvl).total();
+  };
+  EXPECT_TRUE(oneshot_wins_2(19'900'000));
+  EXPECT_FALSE(oneshot_wins_2(20'100'000));
+  // One rank: nothing to move.
+  EXPECT_EQ(p2p_allreduce_cost(true, 1, 1 << 20, 32 << 20, LinkClass::Nvl, kNvl).total(), 0);
+}
+
+TEST(DeviceCost, TuningFileSetsTheGpuClasses) {
+  Table t = default_table();
+  ASSERT_TRUE(parse_tuning_text("nvl * * 0 0 1e-05 4e-12 1e-12\np2p allreduce * 8 0 2e-05 5e-11 1e-12\n", "test", &t)
+                  .ok());
+  EXPECT_EQ(t.lookup(LinkClass::Nvl, sched::Coll::AllReduce, "*", 8, 1024).beta_s_per_byte, 4e-12);
+  EXPECT_EQ(t.lookup(LinkClass::Pcie, sched::Coll::AllReduce, "*", 8, 1024).alpha_s, 2e-5);
+  EXPECT_EQ(t.lookup(LinkClass::Pcie, sched::Coll::AllReduce, "*", 4, 1024).alpha_s, t.base.pcie.alpha_s);
+  Table u;
+  ASSERT_TRUE(parse_tuning_text(format_table(t), "roundtrip", &u).ok());
+  EXPECT_EQ(format_table(u), format_table(t));
+  EXPECT_NE(format_table(t).find("gpu * * 0 0"), std::string::npos);
+  const Status bad = parse_tuning_text("tpu * * 0 0 1 1 1\n", "test", &u);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("known: shm, numa, net, gpu, nvl, p2p"), std::string::npos) << bad.message();
+}
+
+}  // namespace
+}  // namespace weft::tune
