@@ -309,10 +309,12 @@ Status Tuner::model_pick(sched::Coll coll, const sched::BuildArgs& args, size_t 
                  spec_.describe().c_str(), hier_levels_.empty() ? "" : ", WEFT_HIER_LEVELS=",
                  hier_levels_.c_str(), sched::coll_name(coll), args.nranks, avail.empty() ? "none" : avail.c_str());
   }
-  // Strictly lower wins, so ties go to the earlier (registry-order) algorithm.
+  // Lower by more than rounding wins, so ties go to the earlier (registry-order)
+  // algorithm: two schedules that move the same messages (hierarchical and
+  // chain_tree with two ranks a host) simulate equal but for the last bits.
   *best = &(*cands)[0];
   for (const Prediction& p : *cands)
-    if (p.seconds < (*best)->seconds) *best = &p;
+    if (p.seconds < (*best)->seconds * (1 - 1e-9)) *best = &p;
   return Status::Ok();
 }
 

@@ -378,6 +378,21 @@ TEST(HandCosts, TwoHostsSimulatedPicksHierarchical) {
   EXPECT_NE(text.find("<- pick"), std::string::npos) << text;
 }
 
+// 2 hosts x 2 ranks (bench/topology's 2x2 with its constants): hierarchical and
+// chain_tree then move the same messages, so their simulations agree but for
+// rounding, and the tie goes to the earlier in the registry (hierarchical), not
+// to whichever rounding favours.
+TEST(HandCosts, TiesGoToTheEarlierAlgorithm) {
+  TuningFile f("shm * * 0 0 2.018e-06 1.227e-10 1e-10\nnet * * 0 0 2.5e-05 4.18848167539267e-09 1e-10\n");
+  auto t = layered_tuner(f, sim::Fabric::host_blocks(4, 2), 2, "allreduce:hierarchical,chain_tree");
+  for (uint64_t count : {80, 1024, 4096}) {
+    const BuildArgs b = allreduce(4, count, 2);
+    const double h = predicted(*t, "hierarchical", b), c = predicted(*t, "chain_tree", b);
+    EXPECT_NEAR(h, c, 1e-12 * h) << count;
+    EXPECT_EQ(choose(*t, b), "hierarchical") << count;
+  }
+}
+
 TEST(HandCosts, OneHostStaysOnTheFormulas) {
   // All 8 ranks on one host: one level, no simulation, and hierarchical (one node:
   // the ring under another name) is not a candidate unless named.
