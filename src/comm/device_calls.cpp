@@ -175,12 +175,13 @@ Status Communicator::choose_device_path(const exec::cuda::Api& d) {
   std::vector<Verdict> verdicts(static_cast<size_t>(nranks_));
   WEFT_TRY(run(CollArgs{sched::Coll::AllGather, &verdict, verdicts.data(), sizeof(verdict), weftUint8}));
   std::string why;
-  auto rank_of = [](uint8_t link) { return link == uint8_t(tune::LinkClass::Pcie) ? 2 : link == uint8_t(tune::LinkClass::Nvl) ? 1 : 0; };
+  uint8_t slowest = verdict.link;  // the device classes are declared fastest first
   for (int r = 0; r < nranks_; ++r) {
     const Verdict& v = verdicts[static_cast<size_t>(r)];
     if (v.why[0] != 0 && why.empty()) why = "rank " + std::to_string(r) + " sees " + v.why;
-    if (rank_of(v.link) > rank_of(static_cast<uint8_t>(p2p_link_))) p2p_link_ = static_cast<tune::LinkClass>(v.link);
+    slowest = std::max(slowest, v.link);
   }
+  p2p_link_ = static_cast<tune::LinkClass>(slowest);
   p2p_.settle(why.empty());
   if (why.empty())
     WEFT_INFO(TRANSPORT, "rank %d: device collectives over cuda_p2p (%s; link class %s)", rank_, p2p_.how().c_str(),
@@ -200,26 +201,8 @@ bool Communicator::p2p_oneshot(const CollArgs& dev) {
   const bool oneshot = forced >= 0 ? bytes <= static_cast<uint64_t>(forced) : terms[0].total() <= terms[1].total();
   if (tuner_->explaining()) {
     std::lock_guard<std::mutex> lock(device_explain_mu_);
-    if (device_explained_.insert(tune::size_class(bytes)).second) {
-      char forced_by[64] = "";
-      if (forced >= 0)
-        std::snprintf(forced_by, sizeof(forced_by), ", WEFT_P2P_ONESHOT_BYTES=%lld decides", static_cast<long long>(forced));
-      char line[320];
-      std::snprintf(line, sizeof(line),
-                    "weft explain: allreduce %llu B (size class %d) on device memory, %d ranks over cuda_p2p, link "
-                    "class %s (alpha %.3g us, beta %.3g ns/B, gamma %.3g ns/B)%s:\n",
-                    static_cast<unsigned long long>(bytes), tune::size_class(bytes), nranks_,
-                    tune::link_class_name(p2p_link_), c.alpha_s * 1e6, c.beta_s_per_byte * 1e9,
-                    c.gamma_s_per_byte * 1e9, forced_by);
-      std::string out = line;
-      for (int v = 0; v < 2; ++v) {
-        std::snprintf(line, sizeof(line), "weft explain:   %-22s %10.3f us = latency %.3f + bandwidth %.3f + reduction %.3f%s\n",
-                      v == 0 ? "oneshot" : "twoshot", terms[v].total() * 1e6, terms[v].latency * 1e6,
-                      terms[v].bandwidth * 1e6, terms[v].reduction * 1e6, (v == 0) == oneshot ? "  <- pick" : "");
-        out += line;
-      }
-      std::fputs(out.c_str(), stderr);
-    }
+    if (device_explained_.insert(tune::size_class(bytes)).second)
+      std::fputs(tune::explain_p2p_allreduce(nranks_, bytes, p2p_link_, c, terms, oneshot, forced).c_str(), stderr);
   }
   return oneshot;
 }

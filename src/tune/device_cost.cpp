@@ -1,5 +1,9 @@
 #include "tune/device_cost.h"
 
+#include <cstdio>
+
+#include "tune/tuner.h"
+
 namespace weft::tune {
 
 DeviceTerms p2p_allreduce_cost(bool oneshot, int nranks, uint64_t bytes, uint64_t round_bytes, LinkClass cls,
@@ -15,6 +19,27 @@ DeviceTerms p2p_allreduce_cost(bool oneshot, int nranks, uint64_t bytes, uint64_
   t.bandwidth = moved * share * c.beta_s_per_byte;
   t.reduction = reduced * share * c.gamma_s_per_byte;
   return t;
+}
+
+std::string explain_p2p_allreduce(int nranks, uint64_t bytes, LinkClass cls, const algo::LinkCost& c,
+                                  const DeviceTerms terms[2], bool oneshot, int64_t forced) {
+  char forced_by[64] = "";
+  if (forced >= 0)
+    std::snprintf(forced_by, sizeof(forced_by), ", WEFT_P2P_ONESHOT_BYTES=%lld decides", static_cast<long long>(forced));
+  char line[320];
+  std::snprintf(line, sizeof(line),
+                "weft explain: allreduce %llu B (size class %d) on device memory, %d ranks over cuda_p2p, link "
+                "class %s (alpha %.3g us, beta %.3g ns/B, gamma %.3g ns/B)%s:\n",
+                static_cast<unsigned long long>(bytes), size_class(bytes), nranks, link_class_name(cls),
+                c.alpha_s * 1e6, c.beta_s_per_byte * 1e9, c.gamma_s_per_byte * 1e9, forced_by);
+  std::string out = line;
+  for (int v = 0; v < 2; ++v) {
+    std::snprintf(line, sizeof(line), "weft explain:   %-22s %10.3f us = latency %.3f + bandwidth %.3f + reduction %.3f%s\n",
+                  v == 0 ? "oneshot" : "twoshot", terms[v].total() * 1e6, terms[v].latency * 1e6,
+                  terms[v].bandwidth * 1e6, terms[v].reduction * 1e6, (v == 0) == oneshot ? "  <- pick" : "");
+    out += line;
+  }
+  return out;
 }
 
 }  // namespace weft::tune

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "algorithms/registry.h"
 #include "tune/table.h"
@@ -25,5 +26,11 @@ struct DeviceTerms {
 
 DeviceTerms p2p_allreduce_cost(bool oneshot, int nranks, uint64_t bytes, uint64_t round_bytes, LinkClass cls,
                                const algo::LinkCost& c);
+
+// WEFT_EXPLAIN's text for one such call: the constants, both variants' terms
+// (terms[0] one-shot, terms[1] two-shot) and the pick; `forced` >= 0 is
+// WEFT_P2P_ONESHOT_BYTES, which then decides.
+std::string explain_p2p_allreduce(int nranks, uint64_t bytes, LinkClass cls, const algo::LinkCost& c,
+                                  const DeviceTerms terms[2], bool oneshot, int64_t forced);
 
 }  // namespace weft::tune

@@ -25,7 +25,8 @@ namespace weft::tune {
 // memory between a host's NUMA domains; net: between hosts. Device memory over
 // cuda_p2p (comm/device_p2p.h): gpu: ranks sharing one GPU; nvl: GPUs joined by
 // NVLink; p2p: GPUs with peer access over PCIe (alpha: one barrier of the ranks'
-// streams, beta: a byte read from a peer's buffer, gamma: a byte reduced).
+// streams, beta: a byte read from a peer's buffer, gamma: a byte reduced). The
+// device classes go from the fastest to the slowest link.
 enum class LinkClass : uint8_t { Shm, Net, Numa, Gpu, Nvl, Pcie };
 constexpr LinkClass kLinkClasses[] = {LinkClass::Shm, LinkClass::Numa, LinkClass::Net,
                                       LinkClass::Gpu, LinkClass::Nvl,  LinkClass::Pcie};

@@ -19,7 +19,6 @@ using exec::cuda::dptr;
 constexpr size_t kPage = 4096;
 constexpr int kDoneWord = kMaxRanks;  // the owner's stream: the last barrier whose call it finished
 
-
 void set_text(char* dst, size_t cap, const std::string& s) { std::snprintf(dst, cap, "%s", s.c_str()); }
 
 const char* missing_entry(const exec::cuda::Api& d) {

@@ -2,7 +2,6 @@
 
 #include "transports/cuda_p2p/flag_page.h"
 
-
 namespace weft::transport::cuda_p2p {
 
 Watchdog::Watchdog(const uint32_t* done_word, int64_t timeout_ms, std::function<void(const Status&)> on_timeout)
