@@ -1,6 +1,7 @@
 #include "base/wait.h"
 
 #include <sched.h>
+#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -38,6 +39,12 @@ uint32_t polls_for_us(double us) {
 }  // namespace
 
 uint32_t spin_limit() { return g_spin_limit.load(std::memory_order_relaxed); }
+
+int64_t coarse_now_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
 
 void note_progress() { g_progress.fetch_add(1, std::memory_order_relaxed); }
 uint64_t progress_count() { return g_progress.load(std::memory_order_relaxed); }

@@ -51,6 +51,10 @@ class LazyDeadline {
   std::optional<Deadline> at_;
 };
 
+// Milliseconds of CLOCK_MONOTONIC_COARSE (a few ms of resolution): cheap enough
+// to stamp on every call (5 ns, against 23 for steady_clock, on the Zen VM).
+int64_t coarse_now_ms();
+
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();

@@ -117,7 +117,7 @@ struct StatusRow {
   uint64_t seq;              // collectives it has entered on this communicator
   uint32_t step, nsteps;     // its position in the collective's schedule
   uint64_t bytes_done, bytes;  // of the transfer it waits on
-  uint32_t age_ms;           // since that position was recorded
+  uint32_t age_ms;           // since that position was recorded; idle: since its last call ended (0: unknown)
   uint32_t timed_out;        // 1: this rank reached its deadline
   char op[24];               // "allreduce", "point-to-point", "" (idle)
   char waiting[40];          // the step's kind or what it waits for: "RecvReduce", "its read of our buffer"

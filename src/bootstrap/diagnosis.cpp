@@ -54,6 +54,7 @@ std::string table_of(const std::vector<RankStatus>& rows) {
     std::string call, step, peer, wait, bytes;
     if (state_of(r) == RowState::Idle) {
       call = "after #" + std::to_string(r.seq);
+      if (r.age_ms > 0) wait = "outside weft " + std::to_string(r.age_ms) + " ms";
     } else if (state_of(r) == RowState::InCall) {
       call = call_of(r);
       if (r.nsteps > 0) step = std::to_string(r.step) + "/" + std::to_string(r.nsteps);
@@ -121,7 +122,8 @@ std::string diagnose(const std::vector<RankStatus>& rows, int64_t waited_ms, std
     for (int i : behind) {
       const StatusRow& r = rows[static_cast<size_t>(i)].row;
       found.push_back(named(rows, i) + " has not entered " + target + " (it is outside weft after #" +
-                      std::to_string(r.seq) + ": slow, or it skipped the call)");
+                      std::to_string(r.seq) + (r.age_ms > 0 ? ", for " + std::to_string(r.age_ms) + " ms" : "") +
+                      ": slow, or it skipped the call)");
     }
     for (int i : ahead)
       found.push_back(named(rows, i) + " finished " + target + " and is idle while the others wait in it");

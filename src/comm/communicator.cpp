@@ -332,6 +332,7 @@ boot::StatusRow Communicator::status_row(bool in_call, bool timed_out) {
     r.state = static_cast<int32_t>(boot::RowState::Idle);
     r.peer = -1;
     r.seq = seq_;
+    r.age_ms = static_cast<uint32_t>(std::clamp<int64_t>(coarse_now_ms() - queue_->left_ms(), 1, UINT32_MAX));
     queue_->drive_mu().unlock();
     return r;
   }
@@ -495,6 +496,7 @@ Status Communicator::run_p2p(const std::vector<exec::P2P>& ops, const std::vecto
   WEFT_TRY(async_error());
   const double began = trace::on() ? trace::now_us() : 0;
   Status st = exec_->run_p2p(ops, copies, timeout_ms_);
+  queue_->note_left();
   if (trace::on()) trace_p2p(ops, began, st);
   if (!st.ok()) {
     exec_->abandon_sends();
@@ -1049,7 +1051,9 @@ Status Communicator::run(const CollArgs& a) {
   }
   if (lock_idle()) {
     std::lock_guard<std::mutex> lock(queue_->drive_mu(), std::adopt_lock);
-    return execute(a);
+    Status st = execute(a);
+    queue_->note_left();
+    return st;
   }
   // Earlier operations are queued: run behind them.
   auto* req = new weftRequestImpl;

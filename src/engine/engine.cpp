@@ -32,6 +32,7 @@ void Queue::finish(size_t i, Status st) {
     return;
   }
   ops_.erase(ops_.begin() + static_cast<long>(i));
+  note_left();
   pending_.fetch_sub(1, std::memory_order_acq_rel);
   engine_->completed();
 }

@@ -37,7 +37,16 @@ table() {  # the table was printed exactly once
   [ "$n" -eq 1 ] || { echo "FAIL [$1]: the table was printed $n times"; fail=1; }
 }
 case_ skip 2 "has not entered allreduce #6"; table skip
-case_ sleep 1 "has not entered allreduce #6"; table sleep
+# outside() MODE: the victim left #5 about when the others entered #6, which they
+# waited in for WEFT_TIMEOUT_MS=1500 ms: the diagnosis gives it at least 1000 ms.
+outside() {
+  local ms
+  ms=$(grep -o "is outside weft after #5, for [0-9]* ms" "$out" | head -1 | grep -o "for [0-9]*" | grep -o "[0-9]*")
+  checks=$((checks + 1))
+  [ -n "$ms" ] && [ "$ms" -ge 1000 ] || { echo "FAIL [$1]: how long the victim was outside weft: '${ms}'"; fail=1; }
+}
+outside skip
+case_ sleep 1 "has not entered allreduce #6"; table sleep; outside sleep
 case_ stop 2 "did not answer"; table stop
 grep -q "weft-run: rank 1 .*rank 2 (pid [0-9]*) is stopped (SIGSTOP)\|weft-run: rank [0-3] .*rank 2 (pid [0-9]*) is stopped (SIGSTOP)" "$out" ||
   { echo "FAIL [stop 2]: weft-run did not name the stopped rank"; grep "^weft-run" "$out"; fail=1; }

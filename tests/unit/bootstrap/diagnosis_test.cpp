@@ -73,6 +73,18 @@ TEST(Diagnosis, ARankOutsideTheCallHasNotEnteredIt) {
   EXPECT_TRUE(contains(table, "after #1233")) << table;
 }
 
+// How long it has been outside weft tells a rank frozen or busy for the whole
+// deadline from one that left its last call a moment ago.
+TEST(Diagnosis, AnIdleRankSaysHowLongItHasBeenOutside) {
+  std::string table;
+  RankStatus late = with_state(RowState::Idle, 5031);
+  late.row.age_ms = 61234;
+  std::string line = diagnose({in_call("alltoall", 5032, 1, true), late}, 3, &table);
+  EXPECT_EQ(line, "rank 1 (host h, pid 2) has not entered alltoall #5032 (it is outside weft after #5031, for "
+                  "61234 ms: slow, or it skipped the call)");
+  EXPECT_TRUE(contains(table, "outside weft 61234 ms")) << table;
+}
+
 TEST(Diagnosis, ARankIdleAfterTheCallFinishedIt) {
   std::string table;
   std::string line = diagnose({in_call("broadcast", 9, 1, true), with_state(RowState::Idle, 9)}, 3, &table);
