@@ -101,6 +101,9 @@ Status parse_rendezvous(const std::string& text, const std::string& job, std::st
 // hosts, since they cannot share loopback or abstract sockets. Equal strings mean
 // the same kernel and network namespace.
 std::string host_identity();
+// The machine under it: the kernel's boot id. Equal strings mean one kernel, whose
+// CPUs the hosts (network namespaces, containers) on it share.
+std::string machine_identity();
 
 // Where a rank of a group stands (its answer to a status request).
 enum class RowState : int32_t {

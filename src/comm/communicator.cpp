@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <array>
 #include <map>
 
 #include "algorithms/registry.h"
@@ -625,9 +626,15 @@ Status Communicator::bind_to_host_share() {
 
 Status Communicator::plan_layout() {
   struct Place {
-    uint64_t host;  // equal for ranks of one host
+    uint64_t host;      // equal for ranks of one host
     int64_t numa;
-  } mine{host_hash_, topo::numa_node_of_binding()};
+    uint64_t machine;   // equal for ranks of one kernel (hosts that share its CPUs)
+    uint64_t cpus[16];  // the CPUs the rank may run on, 0-1023, as bits
+  } mine{host_hash_, topo::numa_node_of_binding(), 0, {}};
+  auto set_cpus = [&mine](const std::vector<int>& cpus) {
+    for (int c : cpus)
+      if (c >= 0 && c < 1024) mine.cpus[c / 64] |= uint64_t{1} << (c % 64);
+  };
   const std::string& file = params::TOPO_FILE();
   if (!file.empty()) {
     // Planning for the machine the file describes: its hosts and NUMA nodes by the
@@ -644,7 +651,15 @@ Status Communicator::plan_layout() {
       return Error(weftInvalidArgument, "WEFT_TOPO_FILE=%s describes %zu ranks; rank %d of the job is not among them",
                    file.c_str(), s.ranks.size(), r);
     const topo::Rank& where = s.ranks[static_cast<size_t>(r)];
-    mine = {static_cast<uint64_t>(where.host), where.numa.size() == 1 ? where.numa[0] : -1};
+    const topo::Host& host = s.hosts[static_cast<size_t>(where.host)];
+    const std::string machine = host.machine.empty() ? "host " + std::to_string(where.host) : host.machine;
+    mine = {static_cast<uint64_t>(where.host), where.numa.size() == 1 ? where.numa[0] : -1,
+            fnv1a(machine.data(), machine.size()), {}};
+    set_cpus(topo::parse_cpu_list(where.cpus));
+  } else {
+    const std::string machine = boot::machine_identity();
+    mine.machine = fnv1a(machine.data(), machine.size());
+    set_cpus(topo::bound_cpus());
   }
   std::vector<Place> all(static_cast<size_t>(nranks_));
   WEFT_TRY(boot_->allgather(&mine, sizeof(mine), all.data(), Deadline::after_ms(timeout_ms_)));
@@ -662,6 +677,21 @@ Status Communicator::plan_layout() {
         domain_index.emplace(std::make_pair(h.first->second, p.numa), static_cast<int>(domain_index.size()))
             .first->second);
     layout_.nic.push_back(h.first->second);
+  }
+  // Cores: those any rank of a machine may run on (network namespaces on one
+  // kernel share them; bench/topology's hosts do).
+  std::map<uint64_t, int> machine_index;
+  std::vector<std::array<uint64_t, 16>> cores;
+  for (const Place& p : all) {
+    const auto m = machine_index.emplace(p.machine, static_cast<int>(machine_index.size()));
+    if (m.second) cores.emplace_back();
+    layout_.machine.push_back(m.first->second);
+    for (size_t w = 0; w < 16; ++w) cores[size_t(m.first->second)][w] |= p.cpus[w];
+  }
+  for (const auto& bits : cores) {
+    int n = 0;
+    for (uint64_t w : bits) n += __builtin_popcountll(w);
+    layout_.machine_cores.push_back(std::max(n, 1));
   }
   // Relabelable collectives run with each host's (and domain's) ranks next to each
   // other, so rings cross hosts once per host and two-level algorithms apply to

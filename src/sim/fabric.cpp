@@ -60,11 +60,22 @@ Fabric Fabric::host_blocks(int nranks, int per_host) {
   return f;
 }
 
+bool Fabric::oversubscribed(int r) const {
+  if (machine.empty()) return false;
+  const int m = machine[size_t(r)];
+  return std::count(machine.begin(), machine.end(), m) > machine_cores[size_t(m)];
+}
+
 std::string Fabric::check() const {
   const size_t n = static_cast<size_t>(nranks);
   if (nranks < 1) return "no ranks";
   if (host.size() != n || domain.size() != n || nic.size() != n) return "per-rank vectors are not nranks long";
+  if (!machine.empty() && machine.size() != n) return "per-rank vectors are not nranks long";
+  if (!(cpu_share >= 0 && cpu_share <= 0.5)) return "cpu_share is not in [0, 0.5]";
   for (size_t r = 0; r < n; ++r) {
+    if (!machine.empty() && (machine[r] < 0 || size_t(machine[r]) >= machine_cores.size() ||
+                             machine_cores[size_t(machine[r])] < 1))
+      return "rank " + std::to_string(r) + " names a missing machine or one without cores";
     if (nic[r] >= static_cast<int>(nics.size())) return "rank " + std::to_string(r) + " names a missing NIC";
     if (!cross_domain.empty() && (host[r] < 0 || static_cast<size_t>(host[r]) >= cross_domain.size()))
       return "rank " + std::to_string(r) + "'s host has no cross-domain link";
@@ -96,6 +107,7 @@ Fabric reordered(const Fabric& f, const std::vector<int>& order) {
     g.host[i] = f.host[r];
     g.domain[i] = f.domain[r];
     g.nic[i] = f.nic[r];
+    if (!f.machine.empty()) g.machine[i] = f.machine[r];
   }
   return g;
 }
@@ -141,6 +153,10 @@ Fabric generate(const Generator& g) {
   }
   f.cost = {g.intra, g.cross, g.inter};
   f.label = g.label;
+  if (g.shared_cores > 0) {
+    f.machine.assign(size_t(f.nranks), 0);
+    f.machine_cores = {g.shared_cores};
+  }
   return f;
 }
 
@@ -170,7 +186,30 @@ Fabric from_system(const topo::System& s, const algo::LinkCost& intra, const alg
     }
     f.nic.push_back(it->second);
   }
+  set_machines(s, &f);
   return f;
+}
+
+void set_machines(const topo::System& s, Fabric* f) {
+  // Hosts of one kernel share its CPUs; a host with no machine named is its own.
+  std::map<std::string, int> machine_index;
+  std::vector<std::set<int>> cpus;
+  std::vector<bool> known;
+  f->machine.clear();
+  for (const topo::Rank& rk : s.ranks) {
+    const topo::Host& h = s.hosts[static_cast<size_t>(rk.host)];
+    const std::string key = h.machine.empty() ? "host " + std::to_string(rk.host) : h.machine;
+    const auto m = machine_index.emplace(key, static_cast<int>(machine_index.size())).first->second;
+    if (size_t(m) == cpus.size()) cpus.emplace_back(), known.push_back(true);
+    f->machine.push_back(m);
+    if (rk.cpus.empty()) known[size_t(m)] = false;
+    else for (int c : topo::parse_cpu_list(rk.cpus)) cpus[size_t(m)].insert(c);
+  }
+  // Where a rank's CPUs are unknown, its machine is taken to have a core per rank.
+  f->machine_cores.assign(cpus.size(), 0);
+  for (size_t m = 0; m < cpus.size(); ++m)
+    f->machine_cores[m] = known[m] ? static_cast<int>(cpus[m].size())
+                                   : static_cast<int>(std::count(f->machine.begin(), f->machine.end(), int(m)));
 }
 
 bool parse_bandwidth(const std::string& text, double* bytes_per_s) {

@@ -11,6 +11,13 @@
 // link per host between its domains for Host messages. A shared port of B bytes/s
 // whose ranks each send at b bytes/s has max(1, floor(B/b)) lanes of B/lanes bytes/s:
 // lanes carry messages side by side, more messages than lanes wait for a free lane.
+//
+// Cores: where a machine's ranks outnumber the cores they may run on (network
+// namespaces or containers of one kernel, an oversubscribed job), its cores are a
+// shared port too. There a message costs its sender and its receiver each
+// cpu_share x alpha of a core (system calls, copies, waking up), the rest of alpha
+// staying on the link, and reductions and copies take a core for their time. With
+// a core per rank nothing changes: the model is the plain alpha-beta-gamma one.
 #pragma once
 
 #include <array>
@@ -42,6 +49,14 @@ struct Fabric {
   std::array<algo::LinkCost, kLevels> cost;
   std::array<std::string, kLevels> label{"domain", "host", "network"};  // e.g. "nvlink", "ib"
   double copy_s_per_byte = 0;  // local copies; 0 as in the algorithms' formulas
+  std::vector<int> machine;        // per rank; empty: every rank has a core of its own
+  std::vector<int> machine_cores;  // per machine: the cores its ranks share
+  double cpu_share = kCpuShare;
+
+  // bench/topology's netns hosts (8 ranks on 2 cores, TCP): the share that
+  // predicted the small sizes of three runs best (0.45: 245 of 264 within 2x, 228
+  // without the cores).
+  static constexpr double kCpuShare = 0.45;
 
   Level level(int a, int b) const;
   // How many distinct levels occur between two ranks (1: flat, one link class).
@@ -53,6 +68,8 @@ struct Fabric {
   // Hosts of per_host consecutive ranks, one domain each, each host's ranks taking
   // turns on one network port (as the communicator lays out what it knows).
   static Fabric host_blocks(int nranks, int per_host);
+  // Whether rank r's machine has fewer cores than ranks (its cores are a port).
+  bool oversubscribed(int r) const;
   // consistency of the per-rank vectors; empty string if fine.
   std::string check() const;
 };
@@ -75,6 +92,7 @@ int domain_block_size(const Fabric& f);
 // the per-level costs. nics 0: no shared port (each rank's own beta limits it).
 struct Generator {
   int nodes = 1, per_node = 1, domains = 1, nics = 1;
+  int shared_cores = 0;  // > 0: the nodes are namespaces of one machine with this many cores
   double nic_bytes_per_s = 0;
   double cross_domain_bytes_per_s = 0;  // 0: not a shared bottleneck
   algo::LinkCost intra, cross, inter;
@@ -89,6 +107,10 @@ Fabric generate(const Generator& g);
 // where the speed is unknown (virtual interfaces).
 Fabric from_system(const topo::System& s, const algo::LinkCost& intra, const algo::LinkCost& cross,
                    const algo::LinkCost& inter);
+
+// f's machines and their cores from s (same ranks): hosts of one machine share
+// the CPUs its ranks may run on.
+void set_machines(const topo::System& s, Fabric* f);
 
 bool parse_bandwidth(const std::string& text, double* bytes_per_s);
 

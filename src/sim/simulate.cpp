@@ -61,6 +61,8 @@ class Sim {
     for (const Port& p : f.nics) nics_out_.push_back(shared_port(p, f.cost[2].beta_s_per_byte));
     nics_in_ = nics_out_;
     for (const Port& p : f.cross_domain) cross_.push_back(shared_port(p, f.cost[1].beta_s_per_byte));
+    for (int cores : f.machine_cores) cores_.push_back(std::vector<double>(size_t(cores), 0.0));
+    for (int r = 0; r < f.nranks; ++r) shared_cores_.push_back(f.oversubscribed(r));
   }
 
   Status run(Result* out) {
@@ -101,12 +103,28 @@ class Sim {
   std::vector<RankState> ranks_;
   std::vector<double> egress_, ingress_;  // each rank's own port per level, one lane each way
   std::vector<Lanes> nics_out_, nics_in_, cross_;
+  std::vector<std::vector<double>> cores_;  // per machine, when each core is next free
+  std::vector<bool> shared_cores_;          // per rank: its machine has fewer cores than ranks
   std::unordered_map<uint64_t, Channel> channels_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> ready_;
   uint64_t messages_ = 0;
   std::array<uint64_t, kLevels> bytes_{};
 
   static uint64_t key(int from, int to) { return (uint64_t(uint32_t(from)) << 32) | uint32_t(to); }
+
+  // CPU time rank r's side of a message on level lv takes from a core of its machine.
+  double overhead(int r, Level lv) const {
+    return shared_cores_[size_t(r)] ? f_.cpu_share * f_.cost[static_cast<size_t>(lv)].alpha_s : 0.0;
+  }
+  // Rank r works `seconds` from t: on the earliest free core of its machine where
+  // its ranks share the cores, else on its own. Returns when the work is done.
+  double compute(int r, double t, double seconds) {
+    if (!shared_cores_[size_t(r)] || seconds == 0) return t + seconds;
+    std::vector<double>& cores = cores_[size_t(f_.machine[size_t(r)])];
+    double* core = &*std::min_element(cores.begin(), cores.end());
+    *core = std::max(*core, t) + seconds;
+    return *core;
+  }
 
   // Queues a message of `bytes` from a to b, sent at t, on every port it crosses;
   // returns when the last of them has carried it.
@@ -128,10 +146,12 @@ class Sim {
     } else if (lv == Level::Host && !cross_.empty()) {
       claim(cross_[size_t(f_.host[size_t(a)])], 2);
     }
+    // The sender's and the receiver's CPU time, where it is modelled, is not the link's.
+    const double alpha = c.alpha_s - overhead(a, lv) - overhead(b, lv);
     double end = t;
     for (double* p : claimed)
       if (p) {
-        *p = std::max(t, *p) + c.alpha_s + static_cast<double>(bytes) * beta;
+        *p = std::max(t, *p) + alpha + static_cast<double>(bytes) * beta;
         end = std::max(end, *p);
       }
     ++messages_;
@@ -152,6 +172,7 @@ class Sim {
       const Step& s = steps[st.step];
       switch (s.kind) {
         case Kind::Send: {
+          st.t = compute(r, st.t, overhead(r, f_.level(r, s.peer)));
           const double arrival = transfer(r, s.peer, s.src.count * elem_, st.t);
           channels_[key(r, s.peer)].q.push_back({arrival, s.src.count});
           RankState& peer = ranks_[static_cast<size_t>(s.peer)];
@@ -179,13 +200,17 @@ class Sim {
             ready_.push({m.arrival, r});
             return Status::Ok();
           }
+          const Level lv = f_.level(s.peer, r);
+          double work = overhead(r, lv);
           if (s.kind == Kind::RecvReduce)
-            st.t += static_cast<double>(m.count * elem_) *
-                    f_.cost[static_cast<size_t>(f_.level(s.peer, r))].gamma_s_per_byte;
+            work += static_cast<double>(m.count * elem_) * f_.cost[static_cast<size_t>(lv)].gamma_s_per_byte;
+          st.t = compute(r, st.t, work);
           break;
         }
-        case Kind::Copy: st.t += static_cast<double>(s.dst.count * elem_) * f_.copy_s_per_byte; break;
-        case Kind::Reduce: st.t += static_cast<double>(s.dst.count * elem_) * f_.cost[0].gamma_s_per_byte; break;
+        case Kind::Copy: st.t = compute(r, st.t, static_cast<double>(s.dst.count * elem_) * f_.copy_s_per_byte); break;
+        case Kind::Reduce:
+          st.t = compute(r, st.t, static_cast<double>(s.dst.count * elem_) * f_.cost[0].gamma_s_per_byte);
+          break;
       }
       ++st.step;
     }

@@ -8,6 +8,12 @@
 // copy_s_per_byte. Ports are claimed in simulated-time order, so messages meeting on
 // a port queue in the order they were sent.
 //
+// On a machine whose ranks outnumber its cores (fabric.h), each message also takes
+// cpu_share x alpha of a core at its sender before it leaves and at its receiver
+// once it is there (and alpha x (1 - 2 cpu_share) on the link), and a reduction or
+// copy takes a core for its time: the machine's cores are lanes its ranks queue
+// for, as the ports' are.
+//
 // Each port serves its queue on its own and a message arrives when the last of its
 // ports has carried it: concurrent messages share the links as the executor's queued
 // sends on separate links (TCP streams, shm channels) do, rather than reserving a
@@ -20,7 +26,7 @@
 // gives exactly the closed-form cost above each builder wherever the formula is the
 // schedule's critical path (tests/unit/sim). Not modelled: the executor's wait before
 // overwriting a range an undelivered Send still reads, eager versus rendezvous
-// protocols, and CPU time of the posting itself.
+// protocols, and CPU time where every rank has a core (it is part of alpha).
 #pragma once
 
 #include <array>

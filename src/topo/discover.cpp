@@ -49,15 +49,6 @@ std::vector<std::string> list_dir(const std::string& path) {
   return names;
 }
 
-std::vector<int> bound_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
-  for (int c = 0; c < CPU_SETSIZE; c++)
-    if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  return cpus;
-}
 
 // The NUMA nodes (os indexes) whose CPUs the binding touches.
 std::vector<int> numa_of(const std::vector<NumaNode>& nodes, const std::vector<int>& cpus) {
@@ -171,6 +162,16 @@ int rate_gbps(const std::string& rate) {
 
 }  // namespace
 
+std::vector<int> bound_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
 void discover_devices(const std::string& sysfs, Host* h) {
   // Network interfaces but loopback: speed (absent or -1 for virtual ones), the
   // NUMA node of the PCI device behind it.
@@ -280,6 +281,7 @@ System discover_local() {
   System s;
   Host h;
   h.identity = boot::host_identity();
+  h.machine = boot::machine_identity();
   char name[256] = {};
   gethostname(name, sizeof(name) - 1);
   h.name = name;

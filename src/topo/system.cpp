@@ -141,7 +141,8 @@ std::string to_json(const System& s) {
   o << "{\n  \"hosts\": [";
   for (size_t h = 0; h < s.hosts.size(); h++) {
     const Host& x = s.hosts[h];
-    o << (h ? "," : "") << "\n    {\"identity\": " << q(x.identity) << ", \"name\": " << q(x.name)
+    o << (h ? "," : "") << "\n    {\"identity\": " << q(x.identity) << ", \"machine\": " << q(x.machine)
+      << ", \"name\": " << q(x.name)
       << ", \"packages\": " << x.packages << ", \"cores\": " << x.cores << ", \"pus\": " << x.pus << ",\n     \"numa\": [";
     for (size_t i = 0; i < x.numa.size(); i++)
       o << (i ? ", " : "") << "{\"os_index\": " << x.numa[i].os_index << ", \"cpus\": " << q(x.numa[i].cpus)
@@ -229,6 +230,7 @@ System from_json(const std::string& input) {
     const json::Value& v = hosts[h];
     Host x;
     x.identity = text(v, "identity", where);
+    if (v.find("machine")) x.machine = text(v, "machine", where);  // absent from older files
     x.name = text(v, "name", where);
     x.packages = int(integer(v, "packages", where, 0, kMaxInt));
     x.cores = int(integer(v, "cores", where, 0, kMaxInt));

@@ -67,6 +67,7 @@ struct RdmaPort {
 
 struct Host {
   std::string identity;       // host_identity(): equal strings, same kernel and network namespace
+  std::string machine;        // machine_identity(): hosts with equal ones share their CPUs ("": its own)
   std::string name;           // hostname
   int packages = 0, cores = 0, pus = 0;
   std::vector<NumaNode> numa;
@@ -122,6 +123,8 @@ System load_file(const std::string& path);
 // The NUMA node (os index) holding every CPU this process may run on, or -1 where
 // they span nodes (an unbound process on a multi-node host). Cheap: sysfs, no hwloc.
 int numa_node_of_binding();
+// The CPUs this thread may run on (its affinity), ascending.
+std::vector<int> bound_cpus();
 
 // WEFT_BIND: pins this process near its share of the host, as NCCL pins a rank
 // near its GPU. "core": local rank i gets the i-th core (modulo the cores this

@@ -41,6 +41,8 @@ const char* kUsage =
     "  --inter NAME:[Kx]BW[:LAT] network: K ports per host of BW each, ranks spread over them in\n"
     "                            blocks, each rank sending at BW, e.g. ib:4x50GB/s:5us (net: 1GB/s:25us)\n"
     "  --cross-link BW           one link per host that its cross-domain messages share (none)\n"
+    "  --shared-cores C          the hosts are network namespaces of one machine with C cores: where\n"
+    "                            ranks outnumber them, messages and reductions queue for the cores\n"
     "topology, loaded:\n"
     "  --topo FILE               a topology file (WEFT_TOPO_DUMP_FILE, weft-topo --json); links as above\n"
     "options:\n"
@@ -52,6 +54,8 @@ const char* kUsage =
     "                            of the whole vector (all-gather: the output)\n"
     "  --elem-size B             bytes per element (4)\n"
     "  --gamma NS                nanoseconds per byte reduced (0.1)\n"
+    "  --cpu-share F             on a machine with fewer cores than ranks: the share of each message's\n"
+    "                            alpha its sender and its receiver each spend on a core (0.45)\n"
     "  --slice BYTES             pipeline slice (1M, WEFT_CHUNK_BYTES's default)\n"
     "  --max-messages M          skip an algorithm whose schedule would need more messages (5e7)\n"
     "  --verify                  run the symbolic verifier on every schedule (64 ranks at most)\n"
@@ -152,7 +156,7 @@ int main(int argc, char** argv) {
   bool cross_given = false, generated = false, verify = false;
   std::string topo_file, coll_name = "allreduce", algo, hier_levels, csv;
   double min_b = 8, max_b = 4.0 * 1024 * 1024 * 1024, factor = 2, gamma_ns = 0.1, slice = 1 << 20, max_msgs = 5e7;
-  double cross_link = 0;
+  double cross_link = 0, cpu_share = sim::Fabric::kCpuShare;
   int elem = 4;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -174,6 +178,8 @@ int main(int argc, char** argv) {
       gen.nics = ports;
       gen.nic_bytes_per_s = 1 / gen.inter.beta_s_per_byte;
     } else if (a == "--cross-link") ok = sim::parse_bandwidth(v, &cross_link);
+    else if (a == "--shared-cores") gen.shared_cores = std::atoi(v.c_str()), ok = gen.shared_cores > 0;
+    else if (a == "--cpu-share") cpu_share = std::atof(v.c_str()), ok = cpu_share >= 0 && cpu_share <= 0.5;
     else if (a == "--topo") topo_file = v;
     else if (a == "--coll") coll_name = v;
     else if (a == "--algo") algo = v;
@@ -230,6 +236,12 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
       return fail(e.what());
     }
+  }
+  fabric.cpu_share = cpu_share;
+  if (generated && gen.shared_cores > 0) {
+    std::snprintf(buf, sizeof buf, "one machine of %d cores (%.2g of alpha on a core at each end); ",
+                  gen.shared_cores, cpu_share);
+    where += buf;
   }
   // As a communicator runs them: relabelable collectives in host-grouped order;
   // hierarchical builders need equal hosts (and domains) of consecutive ranks.

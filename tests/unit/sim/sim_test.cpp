@@ -9,6 +9,9 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "algorithms/registry.h"
 #include "sched/schedule.h"
@@ -271,6 +274,54 @@ TEST(Sim, ARankHasAPortPerLevel) {
   ASSERT_TRUE(st.ok()) << st.message();
   expect_near_rel(r.rank_seconds[0], 1e-6 + 4096 * 1e-10, "rank 0: the 4 KiB message within the host");
   expect_near_rel(r.rank_seconds[2], 20e-6 + 1048576 * 1e-9, "rank 2: the 1 MiB message across hosts");
+}
+
+// Four ranks on one machine, each sending one message to the next and receiving
+// one from the previous (alpha 10 us, no bytes), a share of 0.4: each message
+// takes 4 us of a core at each end and 2 us of link. With a core per rank that is
+// the plain alpha (10 us); with fewer, the 8 pieces of 4 us queue for the cores:
+// 2 cores, 16 us; 1 core, 32 us (worked through step by step, in time order).
+TEST(Sim, RanksOutnumberingTheCoresQueueForThem) {
+  using sched::Buf;
+  using sched::Kind;
+  const sched::Range one{Buf::Recv, 0, 1};
+  sched::Schedule s;
+  s.args = BuildArgs{Coll::AllReduce, 4, 1, 0, 0};
+  s.algo = "hand-made";
+  s.ranks.resize(4);
+  for (int r = 0; r < 4; ++r)
+    s.ranks[size_t(r)].steps = {{Kind::Send, (r + 1) % 4, {}, one}, {Kind::Recv, (r + 3) % 4, one, {}}};
+  for (const auto& [cores, want] : std::vector<std::pair<int, double>>{{4, 10e-6}, {2, 16e-6}, {1, 32e-6}}) {
+    Fabric f = Fabric::flat(4, {10e-6, 0, 0});
+    f.machine = {0, 0, 0, 0};
+    f.machine_cores = {cores};
+    f.cpu_share = 0.4;
+    Result r;
+    const Status st = simulate(s, f, 4, &r);
+    ASSERT_TRUE(st.ok()) << st.message();
+    expect_near_rel(r.seconds, want, std::to_string(cores) + " cores");
+  }
+}
+
+// Machines from a topology: hosts naming one machine share the CPUs their ranks
+// may run on; a host naming none is a machine of its own.
+TEST(Sim, MachinesFromATopology) {
+  topo::System s;
+  for (const char* id : {"a", "b", "c"}) {
+    topo::Host h;
+    h.identity = id;
+    h.machine = std::string(id) == "c" ? "" : "kernel-1";
+    s.hosts.push_back(h);
+  }
+  // Hosts a and b: 4 ranks on CPUs 0 and 1; host c: 2 ranks on 4 CPUs.
+  s.ranks = {{0, 1, "0", {}, "", {}, {}}, {0, 2, "1", {}, "", {}, {}}, {1, 3, "0-1", {}, "", {}, {}},
+             {1, 4, "1", {}, "", {}, {}}, {2, 5, "0-3", {}, "", {}, {}}, {2, 6, "0-3", {}, "", {}, {}}};
+  const Fabric f = from_system(s, kCost, kCost, kCost);
+  EXPECT_EQ(f.machine, (std::vector<int>{0, 0, 0, 0, 1, 1}));
+  EXPECT_EQ(f.machine_cores, (std::vector<int>{2, 4}));
+  EXPECT_TRUE(f.oversubscribed(0));
+  EXPECT_FALSE(f.oversubscribed(4));
+  EXPECT_EQ(f.check(), "");
 }
 
 sched::Schedule two_rank(std::vector<sched::Step> r0, std::vector<sched::Step> r1) {

@@ -141,6 +141,15 @@ TEST(TopoBind, CoreNumaAndNone) {
   EXPECT_EQ(boundInChild("sockets", 0, 1), "error: WEFT_BIND=sockets: expected none, core or numa");
 }
 
+// The machine is the kernel's: its boot id, read here on its own.
+TEST(TopoDiscovery, MachineIsTheKernelsBootId) {
+  std::ifstream f("/proc/sys/kernel/random/boot_id");
+  std::string boot_id;
+  std::getline(f, boot_id);
+  ASSERT_FALSE(boot_id.empty());
+  EXPECT_EQ(discover_local().hosts[0].machine, boot_id);
+}
+
 TEST(TopoFile, RoundTrips) {
   const System s = discover_local();
   const std::string text = to_json(s);
