@@ -2,6 +2,9 @@
 
 #include <sched.h>
 #include <time.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -40,10 +43,31 @@ uint32_t polls_for_us(double us) {
 
 uint32_t spin_limit() { return g_spin_limit.load(std::memory_order_relaxed); }
 
-int64_t coarse_now_ms() {
+uint64_t ticks() {
+#if defined(__x86_64__) || defined(__i386__)
+  return __rdtsc();
+#elif defined(__aarch64__)
+  uint64_t v;
+  asm volatile("mrs %0, cntvct_el0" : "=r"(v));
+  return v;
+#else
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+#endif
+}
+
+double ms_since(uint64_t earlier) {
+  static const double ticks_per_ms = [] {
+    const auto t0 = Clock::now();
+    const uint64_t k0 = ticks();
+    while (Clock::now() - t0 < std::chrono::milliseconds(5)) cpu_relax();
+    const uint64_t k1 = ticks();
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    return std::max(1.0, static_cast<double>(k1 - k0) / ms);
+  }();
+  const uint64_t now = ticks();
+  return now > earlier ? static_cast<double>(now - earlier) / ticks_per_ms : 0.0;
 }
 
 void note_progress() { g_progress.fetch_add(1, std::memory_order_relaxed); }

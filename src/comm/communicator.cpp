@@ -333,7 +333,7 @@ boot::StatusRow Communicator::status_row(bool in_call, bool timed_out) {
     r.state = static_cast<int32_t>(boot::RowState::Idle);
     r.peer = -1;
     r.seq = seq_;
-    r.age_ms = static_cast<uint32_t>(std::clamp<int64_t>(coarse_now_ms() - queue_->left_ms(), 1, UINT32_MAX));
+    r.age_ms = static_cast<uint32_t>(std::clamp(ms_since(queue_->left()), 1.0, 4e9));
     queue_->drive_mu().unlock();
     return r;
   }

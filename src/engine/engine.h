@@ -51,7 +51,7 @@ class Engine;
 // The operations of one communicator, in posting order.
 class Queue {
  public:
-  explicit Queue(Engine* engine) : engine_(engine), left_ms_(coarse_now_ms()) {}
+  explicit Queue(Engine* engine) : engine_(engine), left_(ticks()) {}
   // Appends an operation and wakes the engine. Any thread.
   void post(std::unique_ptr<Op> op);
   // Puts an operation before everything not yet started. Only while holding
@@ -60,10 +60,10 @@ class Queue {
   // Operations posted and not completed.
   int pending() const { return pending_.load(std::memory_order_acquire); }
   // When its last operation, or a call run inline beside it (note_left), ended
-  // (coarse_now_ms): how long the caller has been outside weft, for the
-  // stuck-call diagnosis.
-  int64_t left_ms() const { return left_ms_.load(std::memory_order_relaxed); }
-  void note_left() { left_ms_.store(coarse_now_ms(), std::memory_order_relaxed); }
+  // (ticks()): how long the caller has been outside weft, for the stuck-call
+  // diagnosis.
+  uint64_t left() const { return left_.load(std::memory_order_relaxed); }
+  void note_left() { left_.store(ticks(), std::memory_order_relaxed); }
   // Held by whoever advances this queue's operations, or runs a call inline.
   std::mutex& drive_mu() { return drive_mu_; }
   // One pass over the runnable operations; the caller holds drive_mu().
@@ -80,7 +80,7 @@ class Queue {
   std::deque<std::unique_ptr<Op>> incoming_;  // guarded by post_mu_
   std::deque<std::unique_ptr<Op>> ops_;       // guarded by drive_mu_
   std::atomic<int> pending_{0};
-  std::atomic<int64_t> left_ms_;
+  std::atomic<uint64_t> left_;
   uint32_t passes_ = 0;  // passes that finished nothing, for check()'s cadence
 };
 
