@@ -679,19 +679,26 @@ Status Communicator::plan_layout() {
     layout_.nic.push_back(h.first->second);
   }
   // Cores: those any rank of a machine may run on (network namespaces on one
-  // kernel share them; bench/topology's hosts do).
+  // kernel share them; bench/topology's hosts do). A rank whose CPUs are unknown
+  // (none in its topology file entry) gives its machine a core per rank.
   std::map<uint64_t, int> machine_index;
   std::vector<std::array<uint64_t, 16>> cores;
+  std::vector<int> ranks_on;
+  std::vector<bool> known;
   for (const Place& p : all) {
     const auto m = machine_index.emplace(p.machine, static_cast<int>(machine_index.size()));
-    if (m.second) cores.emplace_back();
+    const size_t i = static_cast<size_t>(m.first->second);
+    if (m.second) cores.emplace_back(), ranks_on.push_back(0), known.push_back(true);
     layout_.machine.push_back(m.first->second);
-    for (size_t w = 0; w < 16; ++w) cores[size_t(m.first->second)][w] |= p.cpus[w];
+    ++ranks_on[i];
+    uint64_t any = 0;
+    for (size_t w = 0; w < 16; ++w) cores[i][w] |= p.cpus[w], any |= p.cpus[w];
+    if (any == 0) known[i] = false;
   }
-  for (const auto& bits : cores) {
+  for (size_t i = 0; i < cores.size(); ++i) {
     int n = 0;
-    for (uint64_t w : bits) n += __builtin_popcountll(w);
-    layout_.machine_cores.push_back(std::max(n, 1));
+    for (uint64_t w : cores[i]) n += __builtin_popcountll(w);
+    layout_.machine_cores.push_back(known[i] ? std::max(n, 1) : ranks_on[i]);
   }
   // Relabelable collectives run with each host's (and domain's) ranks next to each
   // other, so rings cross hosts once per host and two-level algorithms apply to
