@@ -699,6 +699,9 @@ Status Communicator::plan_layout() {
     int n = 0;
     for (uint64_t w : cores[i]) n += __builtin_popcountll(w);
     layout_.machine_cores.push_back(known[i] ? std::max(n, 1) : ranks_on[i]);
+    if (ranks_on[i] > layout_.machine_cores[i])
+      WEFT_INFO(INIT, "rank %d: %d ranks share a machine's %d cores (where the tuner simulates schedules, they queue "
+                "for the cores)", rank_, ranks_on[i], layout_.machine_cores[i]);
   }
   // Relabelable collectives run with each host's (and domain's) ranks next to each
   // other, so rings cross hosts once per host and two-level algorithms apply to

@@ -1,6 +1,7 @@
 // weft-topo: the machine as weft sees it, printed like `nvidia-smi topo -m`: a
 // rank x rank matrix of link classes with each rank's CPU and NUMA affinity and
 // NIC and RDMA port, then each host's packages, cores, caches, NUMA nodes, NICs,
+// the hosts that run on its kernel (network namespaces, containers),
 // RDMA ports and GPUs.
 //
 //   weft-topo [--json]                  this process alone
@@ -114,9 +115,16 @@ void print(const topo::System& s) {
                 "  NVL  = their GPUs reach each other peer to peer over NVLink\n"
                 "  P2P  = their GPUs reach each other peer to peer over PCIe (or NVLink where NVML was not found)\n"
                 "  STG  = their GPUs do not: staged through host memory\n");
-  for (const topo::Host& h : s.hosts) {
+  for (size_t i = 0; i < s.hosts.size(); ++i) {
+    const topo::Host& h = s.hosts[i];
     std::printf("\nhost %s: %d package%s, %d cores, %d PUs, %zu NUMA node%s\n", h.name.c_str(), h.packages,
                 h.packages == 1 ? "" : "s", h.cores, h.pus, h.numa.size(), h.numa.size() == 1 ? "" : "s");
+    // Network namespaces or containers of one kernel: their ranks share its cores.
+    std::string same;
+    for (size_t j = 0; j < s.hosts.size(); ++j)
+      if (j != i && !h.machine.empty() && s.hosts[j].machine == h.machine)
+        same += (same.empty() ? "" : ", ") + std::to_string(j);
+    if (!same.empty()) std::printf("  one kernel with host %s (their ranks share its cores)\n", same.c_str());
     for (const topo::NumaNode& m : h.numa)
       std::printf("  NUMA %d: CPUs %s, %s\n", m.os_index, m.cpus.c_str(),
                   m.memory_bytes ? human(m.memory_bytes).c_str() : "memory unknown");
