@@ -61,8 +61,13 @@ class Sim {
     for (const Port& p : f.nics) nics_out_.push_back(shared_port(p, f.cost[2].beta_s_per_byte));
     nics_in_ = nics_out_;
     for (const Port& p : f.cross_domain) cross_.push_back(shared_port(p, f.cost[1].beta_s_per_byte));
+    // Counted here rather than by Fabric::oversubscribed per rank, which is
+    // quadratic at thousands of ranks.
+    std::vector<int> ranks_on(f.machine_cores.size(), 0);
+    for (int m : f.machine) ++ranks_on[size_t(m)];
     for (int cores : f.machine_cores) cores_.push_back(std::vector<double>(size_t(cores), 0.0));
-    for (int r = 0; r < f.nranks; ++r) shared_cores_.push_back(f.oversubscribed(r));
+    for (int m : f.machine) shared_cores_.push_back(ranks_on[size_t(m)] > f.machine_cores[size_t(m)]);
+    if (f.machine.empty()) shared_cores_.assign(n, false);
   }
 
   Status run(Result* out) {
