@@ -11,7 +11,6 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <array>
 #include <map>
 
 #include "algorithms/registry.h"
@@ -651,8 +650,7 @@ Status Communicator::plan_layout() {
       return Error(weftInvalidArgument, "WEFT_TOPO_FILE=%s describes %zu ranks; rank %d of the job is not among them",
                    file.c_str(), s.ranks.size(), r);
     const topo::Rank& where = s.ranks[static_cast<size_t>(r)];
-    const topo::Host& host = s.hosts[static_cast<size_t>(where.host)];
-    const std::string machine = host.machine.empty() ? "host " + std::to_string(where.host) : host.machine;
+    const std::string machine = s.machine_of(r);
     mine = {static_cast<uint64_t>(where.host), where.numa.size() == 1 ? where.numa[0] : -1,
             fnv1a(machine.data(), machine.size()), {}};
     set_cpus(topo::parse_cpu_list(where.cpus));
@@ -678,30 +676,22 @@ Status Communicator::plan_layout() {
             .first->second);
     layout_.nic.push_back(h.first->second);
   }
-  // Cores: those any rank of a machine may run on (network namespaces on one
-  // kernel share them; bench/topology's hosts do). A rank whose CPUs are unknown
-  // (none in its topology file entry) gives its machine a core per rank.
+  // Machines and their cores (network namespaces on one kernel share them;
+  // bench/topology's hosts do).
   std::map<uint64_t, int> machine_index;
-  std::vector<std::array<uint64_t, 16>> cores;
-  std::vector<int> ranks_on;
-  std::vector<bool> known;
-  for (const Place& p : all) {
-    const auto m = machine_index.emplace(p.machine, static_cast<int>(machine_index.size()));
-    const size_t i = static_cast<size_t>(m.first->second);
-    if (m.second) cores.emplace_back(), ranks_on.push_back(0), known.push_back(true);
-    layout_.machine.push_back(m.first->second);
-    ++ranks_on[i];
-    uint64_t any = 0;
-    for (size_t w = 0; w < 16; ++w) cores[i][w] |= p.cpus[w], any |= p.cpus[w];
-    if (any == 0) known[i] = false;
+  std::vector<int> machine;
+  std::vector<std::vector<int>> cpus(all.size());
+  for (size_t r = 0; r < all.size(); ++r) {
+    machine.push_back(machine_index.emplace(all[r].machine, static_cast<int>(machine_index.size())).first->second);
+    for (int c = 0; c < 1024; ++c)
+      if (all[r].cpus[c / 64] >> (c % 64) & 1) cpus[r].push_back(c);
   }
-  for (size_t i = 0; i < cores.size(); ++i) {
-    int n = 0;
-    for (uint64_t w : cores[i]) n += __builtin_popcountll(w);
-    layout_.machine_cores.push_back(known[i] ? std::max(n, 1) : ranks_on[i]);
-    if (ranks_on[i] > layout_.machine_cores[i])
+  sim::set_machines(machine, cpus, &layout_);
+  for (size_t m = 0; m < layout_.machine_cores.size(); ++m) {
+    const auto ranks = std::count(machine.begin(), machine.end(), static_cast<int>(m));
+    if (ranks > layout_.machine_cores[m])
       WEFT_INFO(INIT, "rank %d: %d ranks share a machine's %d cores (where the tuner simulates schedules, they queue "
-                "for the cores)", rank_, ranks_on[i], layout_.machine_cores[i]);
+                "for the cores)", rank_, static_cast<int>(ranks), layout_.machine_cores[m]);
   }
   // Relabelable collectives run with each host's (and domain's) ranks next to each
   // other, so rings cross hosts once per host and two-level algorithms apply to

@@ -186,30 +186,33 @@ Fabric from_system(const topo::System& s, const algo::LinkCost& intra, const alg
     }
     f.nic.push_back(it->second);
   }
-  set_machines(s, &f);
+  // Hosts of one kernel share its CPUs.
+  std::map<std::string, int> machine_index;
+  std::vector<int> machine;
+  std::vector<std::vector<int>> cpus;
+  for (int r = 0; r < f.nranks; ++r) {
+    machine.push_back(machine_index.emplace(s.machine_of(r), static_cast<int>(machine_index.size())).first->second);
+    cpus.push_back(topo::parse_cpu_list(s.ranks[size_t(r)].cpus));
+  }
+  set_machines(machine, cpus, &f);
   return f;
 }
 
-void set_machines(const topo::System& s, Fabric* f) {
-  // Hosts of one kernel share its CPUs; a host with no machine named is its own.
-  std::map<std::string, int> machine_index;
-  std::vector<std::set<int>> cpus;
-  std::vector<bool> known;
-  f->machine.clear();
-  for (const topo::Rank& rk : s.ranks) {
-    const topo::Host& h = s.hosts[static_cast<size_t>(rk.host)];
-    const std::string key = h.machine.empty() ? "host " + std::to_string(rk.host) : h.machine;
-    const auto m = machine_index.emplace(key, static_cast<int>(machine_index.size())).first->second;
-    if (size_t(m) == cpus.size()) cpus.emplace_back(), known.push_back(true);
-    f->machine.push_back(m);
-    if (rk.cpus.empty()) known[size_t(m)] = false;
-    else for (int c : topo::parse_cpu_list(rk.cpus)) cpus[size_t(m)].insert(c);
+void set_machines(const std::vector<int>& machine, const std::vector<std::vector<int>>& cpus, Fabric* f) {
+  const size_t machines = machine.empty() ? 0 : size_t(*std::max_element(machine.begin(), machine.end())) + 1;
+  std::vector<std::set<int>> union_of(machines);
+  std::vector<int> ranks_on(machines, 0);
+  std::vector<bool> known(machines, true);
+  for (size_t r = 0; r < machine.size(); ++r) {
+    const size_t m = size_t(machine[r]);
+    ++ranks_on[m];
+    if (cpus[r].empty()) known[m] = false;
+    union_of[m].insert(cpus[r].begin(), cpus[r].end());
   }
-  // Where a rank's CPUs are unknown, its machine is taken to have a core per rank.
-  f->machine_cores.assign(cpus.size(), 0);
-  for (size_t m = 0; m < cpus.size(); ++m)
-    f->machine_cores[m] = known[m] ? static_cast<int>(cpus[m].size())
-                                   : static_cast<int>(std::count(f->machine.begin(), f->machine.end(), int(m)));
+  f->machine = machine;
+  f->machine_cores.clear();
+  for (size_t m = 0; m < machines; ++m)
+    f->machine_cores.push_back(known[m] ? static_cast<int>(union_of[m].size()) : ranks_on[m]);
 }
 
 bool parse_bandwidth(const std::string& text, double* bytes_per_s) {

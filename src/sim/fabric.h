@@ -108,9 +108,10 @@ Fabric generate(const Generator& g);
 Fabric from_system(const topo::System& s, const algo::LinkCost& intra, const algo::LinkCost& cross,
                    const algo::LinkCost& inter);
 
-// f's machines and their cores from s (same ranks): hosts of one machine share
-// the CPUs its ranks may run on.
-void set_machines(const topo::System& s, Fabric* f);
+// f's machines: machine[r] (0, 1, ...) and the CPUs each rank may run on (empty:
+// unknown). A machine's cores are the union of its ranks' CPUs; one with a rank of
+// unknown CPUs is taken to have a core per rank.
+void set_machines(const std::vector<int>& machine, const std::vector<std::vector<int>>& cpus, Fabric* f);
 
 bool parse_bandwidth(const std::string& text, double* bytes_per_s);
 

@@ -49,7 +49,6 @@ std::vector<std::string> list_dir(const std::string& path) {
   return names;
 }
 
-
 // The NUMA nodes (os indexes) whose CPUs the binding touches.
 std::vector<int> numa_of(const std::vector<NumaNode>& nodes, const std::vector<int>& cpus) {
   std::vector<int> out;

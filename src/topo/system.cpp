@@ -65,6 +65,12 @@ const Nic* System::nic_of(int rank) const {
                  [](const Nic* a, const Nic& b) { return !a || b.speed_mbps > a->speed_mbps; });
 }
 
+std::string System::machine_of(int rank) const {
+  const int h = ranks.at(size_t(rank)).host;
+  const std::string& m = hosts.at(size_t(h)).machine;
+  return m.empty() ? "host " + std::to_string(h) : m;
+}
+
 const RdmaPort* System::rdma_of(int rank) const {
   const Rank& r = ranks.at(size_t(rank));
   return nearest(hosts.at(size_t(r.host)).rdma, r.numa,

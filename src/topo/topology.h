@@ -100,6 +100,8 @@ struct System {
   // The RDMA port a rank would use: the fastest active port on its NUMA node, else
   // the host's fastest active one; null without one.
   const RdmaPort* rdma_of(int rank) const;
+  // The machine a rank's host runs on (Host::machine; the host itself where none is named).
+  std::string machine_of(int rank) const;
 };
 
 // This process: a system of one host and one rank.
