@@ -27,6 +27,8 @@ WEFT_PARAM_INT(SHM_EAGER_MAX, 65536, "largest message sent eagerly through the F
 // 4.1-4.4 -> 5.6-5.9 GB/s at 64 MiB (fewer slot hand-offs); 64 KiB 9-13 -> 6.2-6.4 us;
 // 4 ranks 2.6-2.8 -> 3.3-3.4 GB/s. 16 x 64 KiB measured the same except at 64 KiB.
 WEFT_PARAM_INT(SHM_SLOT_BYTES, 32768, "payload bytes per shared-memory FIFO slot")
+WEFT_PARAM_INT(SHM_STREAM, -1, "full FIFO slots of messages larger than a slot: 1 copied with streaming (non-temporal) stores, 0 with cached stores, -1 cached unless the sender's timing finds them under WEFT_SHM_STREAM_PCT % of streaming stores' speed")
+WEFT_PARAM_INT(SHM_STREAM_PCT, 45, "see WEFT_SHM_STREAM=-1")
 WEFT_PARAM_INT(SHM_SLOTS, 32, "slots per shared-memory FIFO (per directed peer pair)")
 WEFT_PARAM_INT(SHM_PULL_BYTES, 262144, "bytes per cross-memory-attach read when reducing from a peer")
 WEFT_PARAM_INT(CHUNK_BYTES, 1048576, "pipeline slice size of the executor")

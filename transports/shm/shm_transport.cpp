@@ -114,6 +114,8 @@ Status ShmTransport::connect(std::optional<bool> read_private_in_place) {
   LinkOptions opts;
   opts.eager_max = static_cast<size_t>(params::SHM_EAGER_MAX());
   opts.pull_bytes = static_cast<size_t>(params::SHM_PULL_BYTES());
+  opts.stream = static_cast<SlotCopy::Mode>(std::clamp<int64_t>(params::SHM_STREAM(), -1, 1));
+  opts.stream_pct = static_cast<int>(params::SHM_STREAM_PCT());
   peers_.resize(local_.size());
   channels_.resize(local_.size());
   size_t bytes = channel_bytes_ * local_.size();
