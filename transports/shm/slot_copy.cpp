@@ -20,10 +20,10 @@ void SlotCopy::record(bool streamed, uint64_t ticks, size_t bytes) {
   if (bytes == 0) return;
   double sample = static_cast<double>(ticks) / static_cast<double>(bytes);
   double& avg = ticks_per_byte_[streamed ? 1 : 0];
-  // A copy the scheduler interrupted can take milliseconds: such a sample moves
-  // the average by at most 4x its value, so a real change still shows within a
-  // few slots and one preemption does not flip the choice.
-  if (avg > 0) sample = std::min(sample, 4 * avg);
+  // A copy the scheduler interrupted can take milliseconds: a sample counts as
+  // at most twice the average, so one preemption does not flip the choice and a
+  // lasting change still does within a few slots.
+  if (avg > 0) sample = std::min(sample, 2 * avg);
   avg = avg > 0 ? avg + (sample - avg) / 8 : std::max(sample, 1e-9);
   if (ticks_per_byte_[0] > 0 && ticks_per_byte_[1] > 0)
     streaming_ = ticks_per_byte_[1] * 100 < ticks_per_byte_[0] * stream_pct_;
