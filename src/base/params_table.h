@@ -27,8 +27,12 @@ WEFT_PARAM_INT(SHM_EAGER_MAX, 65536, "largest message sent eagerly through the F
 // 4.1-4.4 -> 5.6-5.9 GB/s at 64 MiB (fewer slot hand-offs); 64 KiB 9-13 -> 6.2-6.4 us;
 // 4 ranks 2.6-2.8 -> 3.3-3.4 GB/s. 16 x 64 KiB measured the same except at 64 KiB.
 WEFT_PARAM_INT(SHM_SLOT_BYTES, 32768, "payload bytes per shared-memory FIFO slot")
-WEFT_PARAM_INT(SHM_STREAM, -1, "full FIFO slots of messages larger than a slot: 1 copied with streaming (non-temporal) stores, 0 with cached stores, -1 cached unless the sender's timing finds them under WEFT_SHM_STREAM_PCT % of streaming stores' speed")
-WEFT_PARAM_INT(SHM_STREAM_PCT, 45, "see WEFT_SHM_STREAM=-1")
+// Streaming stores trade the reader's cache hits for not taking lines back from
+// its cache first. On the EPYC VM (2026-11-27, 2 ranks, 82 interleaved launches)
+// 64 MiB all-reduces took 15.2 ms median, 52 ms worst with cached stores, 18.0 and
+// 31 ms with streaming ones (the worst in spells where cross-core hand-over slows
+// 4x); 2 MiB took 117-150 us cached, 275-293 us streaming (data no longer in cache).
+WEFT_PARAM_INT(SHM_STREAM, 0, "1: full FIFO slots of messages larger than a slot are copied with streaming (non-temporal) stores, for machines whose cores hand cache lines to each other slowly (in spells on some VMs); 0: cached stores")
 WEFT_PARAM_INT(SHM_SLOTS, 32, "slots per shared-memory FIFO (per directed peer pair)")
 WEFT_PARAM_INT(SHM_PULL_BYTES, 262144, "bytes per cross-memory-attach read when reducing from a peer")
 WEFT_PARAM_INT(CHUNK_BYTES, 1048576, "pipeline slice size of the executor")

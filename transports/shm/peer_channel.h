@@ -27,7 +27,6 @@
 #include "transports/link.h"
 #include "transports/shm/channel.h"
 #include "transports/shm/memalloc.h"
-#include "transports/shm/slot_copy.h"
 
 namespace weft::shm {
 
@@ -36,8 +35,7 @@ struct LinkOptions {
   bool cma_private = false;  // ... and reading ordinary buffers so beats the FIFO's copy
   size_t eager_max = 65536;  // larger messages go by rendezvous where allowed above
   size_t pull_bytes = 262144;
-  SlotCopy::Mode stream = SlotCopy::Mode::Auto;  // full slots of large messages (slot_copy.h)
-  int stream_pct = 45;
+  bool stream = false;       // full slots of larger messages copied in with streaming stores
 };
 
 // A context as both ends name it: index | generation << 16.
@@ -145,7 +143,6 @@ class PeerChannel {
   std::vector<std::unique_ptr<OutContext>> outs_;
   uint64_t sent_slots_ = 0;
   uint64_t cached_head_ = 0;
-  SlotCopy slot_copy_;
 
   // Receiver side, under recv_mu_ (a rendezvous read runs outside it).
   SpinLock recv_mu_;

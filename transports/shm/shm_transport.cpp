@@ -114,8 +114,7 @@ Status ShmTransport::connect(std::optional<bool> read_private_in_place) {
   LinkOptions opts;
   opts.eager_max = static_cast<size_t>(params::SHM_EAGER_MAX());
   opts.pull_bytes = static_cast<size_t>(params::SHM_PULL_BYTES());
-  opts.stream = static_cast<SlotCopy::Mode>(std::clamp<int64_t>(params::SHM_STREAM(), -1, 1));
-  opts.stream_pct = static_cast<int>(params::SHM_STREAM_PCT());
+  opts.stream = params::SHM_STREAM() != 0;
   peers_.resize(local_.size());
   channels_.resize(local_.size());
   size_t bytes = channel_bytes_ * local_.size();
@@ -132,8 +131,9 @@ Status ShmTransport::connect(std::optional<bool> read_private_in_place) {
     opts.cma = probe_cma(p);
     opts.cma_private = opts.cma && read_private_in_place.value_or(cma_beats_fifo());
     channels_[i] = std::make_unique<PeerChannel>(p.pid, out, in, opts);
-    WEFT_INFO(TRANSPORT, "rank %d -> rank %d via shm%s (%zu slots x %zu B, eager <= %zu B)", rank_, p.rank,
-              opts.cma_private ? "+cma" : "", layout.nslots, layout.slot_bytes, opts.eager_max);
+    WEFT_INFO(TRANSPORT, "rank %d -> rank %d via shm%s (%zu slots x %zu B, eager <= %zu B%s)", rank_, p.rank,
+              opts.cma_private ? "+cma" : "", layout.nslots, layout.slot_bytes, opts.eager_max,
+              opts.stream ? ", streaming stores" : "");
   }
   return Status::Ok();
 }
