@@ -72,6 +72,7 @@ Status Communicator::create(const boot::UniqueId& id, int nranks, int rank,
 
 Status Communicator::init(const boot::UniqueId& id, const weftConfig_t* config) {
   timeout_ms_ = params::TIMEOUT_MS();
+  bulk_min_bytes_ = static_cast<size_t>(params::BULK_MIN_BYTES());
   check_ = params::CHECK() != 0;
   cu_device_ = exec::cuda::current_device();
   tune::Options topt = tune::Options::from_params();
@@ -922,7 +923,7 @@ Status Communicator::begin(const CollArgs& a, const algo::Algorithm* forced, std
   ++seq_;
   const void* send = a.op >= weftNumOps ? premul_input(a) : a.send;
   call->emplace(exec::Call{plan, send, a.recv, a.dtype, reduce::elementwise_op(a.op), seq_, LazyDeadline(timeout_ms_),
-                           host_data_});
+                           host_data_, is_bulk(a)});
   *algo_out = algo;
   return Status::Ok();
 }
@@ -1034,7 +1035,7 @@ inline Status Communicator::run_call(const CollArgs& a, const sched::RankPlan* p
   ++seq_;
   const void* send = a.op >= weftNumOps ? premul_input(a) : a.send;
   exec::Call call{plan, send, a.recv, a.dtype, reduce::elementwise_op(a.op), seq_, LazyDeadline(timeout_ms_),
-                  host_data_};
+                  host_data_, is_bulk(a)};
   Status st = kTraced ? exec_->run_traced(call) : exec_->run(call);
   if (!st.ok()) return call_failed(a, std::move(st));
   if (a.op == weftAvg) finish_call(a);

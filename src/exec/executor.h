@@ -53,6 +53,7 @@ struct Call {
   uint64_t seq;  // collective sequence number, part of every message tag
   LazyDeadline deadline;  // WEFT_TIMEOUT_MS (or the config's), from the first long wait
   DataEngine* data;       // touches send, recv (and the reductions into them)
+  bool bulk = false;      // at least WEFT_BULK_MIN_BYTES: its sends are transport::SendHint::Bulk
 };
 
 // A receive's peer: whichever rank's message comes first.
@@ -187,6 +188,7 @@ class Executor {
   std::vector<Counter> received_;  // messages received from each peer in this call
   std::vector<uint64_t> p2p_sent_, p2p_received_;  // per peer, for the communicator's lifetime
   std::vector<uint64_t> p2p_done_;  // per peer: point-to-point receives completed
+  size_t bulk_min_bytes_;  // WEFT_BULK_MIN_BYTES: point-to-point sends this large are transport::SendHint::Bulk
   // Receives not yet matched to a peer's message, by posting number (only while
   // a receive from any source is among them): peer, or kAnySource.
   std::map<uint64_t, int> unmatched_;

@@ -10,7 +10,6 @@
 #include <cstring>
 
 #include "base/params.h"
-#include "base/stream_copy.h"
 #include "base/wait.h"
 
 namespace weft::shm {
@@ -33,7 +32,7 @@ bool slot_sane(uint32_t kind, uint32_t bytes, size_t slot_bytes) {
 }  // namespace
 
 PeerChannel::PeerChannel(pid_t peer_pid, ChannelView out, ChannelView in, LinkOptions opts)
-    : peer_pid_(peer_pid), out_(out), in_(in), opts_(opts), mappings_(peer_pid) {
+    : peer_pid_(peer_pid), out_(out), in_(in), opts_(opts), slot_copy_(opts.stream, opts.stream_pct), mappings_(peer_pid) {
   pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, peer_pid, 0));
 }
 
@@ -111,10 +110,9 @@ void PeerChannel::post_slot(OutContext& c, const SendItem& item, uint32_t kind, 
   h->ctx = c.index;
   // An empty message may come with a null buffer (a count-0 call): nothing to copy.
   void* to = bytes <= kInlineBytes ? static_cast<void*>(h->inline_data) : static_cast<void*>(out_.payload(sent_slots_));
-  // Streaming stores skip taking each line back from the reader's cache before
-  // writing it; the reader then reads it from memory (see WEFT_SHM_STREAM).
-  if (opts_.stream && bytes == out_.layout.slot_bytes && item.bytes > bytes)
-    stream_copy(to, payload, bytes);
+  const bool full = bytes == out_.layout.slot_bytes && item.bytes > bytes;
+  if (full && (item.bulk || opts_.stream == SlotCopy::Mode::Streaming))
+    slot_copy_.copy(to, payload, bytes);
   else if (bytes > 0)
     std::memcpy(to, payload, bytes);
   h->seq.store(sent_slots_ + 1, std::memory_order_release);
@@ -122,10 +120,11 @@ void PeerChannel::post_slot(OutContext& c, const SendItem& item, uint32_t kind, 
   ++c.posted;
 }
 
-uint64_t PeerChannel::send(OutContext* out, const void* data, size_t bytes, uint64_t tag) {
+uint64_t PeerChannel::send(OutContext* out, const void* data, size_t bytes, uint64_t tag, bool bulk) {
   std::lock_guard<SpinLock> lock(send_mu_);
   OutContext& c = *out;
   SendItem item{static_cast<const unsigned char*>(data), bytes, tag, c.next_ticket++};
+  item.bulk = bulk;
   if (opts_.cma && bytes > opts_.eager_max) {
     Region r;
     item.rndv = opts_.cma_private || find_region(data, bytes, &r);

@@ -27,6 +27,7 @@
 #include "transports/link.h"
 #include "transports/shm/channel.h"
 #include "transports/shm/memalloc.h"
+#include "transports/shm/slot_copy.h"
 
 namespace weft::shm {
 
@@ -35,7 +36,8 @@ struct LinkOptions {
   bool cma_private = false;  // ... and reading ordinary buffers so beats the FIFO's copy
   size_t eager_max = 65536;  // larger messages go by rendezvous where allowed above
   size_t pull_bytes = 262144;
-  bool stream = false;       // full slots of larger messages copied in with streaming stores
+  SlotCopy::Mode stream = SlotCopy::Mode::Auto;  // full slots of bulk messages (slot_copy.h)
+  int stream_pct = 45;
 };
 
 // A context as both ends name it: index | generation << 16.
@@ -64,7 +66,8 @@ class PeerChannel {
 
   // As transport::Link's, for one context; `peer` is the communicator's rank
   // of the peer, for errors.
-  uint64_t send(OutContext* out, const void* data, size_t bytes, uint64_t tag);
+  // bulk: see transport::SendHint (full slots may then be written with streaming stores).
+  uint64_t send(OutContext* out, const void* data, size_t bytes, uint64_t tag, bool bulk = false);
   bool send_done(OutContext* out, uint64_t ticket);
   void progress(OutContext* out);
   Status poll_recv(uint32_t in, transport::RecvOp& op, bool* complete, int peer);
@@ -80,6 +83,7 @@ class PeerChannel {
     uint64_t ticket;
     size_t posted = 0;      // eager: payload bytes written into slots
     bool rndv = false;
+    bool bulk = false;
     bool header_posted = false;
     uint64_t rndv_seq = 0;  // rendezvous: completes when the context's rndv_done reaches this
   };
@@ -143,6 +147,7 @@ class PeerChannel {
   std::vector<std::unique_ptr<OutContext>> outs_;
   uint64_t sent_slots_ = 0;
   uint64_t cached_head_ = 0;
+  SlotCopy slot_copy_;
 
   // Receiver side, under recv_mu_ (a rendezvous read runs outside it).
   SpinLock recv_mu_;

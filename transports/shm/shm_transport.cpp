@@ -114,7 +114,8 @@ Status ShmTransport::connect(std::optional<bool> read_private_in_place) {
   LinkOptions opts;
   opts.eager_max = static_cast<size_t>(params::SHM_EAGER_MAX());
   opts.pull_bytes = static_cast<size_t>(params::SHM_PULL_BYTES());
-  opts.stream = params::SHM_STREAM() != 0;
+  opts.stream = static_cast<SlotCopy::Mode>(std::clamp<int64_t>(params::SHM_STREAM(), -1, 1));
+  opts.stream_pct = static_cast<int>(params::SHM_STREAM_PCT());
   peers_.resize(local_.size());
   channels_.resize(local_.size());
   size_t bytes = channel_bytes_ * local_.size();
@@ -133,7 +134,8 @@ Status ShmTransport::connect(std::optional<bool> read_private_in_place) {
     channels_[i] = std::make_unique<PeerChannel>(p.pid, out, in, opts);
     WEFT_INFO(TRANSPORT, "rank %d -> rank %d via shm%s (%zu slots x %zu B, eager <= %zu B%s)", rank_, p.rank,
               opts.cma_private ? "+cma" : "", layout.nslots, layout.slot_bytes, opts.eager_max,
-              opts.stream ? ", streaming stores" : "");
+              opts.stream == SlotCopy::Mode::Auto ? ", bulk data by timed stores"
+              : opts.stream == SlotCopy::Mode::Streaming ? ", streaming stores" : "");
   }
   return Status::Ok();
 }

@@ -11,7 +11,8 @@ class FakeLink final : public transport::Link {
 
   const char* name() const override { return "fake"; }
 
-  uint64_t send(const void* data, size_t bytes, uint64_t tag) override {
+  using transport::Link::send;
+  uint64_t send(const void* data, size_t bytes, uint64_t tag, transport::SendHint) override {
     std::lock_guard<std::recursive_mutex> lock(net_->mu_);
     FakeNet::Wire& w = net_->wire(self_, peer());
     FakeNet::Msg m{tag, bytes, static_cast<const unsigned char*>(data), {}};
