@@ -30,20 +30,14 @@ void SlotCopy::record(bool streamed, uint64_t ticks, size_t bytes) {
 }
 
 void SlotCopy::copy(void* slot, const void* src, size_t bytes) {
-  bool stream = next_streams();
-  if (mode_ != Mode::Auto) {
-    if (stream)
-      stream_copy(slot, src, bytes);
-    else
-      std::memcpy(slot, src, bytes);
-    return;
-  }
-  uint64_t t0 = ticks();
+  const bool stream = next_streams();
+  const bool timed = mode_ == Mode::Auto;
+  const uint64_t t0 = timed ? ticks() : 0;
   if (stream)
     stream_copy(slot, src, bytes);
   else
     std::memcpy(slot, src, bytes);
-  record(stream, ticks() - t0, bytes);
+  if (timed) record(stream, ticks() - t0, bytes);
 }
 
 }  // namespace weft::shm

@@ -1,16 +1,19 @@
-// How a sender copies full slots of a large message into the FIFO: with ordinary
-// (cached) stores, or with streaming (non-temporal) stores that send the lines to
-// memory without first taking them from the reader's cache.
+// How a sender copies full slots of a bulk message (transport::SendHint::Bulk)
+// into the FIFO: with ordinary (cached) stores, or with streaming (non-temporal)
+// stores that send the lines to memory without first taking them from the reader's
+// cache.
 //
 // Cached stores win while the two cores hand lines over cheaply: the reader then
 // finds the data in a shared cache. On some VMs that hand-over slows down in
-// spells lasting seconds (vCPUs moved apart by the host, 2026-11-27): a plain
-// two-process FIFO fell from 8 to 2 GB/s, weft's 2-rank 64 MiB all-reduce from
-// 13 to 40-49 ms, while the same FIFO with streaming stores kept 4.4-5.3 GB/s.
-// In those spells the sender's cached copy runs at 15-36% of a streaming copy's
-// speed, and at 52-124% otherwise, so the sender times its copies: it streams
-// while cached ones run under WEFT_SHM_STREAM_PCT % of streaming ones' speed,
-// and copies every 64th slot the other way to keep both estimates current.
+// spells lasting seconds (2026-11-27, EPYC VM): a plain two-process FIFO fell from
+// 8 to 2 GB/s, weft's 2-rank 64 MiB all-reduce from 13 to 37-48 ms, while the
+// same FIFO with streaming stores kept 4.4-5.3 GB/s. In those spells the sender's
+// cached copies run at 15-36% of streaming copies' speed (52-124% otherwise), so
+// the sender times its copies and streams while cached ones run under
+// WEFT_SHM_STREAM_PCT % of streaming ones' speed; every 64th slot goes the other
+// way to keep both averages current. Bulk messages only: from a cache-hot source
+// (a 2 MiB all-reduce) streaming copies look 3-5x faster to the sender while the
+// reader then fetches every line from memory (calls 2x slower).
 #pragma once
 
 #include <cstddef>
