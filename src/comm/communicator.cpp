@@ -72,7 +72,6 @@ Status Communicator::create(const boot::UniqueId& id, int nranks, int rank,
 
 Status Communicator::init(const boot::UniqueId& id, const weftConfig_t* config) {
   timeout_ms_ = params::TIMEOUT_MS();
-  bulk_min_bytes_ = static_cast<size_t>(params::BULK_MIN_BYTES());
   check_ = params::CHECK() != 0;
   cu_device_ = exec::cuda::current_device();
   tune::Options topt = tune::Options::from_params();

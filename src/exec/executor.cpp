@@ -402,7 +402,7 @@ Status Executor::advance_p2p(P2PCall& call, bool* done) {
         transport::Link* link = link_to(op.peer);
         auto* data = static_cast<const unsigned char*>(op.buf);
         uint64_t ticket = link->send(data, op.bytes, kP2P | (p2p_sent_[peer]++ & kP2PCountMask),
-                                     op.bytes >= bulk_min_bytes_ ? transport::SendHint::Bulk : transport::SendHint::None);
+                                     bulk(op.bytes) ? transport::SendHint::Bulk : transport::SendHint::None);
         if (!link->send_done(ticket)) call.sends.push_back({data, op.bytes, link, ticket});
       } else if (op.peer != kAnySource && unmatched_.empty()) {
         take_turn(call, i, op.peer);
