@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Measured against simulated, per algorithm and size: reads weft-perf -a all
---json (measured medians; its "pick" is what the auto communicator ran) and
+--json (measured medians; its "pick" is what the auto communicator ran, "auto" that
+communicator's own time) and
 weft-sim --csv (predicted) for the same collective, ranks and sizes, and prints
 one table and the goals' counts.
 
@@ -28,10 +29,11 @@ def main():
             if name != "auto" and name not in algos:
                 algos.append(name)
     print(f"# {a.label} {m['collective']}, {m['nranks']} ranks: measured median us / simulated us per algorithm")
-    print("%10s " % "bytes" + " ".join("%19s" % n for n in algos) + "  %13s %13s %6s" % ("fastest", "pick", "pick/f"))
+    print("%10s " % "bytes" + " ".join("%19s" % n for n in algos) + "  %13s %13s %6s %6s" % ("fastest", "pick", "pick/f", "auto/f"))
     large = [0, 0]  # within 20%, total (>= 1 MiB)
     small = [0, 0]  # within 2x, total
     near = [0, 0]   # pick within 10% of the fastest measured, sizes
+    auto_near = 0   # the auto communicator's own time within 10% of the fastest
     for p in m["points"]:
         b = p["bytes"]
         meas = {n: statistics.median(v) for n, v in p["samples_us"].items() if v}
@@ -57,9 +59,12 @@ def main():
         rel = picked / forced[fastest] if picked else float("nan")
         near[0] += picked is not None and rel <= 1.1
         near[1] += 1
-        print("%10d " % b + " ".join(cells) + "  %13s %13s %6.2f" % (fastest, pick, rel))
+        auto_rel = meas["auto"] / forced[fastest] if "auto" in meas else float("nan")
+        auto_near += auto_rel <= 1.1
+        print("%10d " % b + " ".join(cells) + "  %13s %13s %6.2f %6.2f" % (fastest, pick, rel, auto_rel))
     print(f"# predictions within 20% at >= 1 MiB: {large[0]} of {large[1]}; within 2x below: {small[0]} of {small[1]}")
-    print(f"# the tuner's pick within 10% of the fastest measured at {near[0]} of {near[1]} sizes")
+    print(f"# the tuner's pick within 10% of the fastest measured at {near[0]} of {near[1]} sizes"
+          f" (the auto communicator's own time: {auto_near})")
 
 
 if __name__ == "__main__":
