@@ -20,6 +20,12 @@ enum SlotKind : uint32_t {
   kEager = 1,  // payload in the slot (inline when it fits the header line)
   kRndv = 2,   // payload is a RndvDescriptor: the receiver reads the data in place
 };
+// Bits beside the kind: the sender chose this slot's stores by timing
+// (slot_copy.h), and whether it streamed them; the receiver times its read of
+// such a slot and publishes the average in the channel's head line.
+constexpr uint8_t kKindMask = 0x0f;
+constexpr uint8_t kTimedStores = 0x10;
+constexpr uint8_t kStreamedStores = 0x20;
 
 // One cache line. For the smallest messages the flag (seq) and the payload
 // travel in this single line.
@@ -28,7 +34,7 @@ struct alignas(kCacheLine) SlotHeader {
   uint64_t tag;
   uint64_t msg_bytes;         // size of the whole message this slot belongs to
   uint32_t bytes;             // payload bytes in this slot
-  uint8_t kind;               // SlotKind
+  uint8_t kind;               // SlotKind | kTimedStores | kStreamedStores
   uint8_t gen;                // the context's generation: a reused context ignores old slots
   uint16_t ctx;               // the receiver's context (communicator) this slot is for
   unsigned char inline_data[32];
@@ -46,8 +52,11 @@ struct RndvDescriptor {
   int32_t pad;
 };
 
-struct alignas(kCacheLine) Counter {
+// The receiver's line: slots taken off the FIFO, and what reading timed slots
+// costs it (ticks per byte x 65536; 0 = not measured yet), [cached, streamed].
+struct alignas(kCacheLine) Head {
   std::atomic<uint64_t> value;
+  std::atomic<uint32_t> read_cost[2];
 };
 
 // One context's counters, written by the receiver. A sender keeps at most a
@@ -73,14 +82,14 @@ struct ChannelLayout {
 };
 
 struct ChannelView {
-  Counter* head;              // slots taken off the FIFO, written by the receiver
+  Head* head;                 // written by the receiver
   ContextCounters* contexts;  // kMaxContexts
   unsigned char* slots;
   ChannelLayout layout;
 
   ChannelView() = default;
   ChannelView(void* base, ChannelLayout l)
-      : head(static_cast<Counter*>(base)),
+      : head(static_cast<Head*>(base)),
         contexts(reinterpret_cast<ContextCounters*>(static_cast<unsigned char*>(base) + l.contexts_offset())),
         slots(static_cast<unsigned char*>(base) + kCacheLine),
         layout(l) {}

@@ -26,8 +26,16 @@ const void* slot_data(const SlotHeader* h, const unsigned char* payload) {
 // What post_slot writes and nothing else: a peer that is broken, of another
 // build or not weft at all must not make us read past its slot.
 bool slot_sane(uint32_t kind, uint32_t bytes, size_t slot_bytes) {
+  if (kind & ~uint32_t{kKindMask | kTimedStores | kStreamedStores}) return false;
+  kind &= kKindMask;
   return kind == kRndv ? bytes == sizeof(RndvDescriptor) : kind == kEager && bytes <= slot_bytes;
 }
+
+// The head line's read costs: ticks per byte in 1/65536ths (0: none yet).
+uint32_t to_fixed(double ticks_per_byte) {
+  return static_cast<uint32_t>(std::clamp(ticks_per_byte * 65536.0, 1.0, 4e9));
+}
+double from_fixed(uint32_t v) { return v / 65536.0; }
 
 }  // namespace
 
@@ -111,10 +119,16 @@ void PeerChannel::post_slot(OutContext& c, const SendItem& item, uint32_t kind, 
   // An empty message may come with a null buffer (a count-0 call): nothing to copy.
   void* to = bytes <= kInlineBytes ? static_cast<void*>(h->inline_data) : static_cast<void*>(out_.payload(sent_slots_));
   const bool full = bytes == out_.layout.slot_bytes && item.bytes > bytes;
-  if (full && (item.bulk || opts_.stream == SlotCopy::Mode::Streaming))
-    slot_copy_.copy(to, payload, bytes);
-  else if (bytes > 0)
+  if (full && opts_.stream != SlotCopy::Mode::Cached) {
+    if (opts_.stream == SlotCopy::Mode::Auto) {
+      slot_copy_.reader_costs(from_fixed(out_.head->read_cost[0].load(std::memory_order_relaxed)),
+                              from_fixed(out_.head->read_cost[1].load(std::memory_order_relaxed)));
+      h->kind |= kTimedStores;
+    }
+    if (slot_copy_.copy(to, payload, bytes)) h->kind |= kStreamedStores;
+  } else if (bytes > 0) {
     std::memcpy(to, payload, bytes);
+  }
   h->seq.store(sent_slots_ + 1, std::memory_order_release);
   ++sent_slots_;
   ++c.posted;
@@ -336,13 +350,22 @@ Status PeerChannel::poll_recv(uint32_t in, transport::RecvOp& op, bool* complete
     }
     RndvDescriptor d;
     bool kept = false;
-    if (kind == kRndv) {
+    if ((kind & kKindMask) == kRndv) {
       std::memcpy(&d, data, sizeof(d));
     } else if (bytes > op.bytes - op.done) {
       return Error(weftRemoteError,
                    "rank %d (pid %d) sent %u bytes more of a %zu-byte message of which %zu had arrived: "
                    "its process is not running this build of weft, or its memory is corrupt",
                    peer, peer_pid_, bytes, op.bytes, op.done);
+    } else if (h != nullptr && (kind & kTimedStores)) {
+      // The sender chose this slot's stores by timing: what reading it costs us
+      // is the other half of that choice (slot_copy.h).
+      const int streamed = (kind & kStreamedStores) ? 1 : 0;
+      const uint64_t t0 = ticks();
+      kept = !deliver(op, data, op.done, bytes);
+      read_cost_[streamed].add(ticks() - t0, bytes);
+      in_.head->read_cost[streamed].store(to_fixed(read_cost_[streamed].value()), std::memory_order_relaxed);
+      op.done += bytes;
     } else {
       kept = !deliver(op, data, op.done, bytes);
       op.done += bytes;
@@ -359,7 +382,7 @@ Status PeerChannel::poll_recv(uint32_t in, transport::RecvOp& op, bool* complete
     if (h != nullptr) take_slot();
     else c.aside.pop_front();
     counters.consumed.store(++c.consumed, std::memory_order_release);
-    if (kind == kRndv) {
+    if ((kind & kKindMask) == kRndv) {
       // Read in place without holding up other contexts' polls.
       lock.unlock();
       Status st = pull(d, c, op, peer);

@@ -36,7 +36,7 @@ struct LinkOptions {
   bool cma_private = false;  // ... and reading ordinary buffers so beats the FIFO's copy
   size_t eager_max = 65536;  // larger messages go by rendezvous where allowed above
   size_t pull_bytes = 262144;
-  SlotCopy::Mode stream = SlotCopy::Mode::Auto;  // full slots of bulk messages (slot_copy.h)
+  SlotCopy::Mode stream = SlotCopy::Mode::Auto;  // full slots of messages larger than one (slot_copy.h)
   int stream_pct = 45;
 };
 
@@ -153,6 +153,7 @@ class PeerChannel {
   SpinLock recv_mu_;
   std::vector<std::unique_ptr<InContext>> ins_;  // index = context number
   uint64_t recv_slots_ = 0;  // slots read; published as the head unless a slot is held
+  TickAverage read_cost_[2];  // reading timed slots, [cached, streamed] stores; published in the head line
   int holders_ = 0;          // contexts holding a FIFO slot
   std::mutex map_mu_;  // mappings_ and reads through them
   PeerMappings mappings_;

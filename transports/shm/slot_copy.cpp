@@ -8,6 +8,13 @@
 
 namespace weft::shm {
 
+void TickAverage::add(uint64_t ticks, size_t bytes) {
+  if (bytes == 0) return;
+  double sample = static_cast<double>(ticks) / static_cast<double>(bytes);
+  if (avg_ > 0) sample = std::min(sample, 2 * avg_);
+  avg_ = avg_ > 0 ? avg_ + (sample - avg_) / 8 : std::max(sample, 1e-9);
+}
+
 bool SlotCopy::next_streams() {
   if (mode_ != Mode::Auto) return mode_ == Mode::Streaming;
   // One copy each way first, then every kProbeEvery-th slot the other way.
@@ -17,19 +24,28 @@ bool SlotCopy::next_streams() {
 }
 
 void SlotCopy::record(bool streamed, uint64_t ticks, size_t bytes) {
-  if (bytes == 0) return;
-  double sample = static_cast<double>(ticks) / static_cast<double>(bytes);
-  double& avg = ticks_per_byte_[streamed ? 1 : 0];
-  // A copy the scheduler interrupted can take milliseconds: a sample counts as
-  // at most twice the average, so one preemption does not flip the choice and a
-  // lasting change still does within a few slots.
-  if (avg > 0) sample = std::min(sample, 2 * avg);
-  avg = avg > 0 ? avg + (sample - avg) / 8 : std::max(sample, 1e-9);
-  if (ticks_per_byte_[0] > 0 && ticks_per_byte_[1] > 0)
-    streaming_ = ticks_per_byte_[1] * 100 < ticks_per_byte_[0] * stream_pct_;
+  write_[streamed ? 1 : 0].add(ticks, bytes);
+  decide();
 }
 
-void SlotCopy::copy(void* slot, const void* src, size_t bytes) {
+void SlotCopy::reader_costs(double cached, double streamed) {
+  read_[0] = cached;
+  read_[1] = streamed;
+  decide();
+}
+
+void SlotCopy::decide() {
+  const double w0 = write_[0].value(), w1 = write_[1].value();
+  if (w0 <= 0 || w1 <= 0) return;
+  // A slot moves at the pace of its slower end; a reader's cost counts once
+  // it has timed both kinds.
+  const bool read = read_[0] > 0 && read_[1] > 0;
+  const double cached = read ? std::max(w0, read_[0]) : w0;
+  const double streamed = read ? std::max(w1, read_[1]) : w1;
+  streaming_ = streamed * 100 < cached * stream_pct_;
+}
+
+bool SlotCopy::copy(void* slot, const void* src, size_t bytes) {
   const bool stream = next_streams();
   const bool timed = mode_ == Mode::Auto;
   const uint64_t t0 = timed ? ticks() : 0;
@@ -38,6 +54,7 @@ void SlotCopy::copy(void* slot, const void* src, size_t bytes) {
   else
     std::memcpy(slot, src, bytes);
   if (timed) record(stream, ticks() - t0, bytes);
+  return stream;
 }
 
 }  // namespace weft::shm
