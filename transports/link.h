@@ -53,14 +53,6 @@ struct NextMessage {
   size_t bytes = 0;  // the whole message's size
 };
 
-// What a sender knows of a message's data beyond its bytes.
-enum class SendHint : uint8_t {
-  None,
-  // Part of a call or transfer of at least WEFT_BULK_MIN_BYTES: a link may write it
-  // around the caches (shm: WEFT_SHM_STREAM).
-  Bulk,
-};
-
 class Link {
  public:
   virtual ~Link() = default;
@@ -71,8 +63,7 @@ class Link {
 
   // Queues a message. The buffer must stay valid and unchanged until
   // send_done(ticket). Never blocks.
-  virtual uint64_t send(const void* data, size_t bytes, uint64_t tag, SendHint hint) = 0;
-  uint64_t send(const void* data, size_t bytes, uint64_t tag) { return send(data, bytes, tag, SendHint::None); }
+  virtual uint64_t send(const void* data, size_t bytes, uint64_t tag) = 0;
   // True once the peer no longer needs the buffer of `ticket`.
   virtual bool send_done(uint64_t ticket) = 0;
   // Moves queued sends forward without blocking.

@@ -27,11 +27,10 @@ WEFT_PARAM_INT(SHM_EAGER_MAX, 65536, "largest message sent eagerly through the F
 // 4.1-4.4 -> 5.6-5.9 GB/s at 64 MiB (fewer slot hand-offs); 64 KiB 9-13 -> 6.2-6.4 us;
 // 4 ranks 2.6-2.8 -> 3.3-3.4 GB/s. 16 x 64 KiB measured the same except at 64 KiB.
 WEFT_PARAM_INT(SHM_SLOT_BYTES, 32768, "payload bytes per shared-memory FIFO slot")
-WEFT_PARAM_INT(SHM_STREAM, -1, "full FIFO slots of bulk messages (WEFT_BULK_MIN_BYTES): -1 cached stores unless the sender's timing finds them under WEFT_SHM_STREAM_PCT % of streaming (non-temporal) stores' speed; 0 always cached; 1 streaming, for every message larger than a slot")
+WEFT_PARAM_INT(SHM_STREAM, -1, "full FIFO slots of messages larger than a slot: -1 cached stores unless, timed at both ends, the slower end of a streamed (non-temporal) slot takes under WEFT_SHM_STREAM_PCT % of the slower end of a cached one; 0 always cached; 1 always streaming")
 WEFT_PARAM_INT(SHM_STREAM_PCT, 45, "see WEFT_SHM_STREAM=-1")
 WEFT_PARAM_INT(SHM_SLOTS, 32, "slots per shared-memory FIFO (per directed peer pair)")
 WEFT_PARAM_INT(SHM_PULL_BYTES, 262144, "bytes per cross-memory-attach read when reducing from a peer")
-WEFT_PARAM_INT(BULK_MIN_BYTES, 16777216, "collectives of at least this many bytes (count x element size) and sends of at least this many are bulk to the transports: their data is not read again soon (see WEFT_SHM_STREAM)")
 WEFT_PARAM_INT(CHUNK_BYTES, 1048576, "pipeline slice size of the executor")
 WEFT_PARAM_INT(DEVICE_STAGING_SLOTS, 4, "calls on a CUDA stream: pinned host staging slots per communicator, one per call between its enqueue and its stream's copy of the result; a call beyond them waits (up to WEFT_TIMEOUT_MS) for its stream to finish an earlier one")
 WEFT_PARAM_INT(DEVICE_CHUNK_BYTES, 8388608, "calls on a CUDA stream: an all-reduce, broadcast or reduce larger than this goes through pinned staging in chunks of this size, two at a time, so that the stream's copies overlap the host collective")

@@ -922,7 +922,7 @@ Status Communicator::begin(const CollArgs& a, const algo::Algorithm* forced, std
   ++seq_;
   const void* send = a.op >= weftNumOps ? premul_input(a) : a.send;
   call->emplace(exec::Call{plan, send, a.recv, a.dtype, reduce::elementwise_op(a.op), seq_, LazyDeadline(timeout_ms_),
-                           host_data_, is_bulk(a)});
+                           host_data_});
   *algo_out = algo;
   return Status::Ok();
 }
@@ -1034,7 +1034,7 @@ inline Status Communicator::run_call(const CollArgs& a, const sched::RankPlan* p
   ++seq_;
   const void* send = a.op >= weftNumOps ? premul_input(a) : a.send;
   exec::Call call{plan, send, a.recv, a.dtype, reduce::elementwise_op(a.op), seq_, LazyDeadline(timeout_ms_),
-                  host_data_, is_bulk(a)};
+                  host_data_};
   Status st = kTraced ? exec_->run_traced(call) : exec_->run(call);
   if (!st.ok()) return call_failed(a, std::move(st));
   if (a.op == weftAvg) finish_call(a);

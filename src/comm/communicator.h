@@ -252,7 +252,6 @@ class Communicator final : public exec::Health {
   int rank_ = -1;
   int nranks_ = 0;
   int64_t timeout_ms_ = 0;
-  bool is_bulk(const CollArgs& a) const { return exec_->bulk(a.count * reduce::dtype_size(a.dtype)); }
   bool check_ = false;  // WEFT_CHECK
   int local_size_ = 0;  // ranks per host when hosts are equal and hold consecutive ranks, else 0
   int domain_size_ = 0; // ranks per NUMA domain, likewise within the hosts

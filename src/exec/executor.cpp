@@ -26,8 +26,7 @@ bool overlaps(const unsigned char* a, size_t an, const unsigned char* b, size_t 
 
 Executor::Executor(int rank, std::vector<transport::Link*> links, Health* health)
     : rank_(rank), links_(std::move(links)), health_(health), sent_(links_.size()), received_(links_.size()),
-      p2p_sent_(links_.size(), 0), p2p_received_(links_.size(), 0), p2p_done_(links_.size(), 0),
-      bulk_min_bytes_(static_cast<size_t>(params::BULK_MIN_BYTES())) {}
+      p2p_sent_(links_.size(), 0), p2p_received_(links_.size(), 0), p2p_done_(links_.size(), 0) {}
 
 unsigned char* Executor::resolve(const Call& call, const sched::Range& r) const {
   unsigned char* base;
@@ -229,8 +228,7 @@ Status Executor::advance_steps(Call& call, bool* done) {
         }
         const unsigned char* src = resolve(call, step.src);
         size_t bytes = step.src.count * elem_size_;
-        uint64_t ticket = link->send(src, bytes, tag(call, sent_[static_cast<size_t>(step.peer)]),
-                                     call.bulk ? transport::SendHint::Bulk : transport::SendHint::None);
+        uint64_t ticket = link->send(src, bytes, tag(call, sent_[static_cast<size_t>(step.peer)]));
         if (!link->send_done(ticket)) in_flight_.push_back({src, bytes, link, ticket});
       } else {
         bool complete = false;
@@ -401,8 +399,7 @@ Status Executor::advance_p2p(P2PCall& call, bool* done) {
         auto peer = static_cast<size_t>(op.peer);
         transport::Link* link = link_to(op.peer);
         auto* data = static_cast<const unsigned char*>(op.buf);
-        uint64_t ticket = link->send(data, op.bytes, kP2P | (p2p_sent_[peer]++ & kP2PCountMask),
-                                     bulk(op.bytes) ? transport::SendHint::Bulk : transport::SendHint::None);
+        uint64_t ticket = link->send(data, op.bytes, kP2P | (p2p_sent_[peer]++ & kP2PCountMask));
         if (!link->send_done(ticket)) call.sends.push_back({data, op.bytes, link, ticket});
       } else if (op.peer != kAnySource && unmatched_.empty()) {
         take_turn(call, i, op.peer);

@@ -53,7 +53,6 @@ struct Call {
   uint64_t seq;  // collective sequence number, part of every message tag
   LazyDeadline deadline;  // WEFT_TIMEOUT_MS (or the config's), from the first long wait
   DataEngine* data;       // touches send, recv (and the reductions into them)
-  bool bulk = false;      // Executor::bulk() of the call's size
 };
 
 // A receive's peer: whichever rank's message comes first.
@@ -106,10 +105,6 @@ class Executor {
  public:
   // links[r] is the link to rank r (nullptr for this rank and unreachable ones).
   Executor(int rank, std::vector<transport::Link*> links, Health* health);
-
-  // Whether a call or send of `bytes` is bulk (WEFT_BULK_MIN_BYTES): its sends carry
-  // transport::SendHint::Bulk.
-  bool bulk(size_t bytes) const { return bytes >= bulk_min_bytes_; }
 
   // One collective at a time: start() then advance() until *done (or an error).
   void start(Call& call);
@@ -192,7 +187,6 @@ class Executor {
   std::vector<Counter> received_;  // messages received from each peer in this call
   std::vector<uint64_t> p2p_sent_, p2p_received_;  // per peer, for the communicator's lifetime
   std::vector<uint64_t> p2p_done_;  // per peer: point-to-point receives completed
-  size_t bulk_min_bytes_;  // WEFT_BULK_MIN_BYTES
   // Receives not yet matched to a peer's message, by posting number (only while
   // a receive from any source is among them): peer, or kAnySource.
   std::map<uint64_t, int> unmatched_;

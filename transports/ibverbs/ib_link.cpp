@@ -184,7 +184,7 @@ void IbLink::retire_done() {
 
 // ---- sending --------------------------------------------------------------
 
-uint64_t IbLink::send(const void* data, size_t bytes, uint64_t tag, transport::SendHint) {
+uint64_t IbLink::send(const void* data, size_t bytes, uint64_t tag) {
   std::lock_guard<std::mutex> lock(conn_->mu());
   uint64_t ticket = next_ticket_++;
   out_.push_back({ticket, static_cast<const unsigned char*>(data), bytes, tag, send_seq_++});

@@ -96,8 +96,7 @@ class IbLink final : public transport::Link {
   const std::shared_ptr<Connection>& connection() const { return conn_; }
 
   const char* name() const override { return "ibverbs"; }
-  using transport::Link::send;
-  uint64_t send(const void* data, size_t bytes, uint64_t tag, transport::SendHint hint) override;
+  uint64_t send(const void* data, size_t bytes, uint64_t tag) override;
   bool send_done(uint64_t ticket) override;
   void progress() override;
   Status poll_recv(transport::RecvOp& op, bool* complete) override;

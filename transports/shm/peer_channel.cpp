@@ -134,11 +134,10 @@ void PeerChannel::post_slot(OutContext& c, const SendItem& item, uint32_t kind, 
   ++c.posted;
 }
 
-uint64_t PeerChannel::send(OutContext* out, const void* data, size_t bytes, uint64_t tag, bool bulk) {
+uint64_t PeerChannel::send(OutContext* out, const void* data, size_t bytes, uint64_t tag) {
   std::lock_guard<SpinLock> lock(send_mu_);
   OutContext& c = *out;
   SendItem item{static_cast<const unsigned char*>(data), bytes, tag, c.next_ticket++};
-  item.bulk = bulk;
   if (opts_.cma && bytes > opts_.eager_max) {
     Region r;
     item.rndv = opts_.cma_private || find_region(data, bytes, &r);
@@ -418,6 +417,10 @@ void PeerChannel::peek(uint32_t in, transport::NextMessage* next) {
     set_aside(h, in_.payload(recv_slots_));
     take_slot();
   }
+}
+
+double PeerChannel::read_cost(bool streamed) const {
+  return from_fixed(in_.head->read_cost[streamed ? 1 : 0].load(std::memory_order_relaxed));
 }
 
 Status PeerChannel::check_peer(int peer) {

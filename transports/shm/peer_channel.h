@@ -66,14 +66,16 @@ class PeerChannel {
 
   // As transport::Link's, for one context; `peer` is the communicator's rank
   // of the peer, for errors.
-  // bulk: see transport::SendHint (full slots may then be written with streaming stores).
-  uint64_t send(OutContext* out, const void* data, size_t bytes, uint64_t tag, bool bulk = false);
+  uint64_t send(OutContext* out, const void* data, size_t bytes, uint64_t tag);
   bool send_done(OutContext* out, uint64_t ticket);
   void progress(OutContext* out);
   Status poll_recv(uint32_t in, transport::RecvOp& op, bool* complete, int peer);
   // Context `in`'s next message (other contexts' slots on the way are set aside).
   void peek(uint32_t in, transport::NextMessage* next);
   Status check_peer(int peer);
+  // What reading the peer's timed slots has cost this end, as published to the
+  // peer's sender (ticks per byte; 0: no such slot read yet).
+  double read_cost(bool streamed) const;
 
  private:
   struct SendItem {
@@ -83,7 +85,6 @@ class PeerChannel {
     uint64_t ticket;
     size_t posted = 0;      // eager: payload bytes written into slots
     bool rndv = false;
-    bool bulk = false;
     bool header_posted = false;
     uint64_t rndv_seq = 0;  // rendezvous: completes when the context's rndv_done reaches this
   };

@@ -23,10 +23,7 @@ class ShmLink final : public transport::Link {
   ~ShmLink() override;
 
   const char* name() const override { return ch_->options().cma_private ? "shm+cma" : "shm"; }
-  using transport::Link::send;
-  uint64_t send(const void* data, size_t bytes, uint64_t tag, transport::SendHint hint) override {
-    return ch_->send(out_, data, bytes, tag, hint == transport::SendHint::Bulk);
-  }
+  uint64_t send(const void* data, size_t bytes, uint64_t tag) override { return ch_->send(out_, data, bytes, tag); }
   bool send_done(uint64_t ticket) override { return ch_->send_done(out_, ticket); }
   void progress() override { ch_->progress(out_); }
   Status poll_recv(transport::RecvOp& op, bool* complete) override {

@@ -45,7 +45,7 @@ Status TcpLink::conn_error() {
 
 // ---- sending -------------------------------------------------------------
 
-uint64_t TcpLink::send(const void* data, size_t bytes, uint64_t tag, transport::SendHint) {
+uint64_t TcpLink::send(const void* data, size_t bytes, uint64_t tag) {
   const auto* p = static_cast<const unsigned char*>(data);
   size_t n = in_.size();
   // One slice per socket, but none smaller than min_slice nor larger than

@@ -47,8 +47,7 @@ class TcpLink final : public transport::Link {
   ~TcpLink() override;
 
   const char* name() const override { return "tcp"; }
-  using transport::Link::send;
-  uint64_t send(const void* data, size_t bytes, uint64_t tag, transport::SendHint hint) override;
+  uint64_t send(const void* data, size_t bytes, uint64_t tag) override;
   bool send_done(uint64_t ticket) override;
   void progress() override;
   Status poll_recv(transport::RecvOp& op, bool* complete) override;

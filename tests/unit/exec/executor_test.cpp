@@ -49,28 +49,6 @@ std::vector<Status> run_in_place(FakeNet& net, const sched::RankPlan* plans, std
   });
 }
 
-// A call marked bulk (WEFT_BULK_MIN_BYTES, decided by the communicator) hands the
-// links every one of its sends as SendHint::Bulk; another call, none.
-TEST(ExecutorHints, ABulkCallsSendsCarryTheBulkHint) {
-  FakeNet net(2, {});
-  const sched::RankPlan plans[2] = {exchange(1, sched::Kind::RecvReduce, 3), exchange(0, sched::Kind::RecvReduce, 3)};
-  std::vector<Ints> buf = {times(1, 3), times(10, 3)};
-  for (bool bulk : {true, false}) {
-    auto st = run_ranks(2, [&](int r) {
-      exec::Executor ex(r, net.links_of(r), nullptr);
-      exec::Call call = int_sum_call(plans[r], buf[static_cast<size_t>(r)].data(), buf[static_cast<size_t>(r)].data(),
-                                     bulk ? 1 : 2, 5000);
-      call.bulk = bulk;
-      return ex.run(call);
-    });
-    ASSERT_TRUE(st[0].ok() && st[1].ok());
-  }
-  using H = transport::SendHint;
-  EXPECT_EQ((std::vector<H>{H::Bulk, H::None}), net.hints(0, 1));
-  EXPECT_EQ((std::vector<H>{H::Bulk, H::None}), net.hints(1, 0));
-  EXPECT_EQ((Ints{22, 44, 66}), buf[0]);  // summed twice: (1 + 10) * 2 per element, times i + 1
-}
-
 class InPlaceExchange : public ::testing::TestWithParam<sched::Kind> {};
 
 // (a) Rank 0 receives only after rank 1 has read rank 0's buffer (its send is

@@ -11,11 +11,9 @@ class FakeLink final : public transport::Link {
 
   const char* name() const override { return "fake"; }
 
-  using transport::Link::send;
-  uint64_t send(const void* data, size_t bytes, uint64_t tag, transport::SendHint hint) override {
+  uint64_t send(const void* data, size_t bytes, uint64_t tag) override {
     std::lock_guard<std::recursive_mutex> lock(net_->mu_);
     FakeNet::Wire& w = net_->wire(self_, peer());
-    w.hints.push_back(hint);
     FakeNet::Msg m{tag, bytes, static_cast<const unsigned char*>(data), {}};
     if (!net_->opt_.rendezvous) m.copy.assign(m.src, m.src + bytes);
     w.queue.push_back(std::move(m));
@@ -142,11 +140,6 @@ size_t FakeNet::consumed_bytes(int from, int to) const {
 uint64_t FakeNet::sent(int from, int to) const {
   std::lock_guard<std::recursive_mutex> lock(mu_);
   return wire(from, to).sent;
-}
-
-std::vector<transport::SendHint> FakeNet::hints(int from, int to) const {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
-  return wire(from, to).hints;
 }
 
 }  // namespace weft::testing

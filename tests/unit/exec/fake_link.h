@@ -61,8 +61,6 @@ class FakeNet {
   size_t consumed_bytes(int from, int to) const;
   // Messages from -> to sent so far.
   uint64_t sent(int from, int to) const;
-  // The hint each message from -> to was sent with, in order.
-  std::vector<transport::SendHint> hints(int from, int to) const;
 
  private:
   friend class FakeLink;
@@ -76,7 +74,6 @@ class FakeNet {
   struct Wire {
     std::deque<Msg> queue;
     uint64_t sent = 0, consumed = 0;
-    std::vector<transport::SendHint> hints;
     size_t consumed_bytes = 0;
     std::function<bool()> gate;
     std::function<void(uint64_t, size_t, size_t)> hook;

@@ -1,5 +1,5 @@
 // The FIFO's choice between cached and streaming stores (transports/shm/slot_copy.h),
-// fed with timings worked out by hand.
+// fed with timings worked out by hand: the sender's, and what the reader publishes.
 #include <cstring>
 #include <vector>
 
@@ -75,6 +75,55 @@ TEST(SlotCopy, ProbesTheOtherKindEverySixtyFourthSlot) {
   for (int slot = 2; slot < 200; ++slot)
     if (!c.next_streams()) cached_slots.push_back(slot);
   EXPECT_EQ((std::vector<int>{64, 128, 192}), cached_slots);
+}
+
+TEST(TickAverage, FirstSampleSetsItThenEachMovesItAnEighthAtMostTwiceTheAverage) {
+  TickAverage a;
+  EXPECT_EQ(0.0, a.value());
+  a.add(500, 0);  // nothing copied: no sample
+  EXPECT_EQ(0.0, a.value());
+  a.add(2000, 1000);
+  EXPECT_DOUBLE_EQ(2.0, a.value());
+  a.add(1000, 1000);  // 2 + (1 - 2) / 8
+  EXPECT_DOUBLE_EQ(1.875, a.value());
+  a.add(1'000'000, 1000);  // counted as 3.75: 1.875 + 1.875 / 8
+  EXPECT_DOUBLE_EQ(2.109375, a.value());
+}
+
+// A cache-hot source (a 2 MiB all-reduce): the sender's cached copies at 0.30
+// ticks per byte, its streamed ones at 0.06, 20% of the time (streaming alone
+// would win). The reader publishes 0.10 for cached slots and 0.60 for streamed
+// ones (it fetches them from memory): slower ends 0.30 against 0.60, cached.
+TEST(SlotCopy, AReaderSlowedByStreamedSlotsKeepsThemCached) {
+  SlotCopy c(SlotCopy::Mode::Auto, 45);
+  c.record(false, 300, 1000);
+  c.record(true, 60, 1000);
+  ASSERT_TRUE(c.streaming()) << "the sender's timings alone";
+  c.reader_costs(0.10, 0.60);
+  EXPECT_FALSE(c.streaming());
+}
+
+// A slow spell: cached copies at 2.5 ticks per byte, streamed ones 0.06, the
+// reader 0.10 and 0.60: 0.60 is 24% of 2.5, under 45%: stream.
+TEST(SlotCopy, ASlowSpellStreamsAlthoughTheReaderPaysForIt) {
+  SlotCopy c(SlotCopy::Mode::Auto, 45);
+  c.reader_costs(0.10, 0.60);
+  c.record(false, 2500, 1000);
+  EXPECT_FALSE(c.streaming()) << "the sender has timed no streamed copy yet";
+  c.record(true, 60, 1000);
+  EXPECT_TRUE(c.streaming());
+}
+
+// The reader's figures count once it has read a slot of each kind: with only a
+// cached figure (0.10) the sender's own timings (1.0 and 0.4: 40%) decide.
+TEST(SlotCopy, AReadersCostCountsOnceItHasReadBothKinds) {
+  SlotCopy c(SlotCopy::Mode::Auto, 45);
+  c.record(false, 1000, 1000);
+  c.record(true, 400, 1000);
+  c.reader_costs(0.10, 0);
+  EXPECT_TRUE(c.streaming());
+  c.reader_costs(0.10, 0.50);  // slower ends 1.0 and 0.5: 50%, over 45
+  EXPECT_FALSE(c.streaming());
 }
 
 }  // namespace
