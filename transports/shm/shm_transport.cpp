@@ -134,7 +134,7 @@ Status ShmTransport::connect(std::optional<bool> read_private_in_place) {
     channels_[i] = std::make_unique<PeerChannel>(p.pid, out, in, opts);
     WEFT_INFO(TRANSPORT, "rank %d -> rank %d via shm%s (%zu slots x %zu B, eager <= %zu B%s)", rank_, p.rank,
               opts.cma_private ? "+cma" : "", layout.nslots, layout.slot_bytes, opts.eager_max,
-              opts.stream == SlotCopy::Mode::Auto ? ", bulk data by timed stores"
+              opts.stream == SlotCopy::Mode::Auto ? ", stores chosen by timing"
               : opts.stream == SlotCopy::Mode::Streaming ? ", streaming stores" : "");
   }
   return Status::Ok();
