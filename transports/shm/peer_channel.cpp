@@ -356,17 +356,17 @@ Status PeerChannel::poll_recv(uint32_t in, transport::RecvOp& op, bool* complete
                    "rank %d (pid %d) sent %u bytes more of a %zu-byte message of which %zu had arrived: "
                    "its process is not running this build of weft, or its memory is corrupt",
                    peer, peer_pid_, bytes, op.bytes, op.done);
-    } else if (h != nullptr && (kind & kTimedStores)) {
-      // The sender chose this slot's stores by timing: what reading it costs us
-      // is the other half of that choice (slot_copy.h).
-      const int streamed = (kind & kStreamedStores) ? 1 : 0;
-      const uint64_t t0 = ticks();
-      kept = !deliver(op, data, op.done, bytes);
-      read_cost_[streamed].add(ticks() - t0, bytes);
-      in_.head->read_cost[streamed].store(to_fixed(read_cost_[streamed].value()), std::memory_order_relaxed);
-      op.done += bytes;
     } else {
+      // The sender chose a timed slot's stores by its own timing: what reading
+      // the slot costs us is the other half of that choice (slot_copy.h).
+      const bool timed = h != nullptr && (kind & kTimedStores);
+      const uint64_t t0 = timed ? ticks() : 0;
       kept = !deliver(op, data, op.done, bytes);
+      if (timed) {
+        const int streamed = (kind & kStreamedStores) ? 1 : 0;
+        read_cost_[streamed].add(ticks() - t0, bytes);
+        in_.head->read_cost[streamed].store(to_fixed(read_cost_[streamed].value()), std::memory_order_relaxed);
+      }
       op.done += bytes;
     }
     // The slot is consumed (a kept one stays taken until the consumer is done).
