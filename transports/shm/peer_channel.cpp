@@ -337,6 +337,8 @@ Status PeerChannel::poll_recv(uint32_t in, transport::RecvOp& op, bool* complete
                    "rank %d (pid %d) wrote a malformed shared-memory slot (kind %u, %u bytes; a slot holds %zu): "
                    "its process is not running this build of weft, or its memory is corrupt",
                    peer, peer_pid_, kind, bytes, in_.layout.slot_bytes);
+    const uint32_t stores = kind & ~uint32_t{kKindMask};  // kTimedStores, kStreamedStores
+    kind &= kKindMask;
     if (!op.started) {
       if (tag != op.tag || msg_bytes != op.bytes)
         return Error(weftInvalidUsage,
@@ -349,7 +351,7 @@ Status PeerChannel::poll_recv(uint32_t in, transport::RecvOp& op, bool* complete
     }
     RndvDescriptor d;
     bool kept = false;
-    if ((kind & kKindMask) == kRndv) {
+    if (kind == kRndv) {
       std::memcpy(&d, data, sizeof(d));
     } else if (bytes > op.bytes - op.done) {
       return Error(weftRemoteError,
@@ -359,11 +361,11 @@ Status PeerChannel::poll_recv(uint32_t in, transport::RecvOp& op, bool* complete
     } else {
       // The sender chose a timed slot's stores by its own timing: what reading
       // the slot costs us is the other half of that choice (slot_copy.h).
-      const bool timed = h != nullptr && (kind & kTimedStores);
+      const bool timed = h != nullptr && (stores & kTimedStores);
       const uint64_t t0 = timed ? ticks() : 0;
       kept = !deliver(op, data, op.done, bytes);
       if (timed) {
-        const int streamed = (kind & kStreamedStores) ? 1 : 0;
+        const int streamed = (stores & kStreamedStores) ? 1 : 0;
         read_cost_[streamed].add(ticks() - t0, bytes);
         in_.head->read_cost[streamed].store(to_fixed(read_cost_[streamed].value()), std::memory_order_relaxed);
       }
@@ -381,7 +383,7 @@ Status PeerChannel::poll_recv(uint32_t in, transport::RecvOp& op, bool* complete
     if (h != nullptr) take_slot();
     else c.aside.pop_front();
     counters.consumed.store(++c.consumed, std::memory_order_release);
-    if ((kind & kKindMask) == kRndv) {
+    if (kind == kRndv) {
       // Read in place without holding up other contexts' polls.
       lock.unlock();
       Status st = pull(d, c, op, peer);
