@@ -50,7 +50,14 @@ typedef enum {
   weftFloat64 = 8,
   weftDouble = 8,
   weftBfloat16 = 9,
-  weftNumTypes = 10,
+  /* 8-bit floats (OCP FP8): E4M3 with no infinities, largest finite 448, as
+   * CUDA's __nv_fp8_e4m3 and torch.float8_e4m3fn; E5M2, largest finite 57344, as
+   * __nv_fp8_e5m2 and torch.float8_e5m2. Reductions accumulate in fp32 and round
+   * once to nearest even, saturating to the largest finite value (Inf included),
+   * as CUDA's __NV_SATFINITE conversion NCCL uses does; NaN stays NaN. */
+  weftFloat8e4m3 = 10,
+  weftFloat8e5m2 = 11,
+  weftNumTypes = 12,
   /* Makes every int a value of the type, so that a bad datatype reaches
    * validation (weftInvalidArgument) as a value, not as undefined behaviour. */
   weftMaxDataType = 0x7fffffff

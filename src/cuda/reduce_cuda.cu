@@ -1,12 +1,14 @@
 // CUDA reduction kernels (reduce_cuda.h). One grid-stride kernel template per
 // (dtype, op): each thread step loads 16 bytes from every source (uint4), widens
 // fp16/bf16 pairs with half2/bfloat162 intrinsics, combines in the accumulation
-// type, narrows once, and stores 16 bytes to each destination. Buffers that are not
+// type, narrows once, and stores 16 bytes to each destination (fp8: one byte at a
+// time through fp16 inside the pack). Buffers that are not
 // all 16-byte aligned run the same code one element per step.
 #include "cuda/reduce_cuda.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <cstring>
@@ -95,6 +97,33 @@ struct Bf16 {
   __device__ static A load1(const S* p) { return __bfloat162float(*p); }
   __device__ static void store1(S* p, A v) { *p = __float2bfloat16_rn(v); }
 };
+
+// fp8 stored as raw bytes; widened exactly through fp16, narrowed from fp32 once,
+// to nearest even and saturating (__NV_SATFINITE), as reduce.h says and NCCL does.
+template <__nv_fp8_interpretation_t kFormat>
+struct Fp8 {
+  using S = __nv_fp8_storage_t;
+  using A = float;
+  static constexpr int kPack = 16;
+  __device__ static A load1(const S* p) { return __half2float(__half(__nv_cvt_fp8_to_halfraw(*p, kFormat))); }
+  __device__ static void store1(S* p, A v) { *p = __nv_cvt_float_to_fp8(v, __NV_SATFINITE, kFormat); }
+  __device__ static void widen(const uint4& raw, A* out) {
+    S v[kPack];
+    memcpy(v, &raw, 16);
+#pragma unroll
+    for (int k = 0; k < kPack; ++k) out[k] = load1(&v[k]);
+  }
+  __device__ static uint4 narrow(const A* in) {
+    S v[kPack];
+#pragma unroll
+    for (int k = 0; k < kPack; ++k) store1(&v[k], in[k]);
+    uint4 raw;
+    memcpy(&raw, v, 16);
+    return raw;
+  }
+};
+using E4M3 = Fp8<__NV_E4M3>;
+using E5M2 = Fp8<__NV_E5M2>;
 
 // --- Operations (reduce.h semantics) --------------------------------------------------
 
@@ -257,6 +286,8 @@ bool visit(weftDataType_t dtype, Op op, F&& f) {
     case weftUint64: return by_int.template operator()<uint64_t>();
     case weftFloat16: return by_op.template operator()<Half>();
     case weftBfloat16: return by_op.template operator()<Bf16>();
+    case weftFloat8e4m3: return by_op.template operator()<E4M3>();
+    case weftFloat8e5m2: return by_op.template operator()<E5M2>();
     case weftFloat32: return by_op.template operator()<Plain<float>>();
     case weftFloat64: return by_op.template operator()<Plain<double>>();
     default: return false;
@@ -304,6 +335,8 @@ weftResult_t scale(void* dst, const void* src, size_t count, weftDataType_t dtyp
     typename E::A k;
     if constexpr (std::is_same_v<E, Half>) k = __half2float(raw);
     else if constexpr (std::is_same_v<E, Bf16>) k = __bfloat162float(raw);
+    else if constexpr (std::is_same_v<E, E4M3> || std::is_same_v<E, E5M2>)
+      k = __half2float(__half(__nv_cvt_fp8_to_halfraw(raw, std::is_same_v<E, E4M3> ? __NV_E4M3 : __NV_E5M2)));
     else k = raw;
     scale_elements<E><<<blocks_for(count), kThreads, 0, stream>>>(static_cast<S*>(dst),
                                                                   static_cast<const S*>(src), count, k);
@@ -348,6 +381,14 @@ weftResult_t divide(void* dst, const void* src, size_t count, weftDataType_t dty
     case weftBfloat16:
       divide_elements<Bf16, float><<<blocks, kThreads, 0, stream>>>(
           static_cast<__nv_bfloat16*>(dst), static_cast<const __nv_bfloat16*>(src), count, static_cast<float>(divisor));
+      break;
+    case weftFloat8e4m3:
+      divide_elements<E4M3, float><<<blocks, kThreads, 0, stream>>>(
+          static_cast<__nv_fp8_storage_t*>(dst), static_cast<const __nv_fp8_storage_t*>(src), count, static_cast<float>(divisor));
+      break;
+    case weftFloat8e5m2:
+      divide_elements<E5M2, float><<<blocks, kThreads, 0, stream>>>(
+          static_cast<__nv_fp8_storage_t*>(dst), static_cast<const __nv_fp8_storage_t*>(src), count, static_cast<float>(divisor));
       break;
     case weftFloat32:
       divide_elements<Plain<float>, float><<<blocks, kThreads, 0, stream>>>(

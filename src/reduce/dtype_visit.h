@@ -54,8 +54,8 @@ inline bool by_int_op(Op op, F& f) {
 }
 
 // Returns false for an invalid dtype, or a bitwise op on a floating-point one
-// (f is not called).
-template <template <class> class Plain, class Half, class Bf16, class F>
+// (f is not called); also for fp8 in a set that gives no wrappers for it (void).
+template <template <class> class Plain, class Half, class Bf16, class E4M3 = void, class E5M2 = void, class F>
 inline bool dtype_op(weftDataType_t dtype, Op op, F&& f) {
   switch (dtype) {
     case weftInt8: return by_int_op<Plain, int8_t>(op, f);
@@ -68,6 +68,12 @@ inline bool dtype_op(weftDataType_t dtype, Op op, F&& f) {
     case weftBfloat16: return by_float_op<Bf16>(op, f);
     case weftFloat32: return by_float_op<Plain<float>>(op, f);
     case weftFloat64: return by_float_op<Plain<double>>(op, f);
+    case weftFloat8e4m3:
+      if constexpr (std::is_void_v<E4M3>) return false;
+      else return by_float_op<E4M3>(op, f);
+    case weftFloat8e5m2:
+      if constexpr (std::is_void_v<E5M2>) return false;
+      else return by_float_op<E5M2>(op, f);
     default: return false;
   }
 }

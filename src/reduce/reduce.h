@@ -20,7 +20,14 @@ namespace weft::reduce {
 // - fp16/bf16 accumulate in fp32 across all sources of one call, then round once to
 //   nearest even. fp32/fp64 accumulate in their own type. Denormals are kept (no
 //   flush to zero).
-// - NaN and Inf propagate as IEEE arithmetic says (Inf + -Inf = NaN, ...).
+// - fp8 (E4M3, E5M2) likewise accumulate in fp32 and round once to nearest even, but
+//   saturate: a result beyond the largest finite value, Inf included, becomes it
+//   (CUDA's __NV_SATFINITE, as NCCL's fp8 reductions). Only the scalar set has them
+//   (reduce() sends them there): fp8 reductions on a CPU are rare and not worth a
+//   vector decode.
+// - One source is copied bit for bit: no op is applied (an fp8 Inf stays Inf).
+// - NaN and Inf propagate as IEEE arithmetic says (Inf + -Inf = NaN, ...), but fp8
+//   results saturate (above).
 // - Min/Max: NaN wins. If either operand is NaN the result is NaN (as
 //   PyTorch's and NCCL's min/max do), which NaN's payload is unspecified. -0.0 is
 //   smaller than +0.0 (IEEE 754-2019 minimum/maximum), so min/max are commutative
@@ -30,8 +37,10 @@ namespace weft::reduce {
 enum class Op : uint8_t { Sum, Prod, Max, Min, Band, Bor, Bxor };
 
 inline bool is_bitwise(Op op) { return op == Op::Band || op == Op::Bor || op == Op::Bxor; }
+inline bool is_fp8(weftDataType_t dtype) { return dtype == weftFloat8e4m3 || dtype == weftFloat8e5m2; }
 inline bool is_float_dtype(weftDataType_t dtype) {
-  return dtype == weftFloat16 || dtype == weftFloat32 || dtype == weftFloat64 || dtype == weftBfloat16;
+  return dtype == weftFloat16 || dtype == weftFloat32 || dtype == weftFloat64 || dtype == weftBfloat16 ||
+         is_fp8(dtype);
 }
 
 constexpr int kMaxSources = 8;
@@ -40,7 +49,9 @@ constexpr int kMaxSources = 8;
 inline size_t dtype_size(weftDataType_t dtype) {
   switch (dtype) {
     case weftInt8:
-    case weftUint8: return 1;
+    case weftUint8:
+    case weftFloat8e4m3:
+    case weftFloat8e5m2: return 1;
     case weftFloat16:
     case weftBfloat16: return 2;
     case weftInt32:

@@ -38,6 +38,16 @@ struct Bf16 {
   static void store(char* p, C v) { Plain<uint16_t>::store(p, float_to_bf16(v)); }
 };
 
+template <const Fp8Format& kFormat>
+struct Fp8 {
+  using S = uint8_t;
+  using C = float;
+  static C load(const char* p) { return fp8_to_float(static_cast<uint8_t>(*p), kFormat); }
+  static void store(char* p, C v) { *p = static_cast<char>(float_to_fp8(v, kFormat)); }
+};
+using E4M3 = Fp8<kE4M3>;
+using E5M2 = Fp8<kE5M2>;
+
 // Min/Max of floats: NaN wins; -0 < +0 (see reduce.h).
 template <class F>
 F float_min(F a, F b) {
@@ -75,7 +85,7 @@ C combine(C a, C b) {
 
 void reduce_scalar(void* dst, void* dst2, const void* const* srcs, int nsrcs, size_t count,
                    weftDataType_t dtype, Op op, bool /*nontemporal*/) {
-  visit::dtype_op<Plain, Half, Bf16>(dtype, op, [&]<class E, Op O>() {
+  visit::dtype_op<Plain, Half, Bf16, E4M3, E5M2>(dtype, op, [&]<class E, Op O>() {
     constexpr size_t kSize = sizeof(typename E::S);
     const char* src[kMaxSources];
     for (int s = 0; s < nsrcs; ++s) src[s] = static_cast<const char*>(srcs[s]);
@@ -94,7 +104,7 @@ void reduce_scalar(void* dst, void* dst2, const void* const* srcs, int nsrcs, si
 
 void scale_scalar(void* dst, const void* src, size_t count, weftDataType_t dtype,
                   const void* scalar) {
-  visit::dtype_op<Plain, Half, Bf16>(dtype, Op::Prod, [&]<class E, Op O>() {
+  visit::dtype_op<Plain, Half, Bf16, E4M3, E5M2>(dtype, Op::Prod, [&]<class E, Op O>() {
     constexpr size_t kSize = sizeof(typename E::S);
     const typename E::C k = E::load(static_cast<const char*>(scalar));
     const char* s = static_cast<const char*>(src);
@@ -145,10 +155,12 @@ void divide_scalar(void* dst, const void* src, size_t count, weftDataType_t dtyp
     case weftUint32: return divide_int<uint32_t>(d, s, count, divisor);
     case weftInt64: return divide_int<int64_t>(d, s, count, divisor);
     case weftUint64: return divide_int<uint64_t>(d, s, count, divisor);
-    // fp16/bf16 divide in fp32: the fp32 quotient rounded again to 11 or 8 bits is
+    // fp16/bf16/fp8 divide in fp32: the fp32 quotient rounded again to 11, 8 or 4 bits is
     // the correctly rounded quotient (24 >= 2*11+2), so this is "rounded once".
     case weftFloat16: return divide_float<Half>(d, s, count, static_cast<float>(divisor));
     case weftBfloat16: return divide_float<Bf16>(d, s, count, static_cast<float>(divisor));
+    case weftFloat8e4m3: return divide_float<E4M3>(d, s, count, static_cast<float>(divisor));
+    case weftFloat8e5m2: return divide_float<E5M2>(d, s, count, static_cast<float>(divisor));
     case weftFloat32: return divide_float<Plain<float>>(d, s, count, static_cast<float>(divisor));
     case weftFloat64: return divide_float<Plain<double>>(d, s, count, static_cast<double>(divisor));
     default: return;

@@ -65,6 +65,49 @@ const Format& bf16_format() {
   return f;
 }
 
+// fp8 (OCP E4M3 / E5M2): the same table search, but the codes above the largest
+// finite one are NaN (E5M2: the first of them Inf), and rounding saturates there:
+// anything at or beyond the largest finite magnitude, Inf too, becomes it.
+struct Fp8Format {
+  int mant_bits, bias;
+  uint32_t max_code;     // largest finite magnitude
+  uint32_t inf_code;     // 0: no Inf
+  std::vector<double> values;  // values[c] for c in [0, max_code]
+  Fp8Format(int m, int b, uint32_t max, uint32_t inf) : mant_bits(m), bias(b), max_code(max), inf_code(inf) {
+    for (uint32_t c = 0; c <= max_code; ++c) values.push_back(code_value(c, m, b));
+  }
+  uint8_t round(double x) const {
+    if (std::isnan(x)) return 0x7f;
+    const uint8_t sign = std::signbit(x) ? 0x80 : 0;
+    const double a = std::fabs(x);
+    if (a >= values[max_code]) return static_cast<uint8_t>(sign | max_code);
+    uint32_t lo = 0;
+    while (values[lo + 1] <= a) ++lo;  // 127 codes at most: a scan is plain enough
+    const double down = a - values[lo], up = values[lo + 1] - a;
+    uint32_t c = lo;
+    if (up < down || (up == down && (lo & 1u))) c = lo + 1;
+    return static_cast<uint8_t>(sign | c);
+  }
+  float decode(uint8_t code) const {
+    const bool neg = (code & 0x80) != 0;
+    const uint32_t c = code & 0x7fu;
+    double v;
+    if (c <= max_code) v = values[c];
+    else if (c == inf_code) v = INFINITY;
+    else v = std::nan("");
+    return static_cast<float>(neg ? -v : v);
+  }
+};
+
+const Fp8Format& e4m3_format() {
+  static const Fp8Format f(3, 7, 0x7e, 0);
+  return f;
+}
+const Fp8Format& e5m2_format() {
+  static const Fp8Format f(2, 15, 0x7b, 0x7c);
+  return f;
+}
+
 template <class T>
 T get(const uint8_t* p) {
   T v;
@@ -147,14 +190,18 @@ Int int_of(weftDataType_t dtype) {
   }
 }
 
-// Widen an fp16/bf16/fp32 element to float.
+// Widen an fp8/fp16/bf16/fp32 element to float.
 float load_f(weftDataType_t dtype, const uint8_t* p) {
+  if (dtype == weftFloat8e4m3) return e4m3_format().decode(*p);
+  if (dtype == weftFloat8e5m2) return e5m2_format().decode(*p);
   if (dtype == weftFloat16) return half_to_float(get<uint16_t>(p));
   if (dtype == weftBfloat16) return bf16_to_float(get<uint16_t>(p));
   return get<float>(p);
 }
 void store_narrow(weftDataType_t dtype, uint8_t* p, double v) {
-  if (dtype == weftFloat16) put(p, round_to_half(v));
+  if (dtype == weftFloat8e4m3) *p = e4m3_format().round(v);
+  else if (dtype == weftFloat8e5m2) *p = e5m2_format().round(v);
+  else if (dtype == weftFloat16) put(p, round_to_half(v));
   else if (dtype == weftBfloat16) put(p, round_to_bf16(v));
   else put(p, static_cast<float>(v));  // double -> float rounds to nearest even
 }
@@ -165,10 +212,14 @@ float half_to_float(uint16_t h) { return half_format().decode(h); }
 float bf16_to_float(uint16_t b) { return bf16_format().decode(b); }
 uint16_t round_to_half(double x) { return half_format().round(x); }
 uint16_t round_to_bf16(double x) { return bf16_format().round(x); }
+float e4m3_to_float(uint8_t v) { return e4m3_format().decode(v); }
+float e5m2_to_float(uint8_t v) { return e5m2_format().decode(v); }
+uint8_t round_to_e4m3(double x) { return e4m3_format().round(x); }
+uint8_t round_to_e5m2(double x) { return e5m2_format().round(x); }
 
 size_t elem_size(weftDataType_t dtype) {
   switch (dtype) {
-    case weftInt8: case weftUint8: return 1;
+    case weftInt8: case weftUint8: case weftFloat8e4m3: case weftFloat8e5m2: return 1;
     case weftFloat16: case weftBfloat16: return 2;
     case weftInt32: case weftUint32: case weftFloat32: return 4;
     default: return 8;
@@ -177,13 +228,17 @@ size_t elem_size(weftDataType_t dtype) {
 
 bool is_float(weftDataType_t dtype) {
   return dtype == weftFloat16 || dtype == weftBfloat16 || dtype == weftFloat32 ||
-         dtype == weftFloat64;
+         dtype == weftFloat64 || dtype == weftFloat8e4m3 || dtype == weftFloat8e5m2;
 }
 
 std::vector<uint8_t> reduce(weftDataType_t dtype, Op op, const std::vector<const uint8_t*>& srcs,
                             size_t count) {
   const size_t es = elem_size(dtype);
   std::vector<uint8_t> out(count * es);
+  if (srcs.size() == 1) {  // no op applied: the bits as they are (an fp8 Inf stays Inf)
+    std::memcpy(out.data(), srcs[0], count * es);
+    return out;
+  }
   for (size_t i = 0; i < count; ++i) {
     const size_t off = i * es;
     if (dtype == weftFloat64) {
@@ -191,7 +246,7 @@ std::vector<uint8_t> reduce(weftDataType_t dtype, Op op, const std::vector<const
       for (size_t s = 1; s < srcs.size(); ++s) acc = fcombine(op, acc, get<double>(srcs[s] + off));
       put(out.data() + off, acc);
     } else if (is_float(dtype)) {
-      // fp16/bf16/fp32: accumulate in fp32 left to right, round once at the end.
+      // fp8/fp16/bf16/fp32: accumulate in fp32 left to right, round once at the end.
       float acc = load_f(dtype, srcs[0] + off);
       for (size_t s = 1; s < srcs.size(); ++s) acc = fcombine(op, acc, load_f(dtype, srcs[s] + off));
       store_narrow(dtype, out.data() + off, acc);

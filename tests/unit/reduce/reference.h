@@ -1,5 +1,5 @@
 // An independent reference for the reduction kernels: written without looking at the
-// library's conversion code, and as plainly as possible. fp16/bf16 narrowing picks
+// library's conversion code, and as plainly as possible. fp8/fp16/bf16 narrowing picks
 // the nearest representable value from a table of all of them (ties to the even
 // code), so it shares no bit tricks with src/reduce/half.h or the SIMD paths.
 #pragma once
@@ -18,6 +18,11 @@ float bf16_to_float(uint16_t b);
 // Round x (any double) to nearest, ties to even; NaN gives some quiet NaN.
 uint16_t round_to_half(double x);
 uint16_t round_to_bf16(double x);
+// fp8: NaN gives 0x7f; magnitudes at or beyond the largest finite one saturate to it.
+float e4m3_to_float(uint8_t v);
+float e5m2_to_float(uint8_t v);
+uint8_t round_to_e4m3(double x);
+uint8_t round_to_e5m2(double x);
 
 size_t elem_size(weftDataType_t dtype);
 bool is_float(weftDataType_t dtype);

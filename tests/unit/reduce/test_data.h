@@ -19,7 +19,7 @@ namespace weft::reduce::test {
 
 inline constexpr weftDataType_t kAllDtypes[] = {weftInt8,  weftUint8,   weftInt32,  weftUint32,
                                                 weftInt64, weftUint64,  weftFloat16, weftBfloat16,
-                                                weftFloat32, weftFloat64};
+                                                weftFloat32, weftFloat64, weftFloat8e4m3, weftFloat8e5m2};
 inline constexpr Op kAllOps[] = {Op::Sum, Op::Prod, Op::Max, Op::Min};
 
 inline const char* op_str(Op op) {
@@ -131,6 +131,8 @@ inline void random_element(weftDataType_t dtype, Rng& rng, uint8_t* out) {
   switch (dtype) {
     case weftFloat16: { uint16_t h = ref::round_to_half(v); std::memcpy(out, &h, 2); break; }
     case weftBfloat16: { uint16_t b = ref::round_to_bf16(v); std::memcpy(out, &b, 2); break; }
+    case weftFloat8e4m3: *out = ref::round_to_e4m3(v); break;
+    case weftFloat8e5m2: *out = ref::round_to_e5m2(v); break;
     case weftFloat32: { float f = static_cast<float>(v); std::memcpy(out, &f, 4); break; }
     default: std::memcpy(out, &v, 8); break;
   }
