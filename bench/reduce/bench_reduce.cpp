@@ -46,6 +46,8 @@ Bytes make_buffer(weftDataType_t dtype, size_t bytes, int seed) {
       case weftBfloat16: { const uint16_t h = static_cast<uint16_t>(0x3f80 + v); std::memcpy(p + i * 2, &h, 2); break; }
       case weftFloat32: { const float f = static_cast<float>(v); std::memcpy(p + i * 4, &f, 4); break; }
       case weftFloat64: { const double d = v; std::memcpy(p + i * 8, &d, 8); break; }
+      case weftFloat8e4m3: p[i] = static_cast<uint8_t>(0x38 + v % 8); break;  // 1.0 .. 1.875
+      case weftFloat8e5m2: p[i] = static_cast<uint8_t>(0x3c + v % 4); break;  // 1.0 .. 1.75
       default: { const uint64_t u = static_cast<uint64_t>(v); std::memcpy(p + i * es, &u, es); break; }
     }
   }
@@ -98,7 +100,8 @@ const char* short_op(Op op) {
 
 void register_all() {
   const weftDataType_t dtypes[] = {weftInt8,  weftUint8,   weftInt32,  weftUint32,  weftInt64,
-                                   weftUint64, weftFloat16, weftBfloat16, weftFloat32, weftFloat64};
+                                   weftUint64, weftFloat16, weftBfloat16, weftFloat32, weftFloat64,
+                                   weftFloat8e4m3, weftFloat8e5m2};
   const size_t sizes[] = {256 * kKiB, 4 * kMiB, 256 * kMiB};
   // Rates use this process's CPU time (Google Benchmark's default), not wall time:
   // the cores are shared, and time spent preempted is not the kernel's. Run with

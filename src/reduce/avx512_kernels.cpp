@@ -16,6 +16,7 @@
 #include <type_traits>
 
 #include "reduce/dtype_visit.h"
+#include "reduce/half.h"
 
 namespace weft::reduce {
 namespace {
@@ -49,13 +50,19 @@ inline HalfBits float_to_half(Vec<float> f) {
   return (HalfBits)_mm512_maskz_cvtps_ph(__mmask16(0xffff), (__m512)f,
                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
-// Explicit vpmovzxwd/vpmovdw: GCC 12 splits __builtin_convertvector at 512 bits into
+// Explicit vpmovzx/vpmov: GCC 12 splits __builtin_convertvector at 512 bits into
 // 256-bit halves and shuffles.
 inline Vec<uint32_t> widen_u16(HalfBits h) {
   return (Vec<uint32_t>)_mm512_maskz_cvtepu16_epi32(__mmask16(0xffff), (__m256i)h);
 }
 inline HalfBits narrow_u32(Vec<uint32_t> r) {
   return (HalfBits)_mm512_maskz_cvtepi32_epi16(__mmask16(0xffff), (__m512i)r);
+}
+inline Vec<uint32_t> widen_u8(QuarterBits b) {
+  return (Vec<uint32_t>)_mm512_maskz_cvtepu8_epi32(__mmask16(0xffff), (__m128i)b);
+}
+inline QuarterBits narrow_u32_u8(Vec<uint32_t> r) {
+  return (QuarterBits)_mm512_maskz_cvtepi32_epi8(__mmask16(0xffff), (__m512i)r);
 }
 inline void stream_store(void* p, VecN<long long, 32>::type v) {
   _mm256_stream_si256(static_cast<__m256i*>(p), (__m256i)v);

@@ -138,7 +138,7 @@ void reduce_copy(void* dst, void* dst2, const void* const* srcs, int nsrcs, size
   }
   // A few elements (the 8-byte all-reduces of a latency-bound loop) cost less one
   // at a time than through a zero-padded register; the sets agree bit for bit.
-  const KernelSet& k = count <= kScalarMaxCount || is_fp8(dtype) ? scalar_kernels() : kernels();
+  const KernelSet& k = count <= kScalarMaxCount ? scalar_kernels() : kernels();
   k.reduce(dst, dst2, srcs, nsrcs, count, dtype, op, bytes >= nontemporal_threshold());
 }
 
@@ -149,12 +149,12 @@ void reduce(void* dst, const void* const* srcs, int nsrcs, size_t count, weftDat
 
 void divide(void* dst, const void* src, size_t count, weftDataType_t dtype, int64_t divisor) {
   if (count == 0 || !valid_dtype(dtype)) return;
-  (is_fp8(dtype) ? scalar_kernels() : kernels()).divide(dst, src, count, dtype, divisor);
+  kernels().divide(dst, src, count, dtype, divisor);
 }
 
 void scale(void* dst, const void* src, size_t count, weftDataType_t dtype, const void* scalar) {
   if (count == 0 || !valid_dtype(dtype)) return;
-  (is_fp8(dtype) ? scalar_kernels() : kernels()).scale(dst, src, count, dtype, scalar);
+  kernels().scale(dst, src, count, dtype, scalar);
 }
 
 const char* kernel_name() { return kernels().name; }

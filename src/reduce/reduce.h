@@ -22,9 +22,7 @@ namespace weft::reduce {
 //   flush to zero).
 // - fp8 (E4M3, E5M2) likewise accumulate in fp32 and round once to nearest even, but
 //   saturate: a result beyond the largest finite value, Inf included, becomes it
-//   (CUDA's __NV_SATFINITE, as NCCL's fp8 reductions). Only the scalar set has them
-//   (reduce() sends them there): fp8 reductions on a CPU are rare and not worth a
-//   vector decode.
+//   (CUDA's __NV_SATFINITE, as NCCL's fp8 reductions).
 // - One source is copied bit for bit: no op is applied (an fp8 Inf stays Inf).
 // - NaN and Inf propagate as IEEE arithmetic says (Inf + -Inf = NaN, ...), but fp8
 //   results saturate (above).

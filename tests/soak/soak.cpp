@@ -252,7 +252,7 @@ class Soak {
   // this rank is not a member. Every rank draws the same numbers either way.
   std::unique_ptr<Call> collective(Slot& s, bool post = true, bool* inplace_out = nullptr) {
     const int kind = static_cast<int>(draw(6));
-    const int type = static_cast<int>(draw(weftNumTypes));
+    const int type = static_cast<int>(draw(kNumTypes));
     const bool integer = !is_float(type);
     const int op = static_cast<int>(draw(integer ? 8 : 5));
     size_t count = kCounts[draw(sizeof kCounts / sizeof kCounts[0])];
@@ -363,7 +363,7 @@ class Soak {
 
   // Every member sends its input to the next and receives the previous one's.
   void ring(Slot& s) {
-    const int type = static_cast<int>(draw(weftNumTypes));
+    const int type = static_cast<int>(draw(kNumTypes));
     const size_t count = kCounts[draw(sizeof kCounts / sizeof kCounts[0])];
     if (s.comm == nullptr) return;
     ++st_.p2p;

@@ -26,6 +26,18 @@ float HalfToFloat(uint16_t h) {
   return (h & 0x8000) != 0 ? -mag : mag;
 }
 
+// OCP fp8: E4M3's only non-finite codes are NaN (S.1111.111); E5M2's all-ones
+// exponent is Inf or NaN.
+double Fp8ToDouble(uint64_t raw, int man_bits, int bias) {
+  const int exp = static_cast<int>(raw & 0x7f) >> man_bits, mant = static_cast<int>(raw) & ((1 << man_bits) - 1);
+  double mag;
+  if (man_bits == 3 && (raw & 0x7f) == 0x7f) mag = NAN;
+  else if (man_bits == 2 && exp == 31) mag = mant != 0 ? NAN : INFINITY;
+  else if (exp == 0) mag = std::ldexp(mant, 1 - bias - man_bits);
+  else mag = std::ldexp(mant | (1 << man_bits), exp - bias - man_bits);
+  return (raw & 0x80) != 0 ? -mag : mag;
+}
+
 double Decode(weftDataType_t t, uint64_t raw) {
   switch (t) {
     case weftInt8: return static_cast<int8_t>(raw);
@@ -35,6 +47,8 @@ double Decode(weftDataType_t t, uint64_t raw) {
     case weftInt64: return static_cast<double>(static_cast<int64_t>(raw));
     case weftUint64: return static_cast<double>(raw);
     case weftFloat16: return HalfToFloat(static_cast<uint16_t>(raw));
+    case weftFloat8e4m3: return Fp8ToDouble(raw, 3, 7);
+    case weftFloat8e5m2: return Fp8ToDouble(raw, 2, 15);
     case weftBfloat16: {
       uint32_t u = static_cast<uint32_t>(raw) << 16;
       float f;
@@ -65,7 +79,7 @@ T Combine(weftRedOp_t op, T a, T b) {
   }
 }
 
-// One reduction step as a kernel would do it: 16-bit floats in float, the result
+// One reduction step as a kernel would do it: 8- and 16-bit floats in float, the result
 // rounded back to the datatype; integers wrap.
 uint64_t Step(weftDataType_t t, weftRedOp_t op, uint64_t a, uint64_t b) {
   const TypeInfo& info = Info(t);

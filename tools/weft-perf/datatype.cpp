@@ -1,5 +1,6 @@
 #include "datatype.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <iterator>
@@ -20,6 +21,8 @@ const TypeInfo kTypes[] = {
     {weftFloat32, "float", 4, true, int64_t{1} << 24, 62},
     {weftFloat64, "double", 8, true, int64_t{1} << 53, 62},
     {weftBfloat16, "bfloat16", 2, true, 256, 62},    // 8-bit significand
+    {weftFloat8e4m3, "f8e4m3", 1, true, 16, 8},      // 4-bit significand, largest 448
+    {weftFloat8e5m2, "f8e5m2", 1, true, 8, 15},      // 3-bit significand, largest 57344
 };
 
 struct Alias {
@@ -33,7 +36,8 @@ const Alias kTypeAliases[] = {
     {"fp16", weftFloat16},    {"float16", weftFloat16},   {"float", weftFloat32},
     {"fp32", weftFloat32},    {"float32", weftFloat32},   {"double", weftFloat64},
     {"fp64", weftFloat64},    {"float64", weftFloat64},   {"bfloat16", weftBfloat16},
-    {"bf16", weftBfloat16},
+    {"bf16", weftBfloat16},   {"f8e4m3", weftFloat8e4m3}, {"float8_e4m3fn", weftFloat8e4m3},
+    {"f8e5m2", weftFloat8e5m2}, {"float8_e5m2", weftFloat8e5m2},
 };
 
 // The ops weft-perf measures, numbered as weftRedOp_t: nccl-tests' five. The
@@ -61,7 +65,8 @@ bool ParseTypes(const std::string& text, std::vector<weftDataType_t>* out) {
   if (text == "all") {
     // nccl-tests' order for -d all.
     for (weftDataType_t t : {weftInt8, weftUint8, weftInt32, weftUint32, weftInt64, weftUint64,
-                             weftFloat16, weftFloat32, weftFloat64, weftBfloat16})
+                             weftFloat16, weftFloat32, weftFloat64, weftBfloat16, weftFloat8e4m3,
+                             weftFloat8e5m2})
       out->push_back(t);
     return true;
   }
@@ -111,8 +116,31 @@ uint16_t FloatToBf16(float f) {
   return static_cast<uint16_t>(x >> 16);
 }
 
+uint8_t DoubleToFp8(double v, int man_bits, int bias, double largest, uint8_t largest_code) {
+  if (std::isnan(v)) return 0x7f;
+  const uint8_t sign = std::signbit(v) ? 0x80 : 0;
+  const double a = std::fabs(v);
+  if (a == 0) return sign;
+  // Rounded to the spacing of a's binade (of the subnormals below the normal
+  // range); nearbyint rounds to nearest even in the default rounding mode.
+  int e;
+  std::frexp(a, &e);  // a = f * 2^e, f in [0.5, 1)
+  const int binade = std::max(e - 1, 1 - bias);
+  const double r = std::nearbyint(std::ldexp(a, man_bits - binade)) * std::ldexp(1.0, binade - man_bits);
+  if (r >= largest) return sign | largest_code;
+  if (r < std::ldexp(1.0, 1 - bias))  // subnormal: a multiple of the smallest one
+    return sign | static_cast<uint8_t>(std::lround(std::ldexp(r, bias - 1 + man_bits)));
+  std::frexp(r, &e);
+  const int mant = static_cast<int>(std::lround(std::ldexp(r, man_bits - (e - 1)))) - (1 << man_bits);
+  return sign | static_cast<uint8_t>(((e - 1 + bias) << man_bits) | mant);
+}
+
 uint64_t EncodeReal(weftDataType_t type, double value) {
   switch (type) {
+    case weftFloat8e4m3:
+      return DoubleToFp8(value, 3, 7, 448.0, 0x7e);
+    case weftFloat8e5m2:
+      return DoubleToFp8(value, 2, 15, 57344.0, 0x7b);
     case weftFloat16:
       return FloatToHalf(static_cast<float>(value));
     case weftBfloat16:

@@ -40,5 +40,8 @@ void StoreRaw(void* buf, size_t index, size_t size, uint64_t raw);
 // IEEE binary16 and bfloat16 from float, round to nearest even.
 uint16_t FloatToHalf(float f);
 uint16_t FloatToBf16(float f);
+// OCP fp8 (E4M3: 3 mantissa bits, bias 7, largest 448 = 0x7e; E5M2: 2, 15, 57344 =
+// 0x7b) from double, round to nearest even, saturating at the largest finite value.
+uint8_t DoubleToFp8(double v, int man_bits, int bias, double largest, uint8_t largest_code);
 
 }  // namespace weftperf
