@@ -82,6 +82,17 @@ static int g_root;
 static int32_t want_root(size_t i) { return value(g_root, i); }
 static int32_t want_left(size_t i) { return value((g_rank + g_n - 1) % g_n, i); }
 
+/* fp8 E4M3 (ncclFloat8e4m3): rank r holds ((i + r) % 4 + 1) / 8 at element i. Up to
+ * 4 ranks every partial sum is k / 8 with k <= 10, which E4M3's 4-bit significand
+ * holds exactly. The code of k / 8 (1 <= k <= 15), worked out from the format: exponent
+ * floor(log2 k) - 3 (bias 7), the bits of k below its leading one as the mantissa. */
+static uint8_t e4m3_eighths(int k) {
+  int top = 0;
+  while ((k >> (top + 1)) != 0) ++top;
+  return (uint8_t)(((top - 3 + 7) << 3) | ((k << (3 - top)) & 7));
+}
+static int fp8_eighths(int r, size_t i) { return (int)((i + (size_t)r) % 4) + 1; }
+
 static int exchange_id(const char* path, ncclUniqueId* id) {
   if (g_rank == 0) {
     char tmp[4096];
@@ -201,6 +212,23 @@ int main(int argc, char** argv) {
     if (ok(ncclGroupEnd(), comm, "send/recv group")) {
       get(&b);
       expect("send/recv ring", b.host, c, want_left);
+    }
+  }
+  /* fp8 all-reduce (NCCL 2.24+'s ncclFloat8e4m3): the sum of every rank's eighths. */
+  if (g_n <= 4) {
+    uint8_t* in = (uint8_t*)a.host;
+    for (size_t i = 0; i < c; ++i) in[i] = e4m3_eighths(fp8_eighths(g_rank, i));
+    put(&a);
+    if (ok(ncclAllReduce(at(&a), at(&b), c, ncclFloat8e4m3, ncclSum, comm, g_stream), comm, "ncclAllReduce fp8")) {
+      get(&b);
+      const uint8_t* out = (const uint8_t*)b.host;
+      size_t wrong = 0;
+      for (size_t i = 0; i < c; ++i) {
+        int k = 0;
+        for (int r = 0; r < g_n; ++r) k += fp8_eighths(r, i);
+        wrong += out[i] != e4m3_eighths(k);
+      }
+      if (wrong != 0) fail("fp8 all-reduce", "wrong elements");
     }
   }
   /* What weft does not do is refused, with a reason. */

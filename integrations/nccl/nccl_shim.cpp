@@ -6,8 +6,8 @@
 //
 // What weft lacks is refused with ncclInvalidUsage (or ncclInvalidArgument) and a
 // message from ncclGetLastError, never faked: symmetric-memory windows,
-// ncclGroupSimulateEnd, ncclCommRevoke, the fp8 datatypes, and pre-multiplied
-// sums whose scalar is in device memory.
+// ncclGroupSimulateEnd, ncclCommRevoke, and pre-multiplied sums whose scalar is
+// in device memory. The datatypes, fp8 included, are numbered as NCCL's.
 #include <dlfcn.h>
 #include <nccl.h>
 
@@ -22,6 +22,9 @@
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
 static_assert(sizeof(ncclUniqueId) == sizeof(weftUniqueId), "unique ids must have the same size");
+static_assert(static_cast<int>(ncclNumTypes) == static_cast<int>(weftNumTypes) &&
+                  static_cast<int>(ncclFloat8e5m2) == static_cast<int>(weftFloat8e5m2),
+              "datatypes are numbered as NCCL's");
 static_assert(static_cast<int>(ncclNumResults) == 8 && static_cast<int>(weftTimeout) == 8,
               "results 0-7 are shared; weftTimeout is weft's own");
 
@@ -55,7 +58,7 @@ weftUniqueId id_of(const ncclUniqueId& id) {
 
 bool dtype_of(ncclDataType_t t, weftDataType_t* out) {
   if (static_cast<int>(t) < 0 || static_cast<int>(t) >= static_cast<int>(weftNumTypes)) return false;
-  *out = static_cast<weftDataType_t>(t);  // int8 .. bfloat16 share their numbers
+  *out = static_cast<weftDataType_t>(t);  // int8 .. fp8 e5m2 share their numbers
   return true;
 }
 
@@ -72,7 +75,7 @@ bool op_of(ncclRedOp_t op, weftRedOp_t* out) {
   weftDataType_t w;                                                                                           \
   if (!dtype_of(t, &w))                                                                                       \
     return refuse(ncclInvalidArgument, std::string(fn) + ": datatype " + std::to_string(static_cast<int>(t)) + \
-                                           " is not supported by weft (fp8 types are not)")
+                                           " is not a datatype")
 #define CHECK_OP(fn, o, w)                                                                                   \
   weftRedOp_t w;                                                                                            \
   if (!op_of(o, &w))                                                                                        \
