@@ -354,6 +354,40 @@ def ops(args):
     return results
 
 
+def fp8(args):
+    """float8_e4m3fn / float8_e5m2 (NCCL's fp8 types): sums whose every partial is
+    exact in the type (E4M3: eighths, E5M2: quarters, up to 4 ranks), max of small
+    integers, all_gather and broadcast of every code. Compared as bytes: torch has
+    no equality for float8 on the CPU."""
+    rank, world = init()
+    check = Checker(f"rank {rank}/{world} fp8")
+    n = 41
+    i = torch.arange(n, dtype=torch.int64)
+
+    def same(what, got, want):
+        check.equal(what, got.view(torch.uint8), want.view(torch.uint8))
+
+    for dtype, unit, period in ((torch.float8_e4m3fn, 8.0, 4), (torch.float8_e5m2, 4.0, 2)):
+        d = str(dtype).replace("torch.", "")
+        ins = [(((i + r) % period + 1).double() / unit) for r in range(world)]
+        t = ins[rank].to(dtype)
+        dist.all_reduce(t)
+        same(f"all_reduce SUM {d}", t, sum(ins).to(dtype))
+        ins = [((i * 5 + r * 3) % 11 - 5).double() for r in range(world)]
+        t = ins[rank].to(dtype)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        same(f"all_reduce MAX {d}", t, functools.reduce(torch.maximum, ins).to(dtype))
+        codes = [((i * 7 + r * 13) % 256).to(torch.uint8).view(dtype) for r in range(world)]
+        out = torch.empty(n * world, dtype=dtype)
+        dist.all_gather_into_tensor(out, codes[rank])
+        same(f"all_gather_into_tensor {d}", out, torch.cat(codes))
+        t = codes[rank].clone()
+        dist.broadcast(t, world - 1)
+        same(f"broadcast {d}", t, codes[world - 1])
+    dist.destroy_process_group()
+    return [check.checks, check.failures]
+
+
 def future_value(args):
     """The future of an async all_reduce holds the output tensors (as DDP's reducer reads them)."""
     rank, world = init()

@@ -20,6 +20,14 @@ def test_every_operation(world):
     assert all("subgroup" in results[r] for r in members)
 
 
+@pytest.mark.parametrize("world", [2, 4])
+def test_fp8(world):
+    results = harness.run("fp8", world, timeout=120)
+    for rank, (checks, failures) in enumerate(results):
+        assert checks == 8, f"rank {rank}: {checks} checks ran"
+        assert not failures, "\n".join(failures)
+
+
 def test_future_holds_output_tensors():
     results = harness.run("future_value", 2, timeout=120)
     for res in results:

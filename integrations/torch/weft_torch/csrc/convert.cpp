@@ -16,6 +16,10 @@ weftDataType_t weft_dtype(at::ScalarType type, const char* what) {
       return weftFloat16;
     case at::kBFloat16:
       return weftBfloat16;
+    case at::kFloat8_e4m3fn:
+      return weftFloat8e4m3;
+    case at::kFloat8_e5m2:
+      return weftFloat8e5m2;
     case at::kChar:
       return weftInt8;
     case at::kByte:
@@ -31,7 +35,8 @@ weftDataType_t weft_dtype(at::ScalarType type, const char* what) {
       return weftUint64;
     default:
       TORCH_CHECK(false, "weft ", what, ": unsupported dtype ", c10::toString(type),
-                  " (float32, float64, float16, bfloat16, int8, uint8, int32, int64, uint32, uint64, bool)");
+                  " (float32, float64, float16, bfloat16, float8_e4m3fn, float8_e5m2, int8, uint8, int32, int64, uint32,"
+                  " uint64, bool)");
   }
 }
 
