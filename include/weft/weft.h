@@ -351,6 +351,16 @@ weftResult_t weftAlltoAllv(const void* sendbuff, const size_t* sendcounts, const
  * returns the first error. Groups nest; only the outermost End runs. */
 weftResult_t weftGroupStart(void);
 weftResult_t weftGroupEnd(void);
+/* Ends the outermost group as weftGroupEnd would, but runs nothing: the recorded
+ * calls are dropped (their buffers untouched) and *seconds gets this rank's
+ * estimate of the group, per communicator its point-to-point operations (the
+ * busiest peer: alpha + beta x its bytes both ways, with the generic constants of
+ * the link's class) plus each collective as weftCommExplainAlgorithm prices the
+ * algorithm it would run (online tuning's measured time once settled, else the
+ * prediction), summed. NCCL's ncclGroupSimulateEnd. Local: every rank of a job
+ * should end the same group so, as none of them communicates. Refused for calls on
+ * device memory and while inner groups are open. */
+weftResult_t weftGroupSimulateEnd(double* seconds);
 
 /* Pre-multiplied sum: every rank's input is multiplied by *scalar before the sum
  * (the scalar may differ per rank). Valid for this communicator and datatype. */

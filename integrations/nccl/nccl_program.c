@@ -231,6 +231,22 @@ int main(int argc, char** argv) {
       if (wrong != 0) fail("fp8 all-reduce", "wrong elements");
     }
   }
+  /* ncclGroupSimulateEnd: an estimate, and nothing run (host memory only). */
+  if (!g_device) {
+    ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+    for (size_t i = 0; i < c; ++i) b.host[i] = -5;
+    ncclGroupStart();
+    ncclAllReduce(at(&a), at(&b), c, ncclInt32, ncclSum, comm, g_stream);
+    if (ok(ncclGroupSimulateEnd(&sim), comm, "ncclGroupSimulateEnd")) {
+      if (!(sim.estimatedTime > 0 && sim.estimatedTime < 1e7)) fail("ncclGroupSimulateEnd", "no estimate in us");
+      if (b.host[0] != -5 || b.host[c - 1] != -5) fail("ncclGroupSimulateEnd", "the all-reduce ran");
+    }
+    ncclSimInfo_t raw;
+    memset(&raw, 0, sizeof raw);
+    ncclGroupStart();
+    if (ncclGroupSimulateEnd(&raw) != ncclInvalidArgument) fail("ncclGroupSimulateEnd", "uninitialized simInfo taken");
+    ncclGroupEnd();
+  }
   /* What weft does not do is refused, with a reason. */
   if (ncclCommWindowRegister(comm, a.host, 4096, NULL, 0) != ncclInvalidUsage ||
       strstr(ncclGetLastError(comm), "not supported") == NULL)

@@ -6,8 +6,8 @@
 //
 // What weft lacks is refused with ncclInvalidUsage (or ncclInvalidArgument) and a
 // message from ncclGetLastError, never faked: symmetric-memory windows,
-// ncclGroupSimulateEnd, ncclCommRevoke, and pre-multiplied sums whose scalar is
-// in device memory. The datatypes, fp8 included, are numbered as NCCL's.
+// ncclCommRevoke, and pre-multiplied sums whose scalar is in device memory.
+// ncclGroupSimulateEnd gives weft's own estimate (weftGroupSimulateEnd). The datatypes, fp8 included, are numbered as NCCL's.
 #include <dlfcn.h>
 #include <nccl.h>
 
@@ -359,9 +359,16 @@ ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int
 ncclResult_t ncclGroupStart() { return from(weftGroupStart()); }
 ncclResult_t ncclGroupEnd() { return from(weftGroupEnd()); }
 
-ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t*) {
-  return refuse(ncclInvalidUsage, "ncclGroupSimulateEnd is not supported by weft (the group stays open: end it "
-                                  "with ncclGroupEnd)");
+// NCCL's estimate is in microseconds (its tuning model's unit).
+ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* info) {
+  if (info == nullptr || info->magic != 0x74685283u ||
+      info->size < offsetof(ncclSimInfo_t, estimatedTime) + sizeof(info->estimatedTime))
+    return refuse(ncclInvalidArgument,
+                  "ncclGroupSimulateEnd: simInfo is NULL or was not initialized with NCCL_SIM_INFO_INITIALIZER");
+  double seconds = 0;
+  const ncclResult_t rc = from(weftGroupSimulateEnd(&seconds));
+  if (rc == ncclSuccess) info->estimatedTime = static_cast<float>(seconds * 1e6);
+  return rc;
 }
 
 // The profiling interface's names: the same functions.

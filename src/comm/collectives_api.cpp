@@ -362,6 +362,50 @@ weftResult_t weftGroupEnd(void) {
   return first;
 }
 
+weftResult_t weftGroupSimulateEnd(double* seconds) {
+  if (seconds == nullptr) return report(weft::Error(weftInvalidArgument, "weftGroupSimulateEnd: seconds is NULL"));
+  if (t_group_depth == 0)
+    return report(weft::Error(weftInvalidUsage, "weftGroupSimulateEnd without weftGroupStart"));
+  if (t_group_depth > 1)
+    return report(weft::Error(weftInvalidUsage,
+                              "weftGroupSimulateEnd: %d groups are open; it ends the outermost only (close the "
+                              "inner ones with weftGroupEnd)",
+                              t_group_depth));
+  t_group_depth = 0;
+  g_open_groups.fetch_sub(1, std::memory_order_relaxed);
+  std::vector<Recorded> group = std::move(t_group);
+  t_group.clear();
+  std::vector<weftComm*> comms;
+  for (const Recorded& r : group)
+    if (std::find(comms.begin(), comms.end(), r.comm) == comms.end()) comms.push_back(r.comm);
+  double total = 0;
+  for (weftComm* comm : comms) {
+    weftResult_t rc = weftSuccess;
+    Use c(comm, "weftGroupSimulateEnd", &rc);
+    if (!c) return rc;
+    std::vector<weft::exec::P2P> ops;
+    for (const Recorded& r : group) {
+      if (r.comm != comm) continue;
+      if (r.stream != nullptr)
+        return with_rank(c.get(), weft::Error(weftInvalidUsage,
+                                              "weftGroupSimulateEnd: calls on device memory have no estimate (their "
+                                              "copies and GPU links are not modelled with the host schedule)"));
+      if (r.p2p) ops.insert(ops.end(), r.batch.ops.begin(), r.batch.ops.end());
+    }
+    double t = 0;
+    weft::Status st = c->estimate_p2p(ops, &t);
+    total += t;
+    for (const Recorded& r : group) {
+      if (!st.ok() || r.comm != comm || r.p2p) continue;
+      st = c->estimate(r.coll, &t);
+      total += t;
+    }
+    if (!st.ok()) return with_rank(c.get(), st);
+  }
+  *seconds = total;
+  return weftSuccess;
+}
+
 weftResult_t weftRedOpCreatePreMulSum(weftRedOp_t* op, void* scalar, weftDataType_t datatype,
                                       weftScalarResidence_t residence, weftComm_t comm) {
   weftResult_t rc;

@@ -962,6 +962,35 @@ Status Communicator::explain_algorithm(const CollArgs& a, weftAlgoExplanation_t*
   return Status::Ok();
 }
 
+Status Communicator::estimate(const CollArgs& a, double* seconds) {
+  weftAlgoExplanation_t e;
+  WEFT_TRY(explain_algorithm(a, &e));
+  for (int i = 0; i < e.ncandidates; ++i) {
+    const weftAlgoCandidate_t& c = e.candidates[i];
+    if (std::strcmp(c.algorithm, e.algorithm) != 0) continue;
+    if (c.measured >= 0 || c.predicted >= 0) {
+      *seconds = c.measured >= 0 ? c.measured : c.predicted;
+      return Status::Ok();
+    }
+  }
+  return Error(weftInvalidUsage, "%s (count %zu): %s has no cost model to estimate it by", sched::coll_name(a.coll),
+               a.count, e.algorithm);
+}
+
+Status Communicator::estimate_p2p(const std::vector<exec::P2P>& ops, double* seconds) const {
+  std::map<int, uint64_t> bytes;  // by peer, both ways
+  for (const exec::P2P& op : ops) bytes[op.peer] += op.bytes;
+  const bool all_here = std::all_of(same_host_.begin(), same_host_.end(), [](bool b) { return b; });
+  *seconds = 0;
+  for (const auto& [peer, b] : bytes) {
+    // A receive from any rank may come over the slowest link this rank has.
+    const bool here = peer == exec::kAnySource ? all_here : same_host_[static_cast<size_t>(peer)];
+    const algo::LinkCost& k = tuner_->table().base.of(here ? tune::LinkClass::Shm : tune::LinkClass::Net);
+    *seconds = std::max(*seconds, k.alpha_s + static_cast<double>(b) * k.beta_s_per_byte);
+  }
+  return Status::Ok();
+}
+
 // execute()'s rare paths, out of line so that its own frame stays small: an
 // 8-byte all-reduce spends a good part of its time in call overhead.
 Status Communicator::precheck(const CollArgs& a) {

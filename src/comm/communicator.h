@@ -122,6 +122,14 @@ class Communicator final : public exec::Health {
   Status query_algorithm(const CollArgs& args, const char** name, bool* settled);
   // weftCommExplainAlgorithm: query_algorithm() with the tuner's explanation.
   Status explain_algorithm(const CollArgs& a, weftAlgoExplanation_t* out);
+  // weftGroupSimulateEnd's seconds for one collective: what the algorithm it would
+  // run now takes, measured by online tuning once its class has settled, else
+  // predicted; an error where neither exists.
+  Status estimate(const CollArgs& a, double* seconds);
+  // ...and for a group's point-to-point operations: they progress together, so the
+  // busiest peer's link (alpha + beta x the bytes both ways, the link class's
+  // generic constants: shm on this host, net off it).
+  Status estimate_p2p(const std::vector<exec::P2P>& ops, double* seconds) const;
 
   // Pre-multiplied sum ops: ids from weftNumOps up, valid for one datatype.
   Status create_premul(const void* scalar, weftDataType_t dtype, weftRedOp_t* op);
