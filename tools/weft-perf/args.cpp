@@ -52,13 +52,15 @@ void PrintPerfUsage(FILE* out) {
       "  -w, --warmup_iters N untimed iterations first (default 5)\n"
       "  -c, --check 0/1      verify every element on every rank (default 1)\n"
       "  -d, --datatype T     int8 uint8 int32 uint32 int64 uint64 half float double\n"
-      "                       bfloat16, or all (default float)\n"
+      "                       bfloat16 f8e4m3 f8e5m2, or all (default float)\n"
       "  -o, --op OP          sum prod max min avg, or all (default sum)\n"
       "  -r, --root N         root rank of broadcast and reduce (default 0)\n"
       "  -a, --algo NAME      force an algorithm (sets WEFT_ALGO); 'all': every algorithm\n"
       "                       and auto, interleaved in these processes (rounds of ~10 ms\n"
       "                       batches; -n is not used), one row per size; --json writes\n"
       "                       every sample\n"
+      "      --rounds N       -a all: rounds per (algorithm, size), each point the median\n"
+      "                       (default 3; more for a noisy machine)\n"
       "      --memalloc       buffers from weftMemAlloc instead of malloc\n"
       "      --device cuda    buffers in GPU memory, each call enqueued on a CUDA stream\n"
       "                       and timed to the stream's end; the header gives the\n"
@@ -155,6 +157,9 @@ bool ParsePerfArgs(int argc, char** argv, PerfOptions* opt, bool* help, std::str
       opt->algo = value;
     } else if (name == "--device") {
       opt->device = value == "cuda" ? "libcuda.so.1" : value;
+    } else if (name == "--rounds") {
+      ok = ParseInt(value, 1, 99, &v);
+      opt->rounds = static_cast<int>(v);
     } else if (name == "--json") {
       opt->json_path = value;
     } else if (name == "--csv") {
@@ -189,6 +194,10 @@ bool ParsePerfArgs(int argc, char** argv, PerfOptions* opt, bool* help, std::str
       return false;
     }
     opt->algo = "all";
+  }
+  if (opt->rounds != 3 && opt->algo != "all") {
+    *error = "--rounds is for -a all (and --calibrate)";
+    return false;
   }
   if (opt->algo == "all" && (opt->types.size() != 1 || opt->ops.size() != 1 || !opt->csv_path.empty())) {
     *error = "-a all compares algorithms at one datatype and op (no -d all, -o all) and writes no --csv";

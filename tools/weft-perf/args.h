@@ -28,6 +28,7 @@ struct PerfOptions {
   bool memalloc = false;
   std::string device;  // --device: the CUDA driver library to load ("cuda": libcuda.so.1)
   bool explain = false;  // --explain: WEFT_EXPLAIN=1
+  int rounds = 3;  // --rounds: -a all's interleaved measurements per (algorithm, size)
   std::string json_path;
   std::string csv_path;
   std::string calibrate_path;  // --calibrate: fit the tuner instead of the sweep table

@@ -22,7 +22,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 namespace tune = weft::tune;
 
-constexpr int kRounds = 3;              // measurements per (algorithm, size); median kept
 constexpr double kBatchSeconds = 0.01;  // each measurement times calls worth ~10 ms
 constexpr int kMaxBatch = 1000;
 constexpr double kNear = 1.10;          // "within 10% of the fastest"
@@ -135,6 +134,7 @@ struct Results {
   std::vector<Contender> forced;
   Contender automatic;
   std::vector<const weft::algo::Algorithm*> auto_picks;  // per point: what auto ran, once tuned
+  int rounds = 3;   // measurements per (algorithm, size), interleaved; median kept
   std::string key;  // "# weft-perf --calibrate <coll> <n> ranks <class>"
   tune::LinkClass cls = tune::LinkClass::Shm;
 };
@@ -193,7 +193,7 @@ bool Calibrate(const Job& job, const PerfOptions& opt, const Results& r, const P
       text = "# weft tuning file (WEFT_TUNING_FILE): class coll algo nranks from_bytes alpha_s "
              "beta_s_per_byte gamma_s_per_byte\n";
     text += r.key + ": " + Info(opt.types[0]).name + " " + OpName(opt.ops[0]) + ", median of " +
-            std::to_string(kRounds) + " rounds, " + Now() + "\n" + tune::format_fitted(*fitted);
+            std::to_string(r.rounds) + " rounds, " + Now() + "\n" + tune::format_fitted(*fitted);
     tune::Table parsed;
     st = tune::parse_tuning_text(text, opt.calibrate_path, &parsed);
     if (!st.ok()) error = st.message();
@@ -206,7 +206,7 @@ bool Calibrate(const Job& job, const PerfOptions& opt, const Results& r, const P
 void PrintTable(const PerfOptions& opt, const Results& r, const std::vector<const weft::algo::Algorithm*>& picks,
                 const std::vector<const weft::algo::Algorithm*>& new_picks) {
   const bool calibrated = !new_picks.empty();
-  std::printf("#\n# %s: us per call, median of %d interleaved rounds\n#%11s", r.key.c_str() + sizeof(kBlockTag), kRounds, "size");
+  std::printf("#\n# %s: us per call, median of %d interleaved rounds\n#%11s", r.key.c_str() + sizeof(kBlockTag), r.rounds, "size");
   for (const Contender& f : r.forced) std::printf(" %12.12s", f.name());
   std::printf(" %12s %12s %10s %9s", "fastest", "auto pick", "auto us", "auto/best");
   if (calibrated) std::printf(" %12s %9s", "new pick", "new/best");
@@ -249,7 +249,7 @@ bool WriteJson(const Job& job, const PerfOptions& opt, const Results& r,
   std::ofstream out(opt.json_path, std::ios::trunc);
   out << "{\n \"collective\": \"" << weft::sched::coll_name(r.coll) << "\", \"nranks\": " << job.nranks
       << ", \"datatype\": \"" << Info(opt.types[0]).name << "\", \"op\": \"" << OpName(opt.ops[0])
-      << "\", \"rounds\": " << kRounds << ",\n \"points\": [";
+      << "\", \"rounds\": " << r.rounds << ",\n \"points\": [";
   char num[32];
   auto us = [&](double s) {
     std::snprintf(num, sizeof(num), "%.3f", s * 1e6);
@@ -275,7 +275,7 @@ bool WriteJson(const Job& job, const PerfOptions& opt, const Results& r,
   return static_cast<bool>(out);
 }
 
-// Size by size: warm-up and batch sizing, then kRounds rounds over every contender
+// Size by size: warm-up and batch sizing, then r.rounds rounds over every contender
 // that can run the size, each round starting one contender later. Neighbouring
 // measurements of one size are seconds apart, not a whole sweep, so drift barely
 // separates the contenders, and the rotation keeps any one of them from always
@@ -305,7 +305,7 @@ void Measure(const Job& job, const Collective& coll, const PerfOptions& opt, con
       c->calls[i] = static_cast<int>(
           std::clamp(std::ceil(kBatchSeconds / std::max(one, 1e-9)), 1.0, static_cast<double>(kMaxBatch)));
     }
-    for (int round = 0; round < kRounds; ++round)
+    for (int round = 0; round < r->rounds; ++round)
       for (size_t k = 0; k < all.size(); ++k) {
         Contender* c = all[(k + static_cast<size_t>(round)) % all.size()];
         if (c->ran(i)) c->seconds[i].push_back(TimeCalls(job, coll, buffers, p, c->comm, c->calls[i]));
@@ -346,6 +346,7 @@ int RunAlgoComparison(const Job& job, const Collective& coll, const PerfOptions&
     return 2;
   }
   r.esize = Info(opt.types[0]).size;
+  r.rounds = opt.rounds;
   r.cls = where.local_ranks >= job.nranks ? tune::LinkClass::Shm : tune::LinkClass::Net;
   r.key = std::string(kBlockTag) + " " + weft::sched::coll_name(r.coll) + " " + std::to_string(job.nranks) +
           " ranks " + tune::link_class_name(r.cls);
@@ -370,7 +371,7 @@ int RunAlgoComparison(const Job& job, const Collective& coll, const PerfOptions&
   r.automatic.comm = Open(job, "");
   if (job.rank == 0) {
     std::printf("# %zu algorithms and auto x %zu sizes, %d interleaved rounds of ~%.0f ms batches\n",
-                r.forced.size(), r.points.size(), kRounds, kBatchSeconds * 1e3);
+                r.forced.size(), r.points.size(), r.rounds, kBatchSeconds * 1e3);
     std::fflush(stdout);
   }
   Measure(job, coll, opt, buffers, &r);
