@@ -274,6 +274,13 @@ class Group {
     open_ = false;
     check(weftGroupEnd());
   }
+  // Runs nothing: the group's estimated seconds instead (weftGroupSimulateEnd).
+  double simulate_end() {
+    double seconds = 0;
+    open_ = false;
+    check(weftGroupSimulateEnd(&seconds));
+    return seconds;
+  }
 
  private:
   bool open_ = true;

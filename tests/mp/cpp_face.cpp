@@ -1,5 +1,6 @@
 // The C++ face over a real communicator (run under weft-run): every wrapper
 // once, results checked, errors surfacing as weft::Error with the C API's code.
+#include <algorithm>
 #include <cstdio>
 #include <numeric>
 #include <vector>
@@ -57,6 +58,15 @@ int main() {
       g.end();
     }
     expect(got[63] == (r + n - 1) % n, "send/recv ring in a group");
+    std::fill(got.begin(), got.end(), 255);
+    double seconds = 0;
+    {
+      weft::Group g;
+      comm.recv(std::span<uint8_t>(got), (r + n - 1) % n);
+      comm.send(std::span<const uint8_t>(s), (r + 1) % n);
+      seconds = g.simulate_end();
+    }
+    expect(seconds > 0 && got[63] == 255, "a simulated group: an estimate, nothing received");
   }
 
   std::vector<float> f(256, 1.0f);

@@ -170,6 +170,11 @@ elif [ "$mode" = run ]; then
   start_ranks "" "$exe" "${extra[@]}"
   wait_ranks 0 $nranks 600
   grep -v " WEFT " "$work/rank0.log"
+  if [ -n "$shape" ]; then  # what the shaping did: drops and delays explain slow runs
+    for ((h = 0; h < hosts; h++)); do
+      echo "# host $h eth0 qdisc: $(ip netns exec "$tag-h$h" tc -s qdisc show dev eth0 | grep -m1 -o 'Sent.*')"
+    done
+  fi
   for ((r = 0; r < nranks; r++)); do
     [ "${rcs[$r]}" = 0 ] || { say_fail "rank $r exit status ${rcs[$r]}"; tail -n 5 "$work/rank$r.log"; }
   done

@@ -1,5 +1,8 @@
 #include "transports/tcp/connection.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -82,6 +85,16 @@ size_t Connection::write(size_t i, const FrameHeader& h, const unsigned char* pa
     int err = errno;
     if (connection_lost(err)) lost(on_socket("is unreachable", i, std::strerror(err)));
     else failed(weftSystemError, on_socket("could not be written to", i, std::strerror(err)));
+  }
+  // A frame's last partial segment may be held back by the kernel's autocorking
+  // while the socket's earlier segments sit in a queue (a shaping qdisc, a busy
+  // NIC), to go when they are sent, which the kernel learns in a softirq: with
+  // ranks spinning on every core that can take tens of ms (recursive doubling at
+  // 64 KiB, 4 hosts x 2 ranks on 2 cores behind a token bucket: 4-15 ms per call
+  // instead of 1.1). Setting TCP_NODELAY again pushes it out now.
+  if (sent == total) {
+    const int one = 1;
+    (void)setsockopt(socks_[i].get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   }
   return sent;
 }
