@@ -236,7 +236,7 @@ std::vector<uint8_t> reduce(weftDataType_t dtype, Op op, const std::vector<const
   const size_t es = elem_size(dtype);
   std::vector<uint8_t> out(count * es);
   if (srcs.size() == 1) {  // no op applied: the bits as they are (an fp8 Inf stays Inf)
-    std::memcpy(out.data(), srcs[0], count * es);
+    if (count > 0) std::memcpy(out.data(), srcs[0], count * es);
     return out;
   }
   for (size_t i = 0; i < count; ++i) {
