@@ -32,6 +32,17 @@ thread_local std::vector<Recorded> t_group;
 // lookup (a function call in a shared library).
 std::atomic<int> g_open_groups{0};
 
+// The outermost group is ending (t_group_depth just reached 0): its recorded
+// calls, and the communicators they use in order of first appearance.
+std::vector<Recorded> close_group(std::vector<weftComm*>* comms) {
+  g_open_groups.fetch_sub(1, std::memory_order_relaxed);
+  std::vector<Recorded> group = std::move(t_group);
+  t_group.clear();
+  for (const Recorded& r : group)
+    if (std::find(comms->begin(), comms->end(), r.comm) == comms->end()) comms->push_back(r.comm);
+  return group;
+}
+
 bool in_group() { return g_open_groups.load(std::memory_order_relaxed) > 0 && t_group_depth > 0; }
 
 weftResult_t with_rank(weft::Communicator* c, weft::Status st) {
@@ -317,14 +328,10 @@ weftResult_t weftGroupEnd(void) {
   if (t_group_depth == 0)
     return report(weft::Error(weftInvalidUsage, "weftGroupEnd without weftGroupStart"));
   if (--t_group_depth > 0) return weftSuccess;
-  g_open_groups.fetch_sub(1, std::memory_order_relaxed);
-  std::vector<Recorded> group = std::move(t_group);
-  t_group.clear();
   // Per communicator, in order of first appearance: its point-to-point
   // operations together, then its collectives in the order they were called.
   std::vector<weftComm*> comms;
-  for (const Recorded& r : group)
-    if (std::find(comms.begin(), comms.end(), r.comm) == comms.end()) comms.push_back(r.comm);
+  const std::vector<Recorded> group = close_group(&comms);
   weftResult_t first = weftSuccess;
   for (weftComm* comm : comms) {
     weftResult_t rc = weftSuccess;  // Use sets it only when the lookup fails
@@ -372,12 +379,8 @@ weftResult_t weftGroupSimulateEnd(double* seconds) {
                               "inner ones with weftGroupEnd)",
                               t_group_depth));
   t_group_depth = 0;
-  g_open_groups.fetch_sub(1, std::memory_order_relaxed);
-  std::vector<Recorded> group = std::move(t_group);
-  t_group.clear();
   std::vector<weftComm*> comms;
-  for (const Recorded& r : group)
-    if (std::find(comms.begin(), comms.end(), r.comm) == comms.end()) comms.push_back(r.comm);
+  const std::vector<Recorded> group = close_group(&comms);
   double total = 0;
   for (weftComm* comm : comms) {
     weftResult_t rc = weftSuccess;
