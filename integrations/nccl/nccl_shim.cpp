@@ -7,7 +7,8 @@
 // What weft lacks is refused with ncclInvalidUsage (or ncclInvalidArgument) and a
 // message from ncclGetLastError, never faked: symmetric-memory windows,
 // ncclCommRevoke, and pre-multiplied sums whose scalar is in device memory.
-// ncclGroupSimulateEnd gives weft's own estimate (weftGroupSimulateEnd). The datatypes, fp8 included, are numbered as NCCL's.
+// ncclGroupSimulateEnd gives weft's own estimate (weftGroupSimulateEnd). The
+// datatypes, fp8 included, are numbered as NCCL's.
 #include <dlfcn.h>
 #include <nccl.h>
 

@@ -91,6 +91,12 @@ struct Fp8Format {
 inline constexpr Fp8Format kE4M3{3, 7, false, 0x7e};
 inline constexpr Fp8Format kE5M2{2, 15, true, 0x7b};
 
+// The fp32 bits of the largest finite value (positive floats order as their bits).
+constexpr uint32_t fp8_max_bits(const Fp8Format& f) {
+  return (((f.max_code >> f.man_bits) + 127 - f.bias) << 23) |
+         ((f.max_code & ((1u << f.man_bits) - 1)) << (23 - f.man_bits));
+}
+
 inline float fp8_to_float(uint8_t v, const Fp8Format& f) {
   const uint32_t sign = static_cast<uint32_t>(v & 0x80u) << 24;
   const uint32_t mant = v & ((1u << f.man_bits) - 1);
@@ -114,7 +120,7 @@ inline uint8_t float_to_fp8(float v, const Fp8Format& f) {
   const uint8_t sign = static_cast<uint8_t>((x >> 24) & 0x80u);
   const uint32_t a = x & 0x7fffffffu;
   if (a > 0x7f800000u) return 0x7fu;
-  if (bits_float(a) >= fp8_to_float(f.max_code, f)) return sign | f.max_code;
+  if (a >= fp8_max_bits(f)) return sign | f.max_code;
   if (a < 0x00800000u) return sign;  // zero, or an fp32 denormal: far below fp8's range
   const int e = static_cast<int>(a >> 23) - 127;
   const int emin = 1 - static_cast<int>(f.bias);

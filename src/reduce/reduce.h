@@ -35,10 +35,9 @@ namespace weft::reduce {
 enum class Op : uint8_t { Sum, Prod, Max, Min, Band, Bor, Bxor };
 
 inline bool is_bitwise(Op op) { return op == Op::Band || op == Op::Bor || op == Op::Bxor; }
-inline bool is_fp8(weftDataType_t dtype) { return dtype == weftFloat8e4m3 || dtype == weftFloat8e5m2; }
 inline bool is_float_dtype(weftDataType_t dtype) {
   return dtype == weftFloat16 || dtype == weftFloat32 || dtype == weftFloat64 || dtype == weftBfloat16 ||
-         is_fp8(dtype);
+         dtype == weftFloat8e4m3 || dtype == weftFloat8e5m2;
 }
 
 constexpr int kMaxSources = 8;
