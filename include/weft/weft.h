@@ -180,6 +180,18 @@ weftResult_t weftCommDestroy(weftComm_t comm);
  * error, typically weftRemoteError), waits for those calls to return, then frees
  * it. May be called from any thread. */
 weftResult_t weftCommAbort(weftComm_t comm);
+/* Stops the communicator without freeing it (NCCL's ncclCommRevoke): every
+ * pending operation fails promptly, here and, through the bootstrap, on the other
+ * ranks, whose communicators are revoked with it. The ranks can still agree:
+ * weftCommSplit works (the new communicator shares no channel or connection with
+ * this one) and so does weftCommShrink; then weftCommDestroy or weftCommAbort.
+ * Other calls on it fail with weftInvalidUsage. weftCommGetAsyncError reports
+ * weftInProgress until none of its calls is queued or running, then weftSuccess.
+ * flags must be WEFT_REVOKE_DEFAULT. Any thread; does not wait. A communicator
+ * that already failed (a lost rank, a peer's abort) can be revoked, but its
+ * bootstrap no longer serves a split: shrink it. */
+#define WEFT_REVOKE_DEFAULT 0
+weftResult_t weftCommRevoke(weftComm_t comm, int flags);
 /* Stuck-call diagnosis on demand (SIGUSR1 does the same for every communicator):
  * every rank of the communicator reports where it is (the call and its sequence
  * number, the schedule step, the peer it waits on, bytes done) through the
@@ -191,7 +203,8 @@ weftResult_t weftCommAbort(weftComm_t comm);
 weftResult_t weftCommDump(weftComm_t comm, char* line, size_t len);
 /* weftSuccess, or the error that broke the communicator, a peer's abort or a lost
  * rank included (read from the bootstrap here, so a communicator whose work is all
- * on streams learns of them too). */
+ * on streams learns of them too). A revoked communicator: weftInProgress, then
+ * weftSuccess once it is quiescent (weftCommRevoke). */
 weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* asyncError);
 weftResult_t weftCommCount(const weftComm_t comm, int* count);
 weftResult_t weftCommUserRank(const weftComm_t comm, int* rank);

@@ -118,6 +118,13 @@ class Communicator {
     return n;
   }
   weftComm_t handle() const { return comm_; }
+  // weftCommSplit: every rank calls it; WEFT_SPLIT_NOCOLOR gives an empty one.
+  Communicator split(int color, int key) const {
+    weftComm_t out = nullptr;
+    check(weftCommSplit(comm_, color, key, &out, nullptr), comm_);
+    return Communicator(out);
+  }
+  explicit operator bool() const { return comm_ != nullptr; }
   // weftCommShrink: the ranks that stay, after a failure; only they call it.
   Communicator shrink(std::span<const int> exclude) const {
     weftComm_t out = nullptr;
@@ -126,6 +133,14 @@ class Communicator {
   }
   void abort() {
     if (comm_ != nullptr) check(weftCommAbort(std::exchange(comm_, nullptr)));
+  }
+  // weftCommRevoke: stops every rank's pending calls; split and shrink still work.
+  void revoke() { check(weftCommRevoke(comm_, WEFT_REVOKE_DEFAULT), comm_); }
+  // weftCommGetAsyncError after a revoke: no call of it queued or running.
+  bool quiescent() const {
+    weftResult_t state = weftSuccess;
+    check(weftCommGetAsyncError(comm_, &state), comm_);
+    return state != weftInProgress;
   }
 
   // In place.

@@ -254,6 +254,33 @@ int main(int argc, char** argv) {
   void* mem = NULL;
   if (ok(ncclMemAlloc(&mem, 1 << 20), comm, "ncclMemAlloc")) ok(ncclMemFree(mem), comm, "ncclMemFree");
 
+  /* ncclCommRevoke of a split communicator on every rank: it settles (ncclInProgress,
+   * then ncclSuccess), refuses collectives and finalize, and still splits. */
+  ncclComm_t doomed = NULL, again = NULL;
+  if (ok(ncclCommSplit(comm, 0, g_rank, &doomed, NULL), comm, "ncclCommSplit")) {
+    if (ncclCommRevoke(doomed, 1) != ncclInvalidArgument) fail("ncclCommRevoke", "flags 1 taken");
+    ok(ncclCommRevoke(doomed, NCCL_REVOKE_DEFAULT), doomed, "ncclCommRevoke");
+    ncclResult_t state = ncclInProgress;
+    for (int tries = 0; tries < 1000 && state == ncclInProgress; ++tries) {
+      if (!ok(ncclCommGetAsyncError(doomed, &state), doomed, "ncclCommGetAsyncError after revoke")) break;
+      if (state == ncclInProgress) usleep(10000);
+    }
+    if (state != ncclSuccess) fail("ncclCommRevoke", "the communicator did not settle to ncclSuccess");
+    if (ncclAllReduce(at(&a), at(&b), c, ncclInt32, ncclSum, doomed, g_stream) != ncclInvalidUsage)
+      fail("ncclCommRevoke", "a collective on the revoked communicator was not refused");
+    if (ncclCommFinalize(doomed) != ncclInvalidUsage) fail("ncclCommRevoke", "finalize after revoke was not refused");
+    if (ok(ncclCommSplit(doomed, 0, g_rank, &again, NULL), doomed, "ncclCommSplit of the revoked communicator")) {
+      for (size_t i = 0; i < c; ++i) a.host[i] = value(g_rank, i);
+      put(&a);
+      if (ok(ncclAllReduce(at(&a), at(&b), c, ncclInt32, ncclSum, again, g_stream), again, "ncclAllReduce after")) {
+        get(&b);
+        expect("all-reduce on the split of a revoked communicator", b.host, c, want_sum);
+      }
+      ok(ncclCommDestroy(again), NULL, "ncclCommDestroy of the split");
+    }
+    ok(ncclCommDestroy(doomed), NULL, "ncclCommDestroy of the revoked communicator");
+  }
+
   ncclResult_t async = ncclSuccess;
   ok(ncclCommGetAsyncError(comm, &async), comm, "ncclCommGetAsyncError");
   if (async != ncclSuccess) fail("async error", ncclGetErrorString(async));

@@ -5,8 +5,8 @@
 // declares is exported, the profiling pnccl* names included.
 //
 // What weft lacks is refused with ncclInvalidUsage (or ncclInvalidArgument) and a
-// message from ncclGetLastError, never faked: symmetric-memory windows,
-// ncclCommRevoke, and pre-multiplied sums whose scalar is in device memory.
+// message from ncclGetLastError, never faked: symmetric-memory windows and
+// pre-multiplied sums whose scalar is in device memory.
 // ncclGroupSimulateEnd gives weft's own estimate (weftGroupSimulateEnd). The
 // datatypes, fp8 included, are numbered as NCCL's.
 #include <dlfcn.h>
@@ -15,6 +15,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <string>
 
 #include "weft/weft.h"
@@ -46,6 +48,21 @@ ncclResult_t from(weftResult_t rc) {
   // A deadline passed: NCCL's nearest is a remote failure (a peer that stopped).
   if (rc == weftTimeout) return ncclRemoteError;
   return static_cast<ncclResult_t>(rc);
+}
+
+// Revoked communicators, for the one call NCCL forbids after a revoke that weft
+// would allow (finalize); forgotten when destroyed.
+std::mutex g_revoked_mu;
+std::set<ncclComm_t> g_revoked;
+
+bool is_revoked(ncclComm_t c) {
+  std::lock_guard<std::mutex> lock(g_revoked_mu);
+  return g_revoked.count(c) != 0;
+}
+
+void forget(ncclComm_t c) {
+  std::lock_guard<std::mutex> lock(g_revoked_mu);
+  g_revoked.erase(c);
 }
 
 weftComm_t W(ncclComm_t c) { return reinterpret_cast<weftComm_t>(c); }
@@ -175,17 +192,29 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
 
 // weftCommDestroy waits for the queued work; here only its error is reported.
 ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  if (is_revoked(comm)) return refuse(ncclInvalidUsage, "ncclCommFinalize: the communicator was revoked; destroy it");
   weftResult_t async = weftSuccess;
   ncclResult_t rc = from(weftCommGetAsyncError(W(comm), &async));
   return rc != ncclSuccess ? rc : from(async);
 }
 
-ncclResult_t ncclCommDestroy(ncclComm_t comm) { return from(weftCommDestroy(W(comm))); }
-ncclResult_t ncclCommAbort(ncclComm_t comm) { return from(weftCommAbort(W(comm))); }
+ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  forget(comm);
+  return from(weftCommDestroy(W(comm)));
+}
+ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  forget(comm);
+  return from(weftCommAbort(W(comm)));
+}
 
-ncclResult_t ncclCommRevoke(ncclComm_t, int) {
-  return refuse(ncclInvalidUsage, "ncclCommRevoke is not supported by weft: use ncclCommAbort, or ncclCommShrink "
-                                  "on the ranks that stay");
+ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+  static_assert(NCCL_REVOKE_DEFAULT == WEFT_REVOKE_DEFAULT, "revoke flags are NCCL's");
+  ncclResult_t rc = from(weftCommRevoke(W(comm), revokeFlags));
+  if (rc == ncclSuccess) {
+    std::lock_guard<std::mutex> lock(g_revoked_mu);
+    g_revoked.insert(comm);
+  }
+  return rc;
 }
 
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {

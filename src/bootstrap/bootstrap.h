@@ -170,6 +170,13 @@ class Bootstrap {
   // failing, with a reason that the others put in their errors.
   virtual void abort(const std::string& reason) = 0;
 
+  // weftCommRevoke: tells the other members (best effort, through the root) that
+  // this rank revoked the communicator. Unlike abort, the group stays usable.
+  virtual void revoke(const std::string& reason) = 0;
+  // Non-blocking: the first revoke notice from another member ("rank R (host H,
+  // pid P) revoked the communicator: <reason>", weftRemoteError), else Ok.
+  virtual Status revoked() = 0;
+
   // Recovery (weftCommShrink): the unique id of a new root in the process of
   // `leader` (this group's numbering), listening on the standby socket that
   // rank's connection bound when it joined, with `secret`. Works when the root

@@ -100,6 +100,8 @@ class Connection {
                 size_t size, void* all, Deadline deadline);
   Status poll(uint64_t group);
   void abort(uint64_t group, int me, const std::string& reason);
+  void revoke(uint64_t group, int me, const std::string& reason);
+  Status revoked(uint64_t group);
   Status shrink_root(uint64_t group, int leader, const Secret& secret, UniqueId* id);
   std::vector<int> lost_ranks(uint64_t group);
   std::string status_address(uint64_t group, int rank);
@@ -115,6 +117,7 @@ class Connection {
     std::vector<int32_t> members;  // empty: every rank, in connection order
     std::set<int> lost;            // members whose connection closed (Lost)
     std::string diagnosis;         // the root's latest diagnosis line
+    Status revoked;                // the first Revoke notice (not a failure of the group)
     uint64_t diagnoses = 0;        // how many arrived
   };
   Status send_msg(MsgType type, uint64_t seq, int64_t arg, const void* data, size_t len, Deadline deadline,
@@ -252,6 +255,9 @@ void Connection::dispatch(Msg& m, std::vector<Msg>* later) {
     case MsgType::Abort:
       if (m.type() == MsgType::Lost) boxes_[group].lost.insert(static_cast<int>(m.hdr.arg));
       if (boxes_[group].sticky.ok()) boxes_[group].sticky = Status(weftRemoteError, m.payload);
+      return;
+    case MsgType::Revoke:
+      if (boxes_[group].revoked.ok()) boxes_[group].revoked = Status(weftRemoteError, m.payload);
       return;
     case MsgType::Error: {
       auto code = static_cast<weftResult_t>(m.hdr.arg);
@@ -720,6 +726,16 @@ void Connection::abort(uint64_t group, int me, const std::string& reason) {
   if (!st.ok()) WEFT_WARN(BOOT, "rank %d: could not tell the root about the abort: %s", me, st.message().c_str());
 }
 
+void Connection::revoke(uint64_t group, int me, const std::string& reason) {
+  Status st = send_msg(MsgType::Revoke, 0, 0, reason.data(), reason.size(), Deadline::after_ms(1000), "revoke", group);
+  if (!st.ok()) WEFT_WARN(BOOT, "rank %d: could not tell the root about the revoke: %s", me, st.message().c_str());
+}
+
+Status Connection::revoked(uint64_t group) {
+  std::lock_guard<std::mutex> lk(mu_);
+  return boxes_[group].revoked;
+}
+
 std::string Connection::status_address(uint64_t group, int rank) {
   std::lock_guard<std::mutex> lk(mu_);
   const Box& box = boxes_[group];
@@ -834,6 +850,8 @@ class GroupBootstrap final : public Bootstrap {
   }
   Status poll() override { return conn_->poll(id_); }
   void abort(const std::string& reason) override { conn_->abort(id_, rank_, reason); }
+  void revoke(const std::string& reason) override { conn_->revoke(id_, rank_, reason); }
+  Status revoked() override { return conn_->revoked(id_); }
   Status shrink_root(int leader, const Secret& secret, UniqueId* id) override {
     return conn_->shrink_root(id_, leader, secret, id);
   }

@@ -113,6 +113,7 @@ class RootService : public std::enable_shared_from_this<RootService> {
   void on_message(Conn* c, Msg& m);
   void on_hello(Conn* c, const Msg& m);
   void on_op(Conn* c, const Msg& m);
+  // Abort and Revoke: the notice goes to every other member of the group.
   void on_abort(Conn* c, const Msg& m);
   void on_leave(Conn* c, const Msg& m);
   void on_report(Conn* c, const Msg& m);
@@ -549,11 +550,13 @@ void RootService::on_abort(Conn* c, const Msg& m) {
   Group& g = it->second;
   int r = g.index_of(c->rank);
   if (r < 0) return;
-  std::string text = describe(r, ranks_[static_cast<size_t>(c->rank)]) + " aborted: " + m.payload;
+  const bool revoke = m.type() == MsgType::Revoke;
+  std::string text = describe(r, ranks_[static_cast<size_t>(c->rank)]) +
+                     (revoke ? " revoked the communicator: " : " aborted: ") + m.payload;
   WEFT_WARN(BOOT, "bootstrap root %s: %s", bound_.str().c_str(), text.c_str());
   for (int member : g.members)
     if (member != c->rank)
-      send(ranks_[static_cast<size_t>(member)].conn, MsgType::Abort, 0, r, text.data(), text.size(), m.hdr.group);
+      send(ranks_[static_cast<size_t>(member)].conn, m.type(), 0, r, text.data(), text.size(), m.hdr.group);
 }
 
 namespace {
@@ -722,6 +725,7 @@ void RootService::on_message(Conn* c, Msg& m) {
       on_op(c, m);
       break;
     case MsgType::Abort:
+    case MsgType::Revoke:
       on_abort(c, m);
       break;
     case MsgType::Leave:

@@ -49,6 +49,9 @@ enum class MsgType : uint32_t {
   StatusReply = 14,    // rank -> root: group, seq = round, payload = StatusRow
   Diagnosis = 15,      // root -> rank: group, seq = ReportKind, arg = the member that prints
                        // the table, payload = the diagnosis line, '\n', the table
+  // weftCommRevoke: like Abort, but the group goes on (its all-gathers serve the
+  // split or shrink that follows); only its data operations stop.
+  Revoke = 16,  // rank -> root: group, payload = reason; root -> rank: group, arg = revoking rank
 };
 
 

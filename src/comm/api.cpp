@@ -348,6 +348,18 @@ weftResult_t weftCommAbort(weftComm_t comm) {
   return weftCommDestroy(comm);
 }
 
+weftResult_t weftCommRevoke(weftComm_t comm, int flags) {
+  if (flags != WEFT_REVOKE_DEFAULT)
+    return report(weft::Error(weftInvalidArgument, "weftCommRevoke: flags must be WEFT_REVOKE_DEFAULT (0), got %d",
+                              flags));
+  if (init_unfinished(comm)) return invalid("%s: the communicator's non-blocking init has not finished", "weftCommRevoke");
+  weftResult_t rc;
+  Use c(comm, "weftCommRevoke", &rc);
+  if (!c) return rc;
+  c->revoke();
+  return weftSuccess;
+}
+
 weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* asyncError) {
   if (asyncError == nullptr) return invalid("%s: asyncError is NULL", "weftCommGetAsyncError");
   {
@@ -365,8 +377,10 @@ weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* asyncError) {
   weftResult_t rc;
   Use c(comm, "weftCommGetAsyncError", &rc);
   if (!c) return rc;
-  if (asyncError == nullptr) return invalid("%s: asyncError is NULL", "weftCommGetAsyncError");
-  *asyncError = c->poll_async_error().code();
+  weft::Status st = c->poll_async_error();
+  // Revoked: settled once no other call holds it and nothing is queued or running.
+  if (c->revoked()) *asyncError = comm->users.load() == 1 && c->quiescent() ? weftSuccess : weftInProgress;
+  else *asyncError = st.code();
   return weftSuccess;
 }
 

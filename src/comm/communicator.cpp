@@ -272,11 +272,21 @@ Communicator::~Communicator() {
 Status Communicator::check() {
   if (aborted_.load(std::memory_order_relaxed))
     return Error(weftRemoteError, "the communicator was aborted");
-  Status st = boot_->poll();
-  return st;
+  if (revoked()) {
+    std::lock_guard<std::mutex> lock(err_mu_);
+    return revoke_error_;
+  }
+  WEFT_TRY(boot_->poll());
+  Status notice = boot_->revoked();
+  if (!notice.ok()) {
+    set_revoked(notice);
+    return check();
+  }
+  return Status::Ok();
 }
 
 void Communicator::explain_failure(Status* st) {
+  if (revoked()) return;  // the revoke is the explanation
   if (st->code() == weftTimeout) {
     // Every rank's status, gathered by the root; a rank that already holds the
     // group's diagnosis (it failed by it) gets it back at once.
@@ -363,6 +373,9 @@ void Communicator::fail(const Status& st) {
     if (error_.ok()) error_ = st;
   }
   failed_.store(true, std::memory_order_release);
+  // Operations stopped by a revoke fail here too: the other ranks know, and the
+  // bootstrap group must stay up for the split or shrink that follows.
+  if (revoked()) return;
   p2p_.unblock();  // a stream waiting at a cuda_p2p barrier must not wait for ranks that will not come
   {
     std::lock_guard<std::mutex> lock(pairs_mu_);
@@ -396,6 +409,45 @@ Status Communicator::poll_async_error() {
   Status st = check();
   if (!st.ok()) fail(st);
   return async_error();
+}
+
+void Communicator::set_revoked(const Status& why) {
+  {
+    std::lock_guard<std::mutex> lock(err_mu_);
+    if (revoked()) return;
+    revoke_error_ = why;
+    // Operations stopped by it fail with why; later calls are misuse.
+    if (error_.ok()) error_ = Status(weftInvalidUsage, why.message());
+    revoked_.store(true, std::memory_order_release);
+  }
+  failed_.store(true, std::memory_order_release);
+  p2p_.unblock();
+  {
+    std::lock_guard<std::mutex> lock(pairs_mu_);
+    if (pairs_ != nullptr) pairs_->unblock();
+  }
+  if (device_levels_.load(std::memory_order_acquire)) {
+    device_local_->set_revoked(why);
+    device_cross_->set_revoked(why);
+  }
+}
+
+void Communicator::revoke() {
+  set_revoked(Error(weftInvalidUsage,
+                    "the communicator was revoked on this rank (weftCommRevoke); it allows only "
+                    "weftCommSplit, weftCommShrink, weftCommDestroy and weftCommAbort"));
+  boot_->revoke("weftCommRevoke called");
+  if (device_levels_.load(std::memory_order_acquire)) {
+    device_local_->boot_->revoke("weftCommRevoke called");
+    device_cross_->boot_->revoke("weftCommRevoke called");
+  }
+}
+
+bool Communicator::quiescent() {
+  if (queue_->pending() != 0 || !queue_->drive_mu().try_lock()) return false;
+  queue_->drive_mu().unlock();
+  if (!device_levels_.load(std::memory_order_acquire)) return true;
+  return device_local_->quiescent() && device_cross_->quiescent();
 }
 
 void Communicator::abort(const std::string& reason) {
@@ -511,7 +563,7 @@ Status Communicator::split(int color, int key, boot::UniqueId* id, int* nranks, 
                            std::unique_ptr<boot::Bootstrap>* boot) {
   // Ordered like a collective: after everything posted before it.
   queue_->drain();
-  WEFT_TRY(async_error());
+  if (Status st = poll_async_error(); !st.ok() && !revoked()) return st;
   Deadline deadline = Deadline::after_ms(timeout_ms_);
   struct Place {
     int32_t color, key;
@@ -533,7 +585,11 @@ Status Communicator::split(int color, int key, boot::UniqueId* id, int* nranks, 
   *id = id_;
   *nranks = static_cast<int>(members.size());
   *rank = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
-  *lineage = lineage_;
+  // A revoked communicator's channels may hold the remains of stopped operations:
+  // the new one starts a family of its own (NCCL shares nothing while revoked).
+  // A peer's revoke sent before its part of the all-gather has arrived by now.
+  (void)check();
+  *lineage = revoked() ? Lineage{} : lineage_;
   return Status::Ok();
 }
 

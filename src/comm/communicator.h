@@ -141,6 +141,16 @@ class Communicator final : public exec::Health {
   // Unblocks every wait of this communicator; pending operations fail. Any
   // thread, also while a call of this communicator is blocked.
   void abort(const std::string& reason);
+  // weftCommRevoke: pending operations here fail at once and the other ranks'
+  // through the bootstrap, as with abort, but the communicator stays: its
+  // bootstrap group still serves weftCommSplit (whose communicator then shares
+  // no channel or connection with this one) and weftCommShrink. Later calls fail
+  // with weftInvalidUsage. Any thread.
+  void revoke();
+  // Revoked here or by another rank's notice (read by check()).
+  bool revoked() const { return revoked_.load(std::memory_order_acquire); }
+  // Nothing queued or running (weftCommGetAsyncError of a revoked communicator).
+  bool quiescent();
   // The error that broke the communicator, if any.
   Status async_error();
   // async_error(), after reading what the bootstrap has from the other ranks (a
@@ -332,6 +342,10 @@ class Communicator final : public exec::Health {
   std::mutex wait_mu_;
   WaitPosition wait_pos_;
   std::atomic<bool> aborted_{false};
+  // Set once; revoke_error_ (under err_mu_) is what operations stopped by it return.
+  std::atomic<bool> revoked_{false};
+  Status revoke_error_;
+  void set_revoked(const Status& why);
   std::atomic<uint64_t> shrinks_{0};  // weftCommShrink calls so far (any thread)
   std::mutex err_mu_;
   Status error_;  // sticky: the communicator is unusable after it is set

@@ -10,6 +10,11 @@
 //             descriptor or shared-memory segment left behind
 //   footprint descriptors, threads and /dev/shm per communicator (printed)
 //   abort-sibling  one of two split communicators aborted mid-all-reduce; the other keeps working
+//   revoke    weftCommRevoke from a second thread while every rank is blocked in
+//             a 64 MiB all-reduce on a split communicator: every call fails
+//             promptly; the revoked communicator refuses calls, settles, and
+//             still splits and shrinks into communicators with exact results;
+//             the world beside it keeps working
 //   initall   weftCommInitAll: 4 ranks in this process, driven by async calls
 //   tuning-state  settled picks saved (WEFT_TUNE_STATE_FILE) and resumed
 //   nonblocking-init  weftConfig_t.blocking = 0, polled until ready
@@ -400,6 +405,89 @@ void test_abort_sibling(weftComm_t world, int n, int me) {
               me, weftGetErrorString(rc), returned, before, kSiblingCalls);
 }
 
+// The sum of (r + 1) over the ranks r of `members` (world numbering), for a
+// communicator of them: each rank contributes its world rank + 1.
+bool check_member_sum(weftComm_t comm, int me, const std::vector<int>& members, const std::string& what) {
+  int x = me + 1, want = 0;
+  for (int r : members) want += r + 1;
+  if (!ok(weftAllReduce(&x, &x, 1, weftInt32, weftSum, comm, nullptr), comm, what)) return false;
+  if (x != want) fail(what + ": gave " + std::to_string(x) + ", not " + std::to_string(want));
+  return x == want;
+}
+
+void test_revoke(weftComm_t world, int n, int me) {
+  weftComm_t doomed = nullptr;
+  if (!ok(weftCommSplit(world, 0, me, &doomed, nullptr), world, "split")) return;
+  if (weftCommRevoke(doomed, 1) != weftInvalidArgument) fail("weftCommRevoke with flags 1 was not refused");
+  const size_t big = (size_t{64} << 20) / sizeof(float);
+  std::vector<float> buf(big, 1.0f);
+  weftBarrier(world);
+  auto t0 = std::chrono::steady_clock::now();
+  std::thread revoker;
+  if (me == 0)
+    revoker = std::thread([&] {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      ok(weftCommRevoke(doomed, WEFT_REVOKE_DEFAULT), doomed, "weftCommRevoke");
+    });
+  // The last rank joins late, so that the others are surely blocked.
+  if (me == n - 1) std::this_thread::sleep_for(std::chrono::seconds(2));
+  weftResult_t rc = weftAllReduce(buf.data(), buf.data(), big, weftFloat32, weftSum, doomed, nullptr);
+  const double returned = seconds_since(t0);
+  const std::string why = weftGetLastError(nullptr);
+  if (revoker.joinable()) revoker.join();
+  if (rc == weftSuccess) fail("the all-reduce succeeded although rank 0 revoked the communicator");
+  if (why.find("revoked") == std::string::npos) fail("the failed all-reduce does not say it was revoked: " + why);
+  // WEFT_TIMEOUT_MS is 60 s here: anything near it means the revoke did not stop the call.
+  if (returned > (me == n - 1 ? 2 + 5 : 1 + 5)) fail("the call returned " + std::to_string(returned) + " s after the start");
+
+  // Every rank learns of it and settles: weftInProgress while anything runs, then weftSuccess.
+  weftResult_t state = weftInProgress;
+  auto t1 = std::chrono::steady_clock::now();
+  while (state == weftInProgress && seconds_since(t1) < 10) {
+    if (!ok(weftCommGetAsyncError(doomed, &state), doomed, "weftCommGetAsyncError")) break;
+    if (state == weftInProgress) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (state != weftSuccess) fail(std::string("the revoked communicator's state is ") + weftGetErrorString(state));
+  int x = 1;
+  if (weftAllReduce(&x, &x, 1, weftInt32, weftSum, doomed, nullptr) != weftInvalidUsage ||
+      std::string(weftGetLastError(doomed)).find("revoked") == std::string::npos)
+    fail("a call on the revoked communicator was not refused as revoked");
+
+  // Management still works: a split by parity, then a shrink without the last rank.
+  std::vector<int> all, same_parity, stay;
+  for (int r = 0; r < n; ++r) {
+    all.push_back(r);
+    if (r % 2 == me % 2) same_parity.push_back(r);
+    if (r != n - 1) stay.push_back(r);
+  }
+  weftComm_t half = nullptr;
+  // A split of a healthy communicator shares its family's channels and connections
+  // (no new descriptor or segment: engine-footprint); one of a revoked communicator
+  // must not, as those may hold the remains of the stopped calls.
+  const int held = count_fds() + count_shm_segments();
+  if (ok(weftCommSplit(doomed, me % 2, me, &half, nullptr), doomed, "split of the revoked communicator")) {
+    const int now = count_fds() + count_shm_segments();
+    if (same_parity.size() > 1 && now <= held)
+      fail("the split of the revoked communicator opened no channel or connection of its own (" +
+           std::to_string(held) + " descriptors and segments before, " + std::to_string(now) + " after)");
+    for (int round = 0; round < 3; ++round) check_member_sum(half, me, same_parity, "all-reduce on its split");
+    ok(weftCommDestroy(half), half, "destroy the split");
+  }
+  if (me != n - 1) {
+    const int gone = n - 1;
+    weftComm_t shrunk = nullptr;
+    if (ok(weftCommShrink(doomed, &gone, 1, &shrunk, nullptr), doomed, "shrink of the revoked communicator")) {
+      for (int round = 0; round < 3; ++round) check_member_sum(shrunk, me, stay, "all-reduce on its shrink");
+      ok(weftCommDestroy(shrunk), shrunk, "destroy the shrink");
+    }
+  }
+  ok(weftCommDestroy(doomed), doomed, "destroy the revoked communicator");
+  // The world, a sibling of the revoked one sharing its channels, is untouched.
+  for (int round = 0; round < 3; ++round) check_member_sum(world, me, all, "world after the revoke");
+  std::printf("rank %d: revoke: call returned %s after %.2f s: %s\n", me,
+              weftGetErrorString(rc), returned, why.c_str());
+}
+
 void test_churn(weftComm_t world, int me, int rounds) {
   // One communicator first, so that lazily created state (the engine, caches) is there.
   weftComm_t c = nullptr;
@@ -668,6 +756,7 @@ int main(int argc, char** argv) {
     else if (mode == "tuning-state") test_tuning_state(world, g_rank, state_path);
     else if (mode == "churn") test_churn(world, g_rank, argc > 2 ? std::atoi(argv[2]) : 500);
     else if (mode == "abort-sibling") test_abort_sibling(world, n, g_rank);
+    else if (mode == "revoke") test_revoke(world, n, g_rank);
     else if (mode == "any-source") test_any_source(world, n, g_rank);
     else {
       std::fprintf(stderr, "usage: %s split|pipeline|threads|abort|churn [N]|footprint [N]|abort-sibling|any-source|initall|settings-mismatch|nonblocking-init|tuning-state\n", argv[0]);

@@ -1,8 +1,10 @@
 // The C++ face over a real communicator (run under weft-run): every wrapper
 // once, results checked, errors surfacing as weft::Error with the C API's code.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "weft/weft.hpp"
@@ -82,5 +84,30 @@ int main() {
   } catch (const weft::Error& e) {
     expect(e.code() == weftInvalidArgument, "allgather size mismatch throws weft::Error");
   }
+
+  // Split by parity; revoke the half on every rank of it; it settles, refuses
+  // calls, and splits again.
+  weft::Communicator half = comm.split(r % 2, r);
+  int want = 0;
+  for (int p = r % 2; p < n; p += 2) want += p + 1;
+  std::vector<int32_t> v(8, r + 1);
+  half.allreduce(std::span<int32_t>(v));
+  expect(v[7] == want && half.size() == (n - r % 2 + 1) / 2, "allreduce on a split by parity");
+  expect(!comm.split(WEFT_SPLIT_NOCOLOR, r), "WEFT_SPLIT_NOCOLOR gives an empty communicator");
+  half.revoke();
+  bool settled = false;
+  for (int tries = 0; tries < 1000 && !(settled = half.quiescent()); ++tries)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  expect(settled, "a revoked communicator settles");
+  try {
+    half.allreduce(std::span<int32_t>(v));
+    expect(false, "a call on a revoked communicator throws");
+  } catch (const weft::Error& e) {
+    expect(e.code() == weftInvalidUsage, "a call on a revoked communicator throws weftInvalidUsage");
+  }
+  weft::Communicator again = half.split(0, r);
+  std::fill(v.begin(), v.end(), r + 1);
+  again.allreduce(std::span<int32_t>(v));
+  expect(v[0] == want, "allreduce on a split of the revoked communicator");
   return failures == 0 ? 0 : 1;
 }
