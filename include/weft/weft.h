@@ -376,7 +376,11 @@ weftResult_t weftGroupEnd(void);
 weftResult_t weftGroupSimulateEnd(double* seconds);
 
 /* Pre-multiplied sum: every rank's input is multiplied by *scalar before the sum
- * (the scalar may differ per rank). Valid for this communicator and datatype. */
+ * (the scalar may differ per rank). Valid for this communicator and datatype.
+ * weftScalarHostImmediate: *scalar (host memory) is read now. weftScalarDevice:
+ * *scalar is read as each call with the op runs (it must stay valid until
+ * weftRedOpDestroy): host memory then, or CUDA device memory, which only calls on
+ * device buffers with a stream take, read in that stream's order. */
 typedef enum { weftScalarDevice = 0, weftScalarHostImmediate = 1 } weftScalarResidence_t;
 weftResult_t weftRedOpCreatePreMulSum(weftRedOp_t* op, void* scalar, weftDataType_t datatype,
                                       weftScalarResidence_t residence, weftComm_t comm);

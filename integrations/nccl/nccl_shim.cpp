@@ -5,8 +5,7 @@
 // declares is exported, the profiling pnccl* names included.
 //
 // What weft lacks is refused with ncclInvalidUsage (or ncclInvalidArgument) and a
-// message from ncclGetLastError, never faked: symmetric-memory windows and
-// pre-multiplied sums whose scalar is in device memory.
+// message from ncclGetLastError, never faked: symmetric-memory windows.
 // ncclGroupSimulateEnd gives weft's own estimate (weftGroupSimulateEnd). The
 // datatypes, fp8 included, are numbered as NCCL's.
 #include <dlfcn.h>
@@ -302,10 +301,6 @@ ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataTyp
                                       ncclScalarResidence_t residence, ncclComm_t comm) {
   CHECK_DTYPE("ncclRedOpCreatePreMulSum", datatype, dt);
   if (op == nullptr) return refuse(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: op is NULL");
-  // weft reads the scalar once, on the host: one in device memory cannot be read there.
-  if (is_device_memory(scalar))
-    return refuse(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: the scalar is in device memory; weft takes it "
-                                       "from host memory only (ncclScalarHostImmediate)");
   weftRedOp_t w = weftSum;
   ncclResult_t rc = from(
       weftRedOpCreatePreMulSum(&w, scalar, dt, static_cast<weftScalarResidence_t>(residence), W(comm)));

@@ -417,8 +417,7 @@ weftResult_t weftRedOpCreatePreMulSum(weftRedOp_t* op, void* scalar, weftDataTyp
   if (residence != weftScalarHostImmediate && residence != weftScalarDevice)
     return report(weft::Error(weftInvalidArgument, "weftRedOpCreatePreMulSum: invalid residence %d",
                               static_cast<int>(residence)));
-  // Host buffers only: a "device" scalar is read from host memory too.
-  return report(c->create_premul(scalar, datatype, op));
+  return report(c->create_premul(scalar, datatype, residence, op));
 }
 
 weftResult_t weftRedOpDestroy(weftRedOp_t op, weftComm_t comm) {

@@ -16,6 +16,7 @@
 #include "algorithms/registry.h"
 #include "comm/operations.h"
 #include "comm/settings.h"
+#include "exec/buffer_kind.h"
 #include "exec/data_engine.h"
 #include "weft_config.h"
 #include "base/log.h"
@@ -470,6 +471,11 @@ Status Communicator::validate(const CollArgs& a, bool on_stream) const {
       return Error(weftInvalidArgument, "%s: pre-multiplied sum op %d was created for %s, not %s",
                    what(), static_cast<int>(a.op), reduce::dtype_name(it->second.dtype),
                    reduce::dtype_name(a.dtype));
+    if (it->second.on_device && !on_stream)
+      return Error(weftInvalidArgument,
+                   "%s: pre-multiplied sum op %d has its scalar in device memory: it serves calls on device "
+                   "buffers with a stream only",
+                   what(), static_cast<int>(a.op));
   }
   if (reduces && reduce::is_bitwise(reduce::elementwise_op(a.op)) && reduce::is_float_dtype(a.dtype))
     return Error(weftInvalidArgument, "%s: bitwise op %s needs an integer datatype, not %s", what(),
@@ -850,15 +856,27 @@ Status Communicator::tuning_state(std::string* out) {
   return Status::Ok();
 }
 
-Status Communicator::create_premul(const void* scalar, weftDataType_t dtype, weftRedOp_t* op) {
+Status Communicator::create_premul(const void* scalar, weftDataType_t dtype, weftScalarResidence_t residence,
+                                   weftRedOp_t* op) {
   if (op == nullptr || scalar == nullptr)
     return Error(weftInvalidArgument, "weftRedOpCreatePreMulSum: op or scalar is NULL");
   if (static_cast<int>(dtype) < 0 || dtype >= weftNumTypes)
     return Error(weftInvalidArgument, "weftRedOpCreatePreMulSum: invalid datatype %d",
                  static_cast<int>(dtype));
+  const bool on_device = exec::buffer_kind(scalar).device;
+  if (on_device && residence == weftScalarHostImmediate)
+    return Error(weftInvalidArgument,
+                 "weftRedOpCreatePreMulSum: the scalar %p is in device memory; weftScalarHostImmediate reads it "
+                 "now, from host memory (use weftScalarDevice)",
+                 scalar);
   std::lock_guard<std::mutex> lock(queue_->drive_mu());
   PreMul p{dtype, {}};
-  std::memcpy(p.scalar, scalar, reduce::dtype_size(dtype));
+  if (residence == weftScalarDevice) {
+    p.source = scalar;
+    p.on_device = on_device;
+  } else {
+    std::memcpy(p.scalar, scalar, reduce::dtype_size(dtype));
+  }
   int id = next_premul_++;
   premul_[id] = p;
   *op = static_cast<weftRedOp_t>(id);
@@ -1064,11 +1082,19 @@ Status Communicator::precheck(const CollArgs& a) {
 const void* Communicator::premul_input(const CollArgs& a) {
   auto pm = premul_.find(static_cast<int>(a.op));
   if (pm == premul_.end() || a.count == 0) return a.send;
-  // Pre-multiplied sum: scale this rank's input once, then a plain sum.
+  // Pre-multiplied sum: scale this rank's input once, then a plain sum. The
+  // scalar as it is now, for weftScalarDevice (NCCL reads it as the call runs).
+  const PreMul& p = pm->second;
+  const void* scalar = a.scalar != nullptr ? a.scalar : p.source != nullptr ? p.source : p.scalar;
   size_t n = sched::send_count({a.coll, nranks_, a.count, a.root, 0});
   premul_input_.resize(n * reduce::dtype_size(a.dtype));
-  host_data_->scale(premul_input_.data(), a.send, n, a.dtype, pm->second.scalar);
+  host_data_->scale(premul_input_.data(), a.send, n, a.dtype, scalar);
   return premul_input_.data();
+}
+
+const void* Communicator::device_scalar(weftRedOp_t op) const {
+  auto pm = premul_.find(static_cast<int>(op));
+  return pm != premul_.end() && pm->second.on_device ? pm->second.source : nullptr;
 }
 
 Status Communicator::call_failed(const CollArgs& a, Status st) {

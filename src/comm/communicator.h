@@ -50,6 +50,9 @@ struct CollArgs {
   weftDataType_t dtype = weftFloat32;
   weftRedOp_t op = weftSum;
   int root = 0;
+  // A staged call of a pre-multiplied sum whose scalar is in device memory: where
+  // the stream copied the scalar (pinned memory). nullptr: the op's own.
+  const void* scalar = nullptr;
 
   bool operator==(const CollArgs&) const = default;
 };
@@ -132,7 +135,7 @@ class Communicator final : public exec::Health {
   Status estimate_p2p(const std::vector<exec::P2P>& ops, double* seconds) const;
 
   // Pre-multiplied sum ops: ids from weftNumOps up, valid for one datatype.
-  Status create_premul(const void* scalar, weftDataType_t dtype, weftRedOp_t* op);
+  Status create_premul(const void* scalar, weftDataType_t dtype, weftScalarResidence_t residence, weftRedOp_t* op);
   Status destroy_premul(weftRedOp_t op);
 
   // on_stream: the buffers must be device memory (a call with a stream), else host memory.
@@ -310,8 +313,12 @@ class Communicator final : public exec::Health {
 
   struct PreMul {
     weftDataType_t dtype;
-    unsigned char scalar[8];
+    unsigned char scalar[8];        // weftScalarHostImmediate: the value, read at creation
+    const void* source = nullptr;   // weftScalarDevice: read each time a call runs
+    bool on_device = false;         // ... from CUDA device memory (staged calls copy it in)
   };
+  // The device-memory scalar of pre-multiplied sum op, or nullptr.
+  const void* device_scalar(weftRedOp_t op) const;
   std::map<int, PreMul> premul_;  // guarded by the queue's drive lock
   int next_premul_ = weftNumOps;
   std::vector<unsigned char> premul_input_;  // the scaled input of a pre-multiplied sum

@@ -243,6 +243,9 @@ Status Communicator::enqueue_staged(const CollArgs& dev, void* stream) {
   const auto chunk_bytes = static_cast<size_t>(std::max<int64_t>(1, params::DEVICE_CHUNK_BYTES()));
   const size_t n = static_cast<size_t>(nranks_);
   const size_t per = std::max<size_t>(1, chunk_bytes / esize);
+  // A pre-multiplied sum's scalar in device memory goes into every slot beside
+  // the data, copied in stream order: the call uses its value as of then.
+  const void* scalar = device_scalar(dev.op);
   if (elementwise && dev.count > per) {
     const bool uses_send = this->uses_send(dev), uses_recv = this->uses_recv(dev);
     auto range = [&](const void* p, size_t i) { return static_cast<const unsigned char*>(p) + i * per * esize; };
@@ -253,6 +256,7 @@ Status Communicator::enqueue_staged(const CollArgs& dev, void* stream) {
           StagingLayout l;
           if (uses_send) l.add(range(dev.send, i), bytes(i), true, false);
           if (uses_recv) l.add(range(dev.recv, i), bytes(i), false, true);
+          if (scalar != nullptr) l.add(scalar, esize, true, false);
           return l;
         },
         [&](size_t i, const StagingLayout& l, unsigned char* base) {
@@ -260,6 +264,7 @@ Status Communicator::enqueue_staged(const CollArgs& dev, void* stream) {
           host.count = bytes(i) / esize;
           host.send = uses_send ? l.host(base, range(dev.send, i)) : nullptr;
           host.recv = uses_recv ? l.host(base, range(dev.recv, i)) : nullptr;
+          if (scalar != nullptr) host.scalar = l.host(base, scalar);
           return std::make_unique<CollOp>(this, host, nullptr);
         });
   }
@@ -270,6 +275,7 @@ Status Communicator::enqueue_staged(const CollArgs& dev, void* stream) {
     const size_t blocks_in = dev.coll == sched::Coll::AllGather ? 1 : n;
     const size_t blocks_out = dev.coll == sched::Coll::ReduceScatter ? 1 : n;
     const size_t recv_at = (blocks_in * m * esize + 255) / 256 * 256;
+    const size_t scalar_at = recv_at + (blocks_out * m * esize + 255) / 256 * 256;
     auto piece = [&](size_t i) { return std::min(m, dev.count - i * m) * esize; };
     auto at = [&](const void* p, size_t block, size_t i) {
       return static_cast<const unsigned char*>(p) + (block * dev.count + i * m) * esize;
@@ -281,6 +287,7 @@ Status Communicator::enqueue_staged(const CollArgs& dev, void* stream) {
           for (size_t b = 0; b < blocks_in; ++b) l.put(at(dev.send, b, i), piece(i), true, false, b * piece(i));
           for (size_t b = 0; b < blocks_out; ++b)
             l.put(at(dev.recv, b, i), piece(i), false, true, recv_at + b * piece(i));
+          if (scalar != nullptr) l.put(scalar, esize, true, false, scalar_at);
           return l;
         },
         [&](size_t i, const StagingLayout&, unsigned char* base) {
@@ -288,6 +295,7 @@ Status Communicator::enqueue_staged(const CollArgs& dev, void* stream) {
           host.count = piece(i) / esize;
           host.send = base;
           host.recv = base + recv_at;
+          if (scalar != nullptr) host.scalar = base + scalar_at;
           return std::make_unique<CollOp>(this, host, nullptr);
         });
   }
@@ -298,10 +306,12 @@ Status Communicator::enqueue_staged(const CollArgs& dev, void* stream) {
   StagingLayout layout;
   if (uses_send) layout.add(dev.send, sched::send_count(b) * esize, true, false);
   if (uses_recv) layout.add(dev.recv, sched::recv_count(b) * esize, false, true);
+  if (scalar != nullptr && uses_send) layout.add(scalar, esize, true, false);
   return stage_on_stream(sched::coll_name(dev.coll), stream, layout, [&](unsigned char* base) {
     CollArgs host = dev;
     host.send = uses_send ? layout.host(base, dev.send) : nullptr;
     host.recv = uses_recv ? layout.host(base, dev.recv) : nullptr;
+    if (scalar != nullptr && uses_send) host.scalar = layout.host(base, scalar);
     return std::make_unique<CollOp>(this, host, nullptr);
   });
 }

@@ -307,6 +307,48 @@ void run_p2p(Checker& c, size_t count) {
               want(p, static_cast<size_t>(me) * count));
 }
 
+// weftScalarDevice: the scalar is read as each call runs (NCCL's semantics), so
+// one op serves two all-reduces with the scalar changed in between. With
+// --device the scalar is in device memory, changed on the calls' stream, and the
+// all-reduces take device buffers; a call on host buffers is refused.
+void run_premul_scalar_device(Checker& c, int type, size_t count) {
+  const int n = c.n, me = c.rank;
+  const size_t es = kTypeSize[type], bytes = count * es + 8;
+  const auto dt = static_cast<weftDataType_t>(type);
+  std::vector<unsigned char> a(bytes), b(bytes), host_scalar(8);
+  void* scalar = c.device != nullptr ? c.device->alloc(8) : host_scalar.data();
+  if (scalar == nullptr) {
+    c.ok(weftUnhandledCudaError, "a device scalar");
+    return;
+  }
+  auto factor = [](int r, int round) { return 1 + (r + round) % 2; };
+  weftRedOp_t op;
+  if (c.ok(weftRedOpCreatePreMulSum(&op, scalar, dt, weftScalarDevice, c.comm), "premulsum create (scalar device)")) {
+    Twins twins(c, bytes);
+    for (int round = 0; round < 2 && twins.ok; ++round) {
+      unsigned char v[8];
+      store(v, type, 0, factor(me, round));
+      if (c.device != nullptr ? !c.device->copy(scalar, v, es) : (std::memcpy(scalar, v, es), false))
+        c.ok(weftUnhandledCudaError, "setting the device scalar");
+      fill(a.data(), type, weftSum, me, 0, count);
+      const std::string what = std::string("premulsum scalar device round ") + std::to_string(round) + " " +
+                               kTypeNames[type];
+      if (c.ok(c.run(a.data(), b.data(), bytes, [&](auto at, void* st) {
+            return weftAllReduce(at(a.data()), at(a.data()), count, dt, op, c.comm, st);
+          }), what))
+        c.check(what, a.data(), count, type, [&](size_t i, void* w) {
+          int64_t s = 0;
+          for (int r = 0; r < n; ++r) s += factor(r, round) * input_for(type, weftSum, r, i);
+          store(w, type, 0, static_cast<double>(s));
+        });
+    }
+    if (c.device != nullptr && weftAllReduce(a.data(), a.data(), count, dt, op, c.comm, nullptr) != weftInvalidArgument)
+      c.ok(weftInternalError, "a host-buffer call with a device scalar was not refused");
+    c.ok(weftRedOpDestroy(op, c.comm), "premulsum destroy (scalar device)");
+  }
+  if (c.device != nullptr) c.device->release(scalar);
+}
+
 void run_premul_and_async(Checker& c, int type, size_t count) {
   const int n = c.n, me = c.rank;
   const size_t es = kTypeSize[type];
@@ -604,6 +646,7 @@ int main(int argc, char** argv) {
     for (const auto& d : dtypes) run_type(c, index_of(kTypeNames, 10, d), count, ops);
     run_p2p(c, count);
     for (int t : {weftFloat32, weftFloat16, weftInt32, weftBfloat16}) run_premul_and_async(c, t, count);
+    for (int t : {weftFloat32, weftInt32, weftBfloat16}) run_premul_scalar_device(c, t, count);
     c.ok(weftBarrier(c.comm), "barrier");
   }
   if (c.device != nullptr && device.is_fake() && c.n == 1) run_device_faults(c);
