@@ -267,6 +267,23 @@ weftResult_t weftCommGetTuning(weftComm_t comm, char* buf, size_t size, size_t* 
 weftResult_t weftMemAlloc(void** ptr, size_t size);
 weftResult_t weftMemFree(void* ptr);
 
+/* Memory windows (NCCL 2.27's ncclCommWindowRegister). Collective over comm:
+ * every rank calls it, in the same order as its other calls, with a buffer of its
+ * own. WEFT_WIN_COLL_SYMMETRIC asks for NCCL's symmetric conditions: every rank's
+ * size equal and buff aligned to WEFT_WIN_REQUIRED_ALIGNMENT. A rank whose own
+ * arguments are wrong gets weftInvalidArgument and the others weftInvalidUsage
+ * naming it, as every rank does when the ranks disagree (flags, or sizes of a
+ * symmetric window); nobody waits for a deadline. weft has no kernels of its own
+ * for symmetric windows: calls on a window's memory run as on any buffer
+ * (weftMemAlloc memory is read in place by peers with or without a window).
+ * Deregistering is collective too; destroy frees the windows left. */
+typedef struct weftWindow* weftWindow_t;
+#define WEFT_WIN_DEFAULT 0x00
+#define WEFT_WIN_COLL_SYMMETRIC 0x01
+#define WEFT_WIN_REQUIRED_ALIGNMENT 4096
+weftResult_t weftCommWindowRegister(weftComm_t comm, void* buff, size_t size, weftWindow_t* win, int flags);
+weftResult_t weftCommWindowDeregister(weftComm_t comm, weftWindow_t win);
+
 /* Host memory: blocking, returns when recvbuff holds the result. Device memory:
  * enqueued on the stream (weftStream_t). sendbuff == recvbuff is an in-place
  * all-reduce. */

@@ -247,12 +247,26 @@ int main(int argc, char** argv) {
     if (ncclGroupSimulateEnd(&raw) != ncclInvalidArgument) fail("ncclGroupSimulateEnd", "uninitialized simInfo taken");
     ncclGroupEnd();
   }
-  /* What weft does not do is refused, with a reason. */
-  if (ncclCommWindowRegister(comm, a.host, 4096, NULL, 0) != ncclInvalidUsage ||
-      strstr(ncclGetLastError(comm), "not supported") == NULL)
-    fail("ncclCommWindowRegister", "not refused with a reason");
+  /* A symmetric window over ncclMemAlloc memory, an all-reduce in place on it. */
   void* mem = NULL;
-  if (ok(ncclMemAlloc(&mem, 1 << 20), comm, "ncclMemAlloc")) ok(ncclMemFree(mem), comm, "ncclMemFree");
+  const size_t wbytes = (c * sizeof(int32_t) + NCCL_WIN_REQUIRED_ALIGNMENT - 1) / NCCL_WIN_REQUIRED_ALIGNMENT *
+                        NCCL_WIN_REQUIRED_ALIGNMENT;
+  if (ok(ncclMemAlloc(&mem, wbytes), comm, "ncclMemAlloc")) {
+    ncclWindow_t win = NULL;
+    if (ok(ncclCommWindowRegister(comm, mem, wbytes, &win, NCCL_WIN_COLL_SYMMETRIC), comm, "ncclCommWindowRegister")) {
+      Buf w = {a.host, (int32_t*)mem, c};
+      for (size_t i = 0; i < c; ++i) a.host[i] = value(g_rank, i);
+      if (g_device) put(&w);
+      else memcpy(mem, a.host, c * sizeof(int32_t));
+      if (ok(ncclAllReduce(mem, mem, c, ncclInt32, ncclSum, comm, g_stream), comm, "ncclAllReduce on a window")) {
+        if (g_device) get(&w);
+        else memcpy(a.host, mem, c * sizeof(int32_t));
+        expect("all-reduce on a symmetric window", a.host, c, want_sum);
+      }
+      ok(ncclCommWindowDeregister(comm, win), comm, "ncclCommWindowDeregister");
+    }
+    ok(ncclMemFree(mem), comm, "ncclMemFree");
+  }
 
   /* ncclCommRevoke of a split communicator on every rank: it settles (ncclInProgress,
    * then ncclSuccess), refuses collectives and finalize, and still splits. */

@@ -4,8 +4,8 @@
 // checked by the compiler; check_symbols.py checks that every function it
 // declares is exported, the profiling pnccl* names included.
 //
-// What weft lacks is refused with ncclInvalidUsage (or ncclInvalidArgument) and a
-// message from ncclGetLastError, never faked: symmetric-memory windows.
+// Symmetric-memory windows are registered and checked as NCCL does, but weft has
+// no kernels of its own for them (weftCommWindowRegister).
 // ncclGroupSimulateEnd gives weft's own estimate (weftGroupSimulateEnd). The
 // datatypes, fp8 included, are numbered as NCCL's.
 #include <dlfcn.h>
@@ -268,11 +268,14 @@ ncclResult_t ncclCommRegister(const ncclComm_t, void* buff, size_t, void** handl
 }
 ncclResult_t ncclCommDeregister(const ncclComm_t, void*) { return ncclSuccess; }
 
-ncclResult_t ncclCommWindowRegister(ncclComm_t, void*, size_t, ncclWindow_t*, int) {
-  return refuse(ncclInvalidUsage, "ncclCommWindowRegister: symmetric memory windows are not supported by weft");
+ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags) {
+  static_assert(NCCL_WIN_COLL_SYMMETRIC == WEFT_WIN_COLL_SYMMETRIC &&
+                    NCCL_WIN_REQUIRED_ALIGNMENT == WEFT_WIN_REQUIRED_ALIGNMENT,
+                "window flags are NCCL's");
+  return from(weftCommWindowRegister(W(comm), buff, size, reinterpret_cast<weftWindow_t*>(win), winFlags));
 }
-ncclResult_t ncclCommWindowDeregister(ncclComm_t, ncclWindow_t) {
-  return refuse(ncclInvalidUsage, "ncclCommWindowDeregister: symmetric memory windows are not supported by weft");
+ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
+  return from(weftCommWindowDeregister(W(comm), reinterpret_cast<weftWindow_t>(win)));
 }
 
 ncclResult_t ncclMemAlloc(void** ptr, size_t size) {

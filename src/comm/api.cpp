@@ -360,6 +360,23 @@ weftResult_t weftCommRevoke(weftComm_t comm, int flags) {
   return weftSuccess;
 }
 
+weftResult_t weftCommWindowRegister(weftComm_t comm, void* buff, size_t size, weftWindow_t* win, int flags) {
+  weftResult_t rc;
+  Use c(comm, "weftCommWindowRegister", &rc);
+  if (!c) return rc;
+  if (win != nullptr) *win = nullptr;
+  weft::Status st = c->register_window(buff, size, flags, win);
+  return report(st.ok() ? st : st.prefix("rank " + std::to_string(c->rank()) + ": "));
+}
+
+weftResult_t weftCommWindowDeregister(weftComm_t comm, weftWindow_t win) {
+  weftResult_t rc;
+  Use c(comm, "weftCommWindowDeregister", &rc);
+  if (!c) return rc;
+  weft::Status st = c->deregister_window(win);
+  return report(st.ok() ? st : st.prefix("rank " + std::to_string(c->rank()) + ": "));
+}
+
 weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* asyncError) {
   if (asyncError == nullptr) return invalid("%s: asyncError is NULL", "weftCommGetAsyncError");
   {

@@ -883,6 +883,57 @@ Status Communicator::create_premul(const void* scalar, weftDataType_t dtype, wef
   return Status::Ok();
 }
 
+Status Communicator::agree_on_window(const char* what, const WindowCall& mine, const std::string& objection) {
+  // Ordered like a collective: after everything posted before it.
+  queue_->drain();
+  WEFT_TRY(async_error());
+  std::vector<WindowCall> all(static_cast<size_t>(nranks_));
+  WEFT_TRY(boot_->allgather(&mine, sizeof(mine), all.data(), Deadline::after_ms(timeout_ms_)));
+  if (!objection.empty()) return Error(weftInvalidArgument, "%s: %s", what, objection.c_str());
+  for (int r = 0; r < nranks_; ++r) {
+    const WindowCall& w = all[static_cast<size_t>(r)];
+    if (w.ok == 0) return Error(weftInvalidUsage, "%s: rank %d's arguments were refused (its error says why)", what, r);
+    if (w.flags != mine.flags)
+      return Error(weftInvalidUsage, "%s: rank %d passed flags %d, rank %d flags %d", what, rank_, mine.flags, r,
+                   w.flags);
+    if ((mine.flags & WEFT_WIN_COLL_SYMMETRIC) != 0 && w.size != mine.size)
+      return Error(weftInvalidUsage, "%s: a symmetric window needs one size on every rank: rank %d has %llu bytes, "
+                   "rank %d %llu", what, rank_, static_cast<unsigned long long>(mine.size), r,
+                   static_cast<unsigned long long>(w.size));
+  }
+  return Status::Ok();
+}
+
+Status Communicator::register_window(void* buff, size_t size, int flags, weftWindow** out) {
+  const char* what = "weftCommWindowRegister";
+  std::string objection;
+  if (out == nullptr) objection = "win is NULL";
+  else if (buff == nullptr || size == 0) objection = "buff is NULL or size is 0";
+  else if ((flags & ~WEFT_WIN_COLL_SYMMETRIC) != 0) objection = "unknown flags " + std::to_string(flags);
+  else if ((flags & WEFT_WIN_COLL_SYMMETRIC) != 0 && reinterpret_cast<uintptr_t>(buff) % WEFT_WIN_REQUIRED_ALIGNMENT != 0)
+    objection = "a symmetric window must start at a multiple of WEFT_WIN_REQUIRED_ALIGNMENT (" +
+                std::to_string(WEFT_WIN_REQUIRED_ALIGNMENT) + " bytes)";
+  WEFT_TRY(agree_on_window(what, WindowCall{size, flags, objection.empty() ? 1 : 0}, objection));
+  auto w = std::make_unique<weftWindow>(weftWindow{buff, size, flags});
+  *out = w.get();
+  std::lock_guard<std::mutex> lock(windows_mu_);
+  windows_.emplace(w.get(), std::move(w));
+  return Status::Ok();
+}
+
+Status Communicator::deregister_window(weftWindow* win) {
+  std::unique_lock<std::mutex> lock(windows_mu_);
+  auto it = windows_.find(win);
+  const bool known = it != windows_.end();
+  const WindowCall mine{known ? it->second->size : 0, known ? it->second->flags : 0, known ? 1 : 0};
+  lock.unlock();
+  WEFT_TRY(agree_on_window("weftCommWindowDeregister", mine,
+                           known ? "" : "the window is not one of this communicator's (or was deregistered)"));
+  lock.lock();
+  windows_.erase(win);
+  return Status::Ok();
+}
+
 Status Communicator::destroy_premul(weftRedOp_t op) {
   std::lock_guard<std::mutex> lock(queue_->drive_mu());
   if (premul_.erase(static_cast<int>(op)) == 0)

@@ -32,6 +32,12 @@
 #include "weft/weft.h"
 
 struct weftRequestImpl;
+// A registered memory window (weftCommWindowRegister).
+struct weftWindow {
+  void* buff;
+  size_t size;
+  int flags;
+};
 
 namespace weft {
 
@@ -133,6 +139,11 @@ class Communicator final : public exec::Health {
   // busiest peer's link (alpha + beta x the bytes both ways, the link class's
   // generic constants: shm on this host, net off it).
   Status estimate_p2p(const std::vector<exec::P2P>& ops, double* seconds) const;
+
+  // weftCommWindowRegister / Deregister: after the queued work, every rank's
+  // arguments compared through the bootstrap.
+  Status register_window(void* buff, size_t size, int flags, weftWindow** out);
+  Status deregister_window(weftWindow* win);
 
   // Pre-multiplied sum ops: ids from weftNumOps up, valid for one datatype.
   Status create_premul(const void* scalar, weftDataType_t dtype, weftScalarResidence_t residence, weftRedOp_t* op);
@@ -320,6 +331,16 @@ class Communicator final : public exec::Health {
   // The device-memory scalar of pre-multiplied sum op, or nullptr.
   const void* device_scalar(weftRedOp_t op) const;
   std::map<int, PreMul> premul_;  // guarded by the queue's drive lock
+  std::mutex windows_mu_;
+  std::map<weftWindow*, std::unique_ptr<weftWindow>> windows_;
+  // Every rank's verdict on a window call (objection: this rank's, "" if none),
+  // compared: the first rank that objects or disagrees fails it everywhere.
+  struct WindowCall {
+    uint64_t size;
+    int32_t flags;
+    int32_t ok;
+  };
+  Status agree_on_window(const char* what, const WindowCall& mine, const std::string& objection);
   int next_premul_ = weftNumOps;
   std::vector<unsigned char> premul_input_;  // the scaled input of a pre-multiplied sum
   DeviceStaging staging_;  // pinned host copies of the calls on device memory

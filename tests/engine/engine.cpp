@@ -15,6 +15,9 @@
 //             promptly; the revoked communicator refuses calls, settles, and
 //             still splits and shrinks into communicators with exact results;
 //             the world beside it keeps working
+//   windows   weftCommWindowRegister/Deregister: symmetric windows of weftMemAlloc
+//             memory with an all-reduce on them; every way the ranks can disagree
+//             or one rank's arguments be wrong fails on every rank, at once
 //   initall   weftCommInitAll: 4 ranks in this process, driven by async calls
 //   tuning-state  settled picks saved (WEFT_TUNE_STATE_FILE) and resumed
 //   nonblocking-init  weftConfig_t.blocking = 0, polled until ready
@@ -488,6 +491,64 @@ void test_revoke(weftComm_t world, int n, int me) {
               weftGetErrorString(rc), returned, why.c_str());
 }
 
+// Registers on every rank with this rank's arguments; expects `want` here and
+// the message to contain `says`, well before the deadline (20 s here).
+void window_case(weftComm_t comm, void* buff, size_t size, int flags, weftResult_t want, const char* says,
+                 const std::string& what) {
+  auto t0 = std::chrono::steady_clock::now();
+  weftWindow_t win = nullptr;
+  weftResult_t rc = weftCommWindowRegister(comm, buff, size, &win, flags);
+  const std::string why = weftGetLastError(comm);
+  if (rc != want) fail(what + ": " + weftGetErrorString(rc) + ", not " + weftGetErrorString(want) + ": " + why);
+  else if (rc != weftSuccess && why.find(says) == std::string::npos) fail(what + ": the error does not say '" + says + "': " + why);
+  if (seconds_since(t0) > 5) fail(what + ": took " + std::to_string(seconds_since(t0)) + " s");
+  if (rc == weftSuccess) ok(weftCommWindowDeregister(comm, win), comm, what + ": deregister");
+  else if (win != nullptr) fail(what + ": a refused window was returned");
+}
+
+void test_windows(weftComm_t world, int n, int me) {
+  constexpr size_t kCount = 262147;
+  const size_t bytes = (kCount * sizeof(float) + WEFT_WIN_REQUIRED_ALIGNMENT - 1) / WEFT_WIN_REQUIRED_ALIGNMENT *
+                       WEFT_WIN_REQUIRED_ALIGNMENT;
+  void* mem = nullptr;
+  if (!ok(weftMemAlloc(&mem, bytes + WEFT_WIN_REQUIRED_ALIGNMENT), world, "weftMemAlloc")) return;
+  if (reinterpret_cast<uintptr_t>(mem) % WEFT_WIN_REQUIRED_ALIGNMENT != 0) fail("weftMemAlloc memory is not page-aligned");
+  weftWindow_t win = nullptr;
+  if (ok(weftCommWindowRegister(world, mem, bytes, &win, WEFT_WIN_COLL_SYMMETRIC), world, "symmetric window")) {
+    auto* v = static_cast<float*>(mem);
+    for (size_t i = 0; i < kCount; ++i) v[i] = contribution(me, i);
+    if (ok(weftAllReduce(v, v, kCount, weftFloat32, weftSum, world, nullptr), world, "all-reduce on the window"))
+      for (size_t i = 0; i < kCount; ++i)
+        if (v[i] != sum_of(n, i)) {
+          fail("all-reduce on the window: element " + std::to_string(i) + " is " + std::to_string(v[i]));
+          break;
+        }
+    ok(weftCommWindowDeregister(world, win), world, "deregister");
+    if (weftCommWindowDeregister(world, win) != weftInvalidArgument) fail("a second deregister was not refused");
+  }
+  auto* base = static_cast<unsigned char*>(mem);
+  // Sizes may differ without the symmetric flag.
+  window_case(world, mem, 4096 * static_cast<size_t>(me + 1), WEFT_WIN_DEFAULT, weftSuccess, "", "sizes per rank");
+  if (n > 1) {
+    window_case(world, mem, 4096 * static_cast<size_t>(me + 1), WEFT_WIN_COLL_SYMMETRIC, weftInvalidUsage,
+                "one size on every rank", "symmetric sizes differing");
+    window_case(world, mem, 4096, me == 0 ? WEFT_WIN_DEFAULT : WEFT_WIN_COLL_SYMMETRIC, weftInvalidUsage, "flags",
+                "flags differing");
+    // The last rank's window is misaligned: it is told why, the others who.
+    const bool bad = me == n - 1;
+    window_case(world, bad ? base + 64 : base, 4096, WEFT_WIN_COLL_SYMMETRIC,
+                bad ? weftInvalidArgument : weftInvalidUsage,
+                bad ? "WEFT_WIN_REQUIRED_ALIGNMENT" : ("rank " + std::to_string(n - 1) + "'s arguments").c_str(),
+                "one rank misaligned");
+  }
+  window_case(world, nullptr, 4096, WEFT_WIN_DEFAULT, weftInvalidArgument, "NULL", "NULL buffer");
+  window_case(world, mem, 4096, 4, weftInvalidArgument, "unknown flags", "unknown flags");
+  // Left registered: destroy frees it.
+  ok(weftCommWindowRegister(world, mem, bytes, &win, WEFT_WIN_COLL_SYMMETRIC), world, "window left for destroy");
+  weftBarrier(world);
+  std::printf("rank %d: windows: %d failures\n", me, g_failures);
+}
+
 void test_churn(weftComm_t world, int me, int rounds) {
   // One communicator first, so that lazily created state (the engine, caches) is there.
   weftComm_t c = nullptr;
@@ -757,6 +818,7 @@ int main(int argc, char** argv) {
     else if (mode == "churn") test_churn(world, g_rank, argc > 2 ? std::atoi(argv[2]) : 500);
     else if (mode == "abort-sibling") test_abort_sibling(world, n, g_rank);
     else if (mode == "revoke") test_revoke(world, n, g_rank);
+    else if (mode == "windows") test_windows(world, n, g_rank);
     else if (mode == "any-source") test_any_source(world, n, g_rank);
     else {
       std::fprintf(stderr, "usage: %s split|pipeline|threads|abort|churn [N]|footprint [N]|abort-sibling|any-source|initall|settings-mismatch|nonblocking-init|tuning-state\n", argv[0]);
