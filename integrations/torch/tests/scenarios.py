@@ -354,6 +354,46 @@ def ops(args):
     return results
 
 
+def split(args):
+    """dist.split_group on the weft backend (weftCommSplit): two children by
+    parity, then one of the last rank and rank 0 in that order (the others are
+    not members); each child's ranks, size and all-reduces and broadcasts checked."""
+    rank, world = init()
+    out = {"checks": 0, "failures": []}
+
+    def check(group, members):
+        me = members.index(rank)
+        if dist.get_rank(group) != me or dist.get_world_size(group) != len(members):
+            out["failures"].append(f"rank {rank}: group {members}: rank {dist.get_rank(group)} of "
+                                   f"{dist.get_world_size(group)}, not {me} of {len(members)}")
+        for round in range(3):
+            t = torch.full((1000,), float(rank + 1 + round))
+            dist.all_reduce(t, group=group)
+            want = float(sum(r + 1 + round for r in members))
+            out["checks"] += 1
+            if not torch.equal(t, torch.full((1000,), want)):
+                out["failures"].append(f"rank {rank}: group {members}: all_reduce gave {t[0].item()}, not {want}")
+            b = torch.full((7,), float(rank if me == 0 else -1), dtype=torch.float64)
+            dist.broadcast(b, group_src=0, group=group)
+            out["checks"] += 1
+            if not torch.equal(b, torch.full((7,), float(members[0]), dtype=torch.float64)):
+                out["failures"].append(f"rank {rank}: group {members}: broadcast gave {b[0].item()}")
+
+    halves = [list(range(0, world, 2)), list(range(1, world, 2))] if world > 1 else [[0]]
+    mine = next(h for h in halves if rank in h)
+    group = dist.split_group(split_ranks=halves)
+    check(group, mine)
+    pair = [world - 1, 0] if world > 1 else [0]
+    other = dist.split_group(split_ranks=[pair])
+    if rank in pair:
+        check(other, pair)
+    elif other is not dist.GroupMember.NON_GROUP_MEMBER:
+        out["failures"].append(f"rank {rank}: not in {pair} but got a group")
+    dist.barrier()
+    dist.destroy_process_group()
+    return out
+
+
 def fp8(args):
     """float8_e4m3fn / float8_e5m2 (NCCL's fp8 types): sums whose every partial is
     exact in the type (E4M3: eighths, E5M2: quarters, up to 4 ranks), max of small

@@ -20,6 +20,15 @@ def test_every_operation(world):
     assert all("subgroup" in results[r] for r in members)
 
 
+@pytest.mark.parametrize("world", [1, 2, 3, 4])
+def test_split_group(world):
+    results = harness.run("split", world, timeout=120)
+    for rank, res in enumerate(results):
+        assert not res["failures"], "\n".join(res["failures"])
+        in_pair = world == 1 or rank in (0, world - 1)
+        assert res["checks"] == 6 * (2 if in_pair else 1), f"rank {rank}: {res['checks']} checks ran"
+
+
 @pytest.mark.parametrize("world", [2, 4])
 def test_fp8(world):
     results = harness.run("fp8", world, timeout=120)

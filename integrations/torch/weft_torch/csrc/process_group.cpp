@@ -96,6 +96,43 @@ ProcessGroupWeft::ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store,
   completer_ = std::make_unique<Completer>();
 }
 
+ProcessGroupWeft::ProcessGroupWeft(weftComm_t comm, int rank, int size, std::chrono::milliseconds timeout)
+    : c10d::Backend(rank, size), comm_(comm), timeout_(timeout) {
+  completer_ = std::make_unique<Completer>();
+}
+
+c10::intrusive_ptr<c10d::Backend::Options> ProcessGroupWeft::getBackendOptions() {
+  return c10::make_intrusive<c10d::Backend::Options>("weft", timeout_);
+}
+
+c10::intrusive_ptr<c10d::Backend> ProcessGroupWeft::split(const c10::intrusive_ptr<c10d::Store>&,
+                                                          const std::vector<int>& ranks,
+                                                          const c10::intrusive_ptr<c10d::Backend::Options>& opts) {
+  TORCH_CHECK(comm_ != nullptr, "weft split: the process group was shut down or aborted");
+  // Ranks of one child share a color: a hash of its sorted member list, as every
+  // member can compute it and the others (in other children) get other colors.
+  int color = WEFT_SPLIT_NOCOLOR, key = 0;
+  auto me = std::find(ranks.begin(), ranks.end(), rank_);
+  if (me != ranks.end()) {
+    std::vector<int> sorted = ranks;
+    std::sort(sorted.begin(), sorted.end());
+    uint64_t h = 1469598103934665603ull;
+    for (int r : sorted) h = (h ^ static_cast<uint64_t>(r)) * 1099511628211ull;
+    color = static_cast<int>(h & 0x7fffffff);
+    key = static_cast<int>(me - ranks.begin());
+  }
+  const std::chrono::milliseconds timeout = opts ? opts->timeout : timeout_;
+  weftConfig_t config = WEFT_CONFIG_INITIALIZER;
+  config.timeoutMs = timeout.count();
+  config.commName = "torch";
+  weftComm_t child = nullptr;
+  if (weftCommSplit(comm_, color, key, &child, &config) != weftSuccess)
+    std::rethrow_exception(backend_error(std::string("weft: split of rank ") + std::to_string(rank_) + " of " +
+                                         std::to_string(size_) + " failed: " + weftGetLastError(comm_)));
+  if (child == nullptr) return nullptr;
+  return c10::make_intrusive<ProcessGroupWeft>(child, key, static_cast<int>(ranks.size()), timeout);
+}
+
 ProcessGroupWeft::~ProcessGroupWeft() { shutdown(); }
 
 void ProcessGroupWeft::shutdown() {

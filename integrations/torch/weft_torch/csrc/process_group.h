@@ -22,7 +22,20 @@ class ProcessGroupWeft : public c10d::Backend {
   // rank 0 publishes weft's unique id, the others read it. timeout is the
   // deadline of every wait of the group's communicator.
   ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, std::chrono::milliseconds timeout);
+  // A group made by split(): owns comm.
+  ProcessGroupWeft(weftComm_t comm, int rank, int size, std::chrono::milliseconds timeout);
   ~ProcessGroupWeft() override;
+
+  // dist.split_group: weftCommSplit of this group's communicator, so the child
+  // shares its bootstrap connection and channels instead of a store rendezvous.
+  // Every rank of this group calls it; `ranks` are this group's ranks in the
+  // child's order; a rank not among them gets nullptr. (split and
+  // getBackendOptions are not virtual in every torch version weft_torch builds
+  // against, hence no `override`.)
+  bool supportsSplitting() const override { return true; }
+  c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
+                                          const c10::intrusive_ptr<c10d::Backend::Options>& opts);
+  c10::intrusive_ptr<c10d::Backend::Options> getBackendOptions();
 
   const std::string getBackendName() const override { return "weft"; }
   weftComm_t comm() const { return comm_; }
