@@ -86,6 +86,9 @@ class Connection {
       : id_(id), root_(root), rank_(rank), nranks_(nranks), fd_(std::move(fd)) {}
   ~Connection();
 
+  // The standby and status listeners; before start_reader(), whose thread polls
+  // the status listener.
+  void open_listeners();
   Status start_reader();
   void stop_reader();
   Status join(Deadline deadline);
@@ -172,6 +175,7 @@ class Connection {
   // thread), and how to reach every rank's, from the welcome.
   Fd standby_;
   Fd status_;
+  uint16_t standby_port_ = 0, status_port_ = 0;  // 0: none
   std::vector<PeerAddr> peers_;
 };
 
@@ -613,6 +617,25 @@ Status Connection::wait_msg(uint64_t group, int me, MsgType want, uint64_t seq, 
   }
 }
 
+// Bound to the address this rank reaches the root from, so that whoever reached
+// the root can reach them too. A failure only costs weftCommShrink its option of
+// putting a new root in this rank's process (standby), or the diagnosis this
+// rank's row when the root does not answer (status).
+void Connection::open_listeners() {
+  SockAddr local;
+  if (!local_address(fd_.get(), &local).ok()) return;
+  local.set_port(0);
+  auto listen_here = [&](Fd* out) -> uint16_t {
+    Fd listener;
+    SockAddr bound;
+    if (!listen_on(local, &listener).ok() || !local_address(listener.get(), &bound).ok()) return 0;
+    *out = std::move(listener);
+    return bound.port();
+  };
+  standby_port_ = listen_here(&standby_);
+  status_port_ = listen_here(&status_);
+}
+
 Status Connection::join(Deadline deadline) {
   HelloBody h{};
   std::memcpy(h.secret, id_.secret.bytes, sizeof h.secret);
@@ -621,23 +644,8 @@ Status Connection::join(Deadline deadline) {
   h.nranks = nranks_;
   h.pid = static_cast<int32_t>(::getpid());
   if (gethostname(h.host, sizeof h.host - 1) != 0) std::strcpy(h.host, "?");
-  // Bound to the address this rank reaches the root from, so that whoever reached
-  // the root can reach it too. A failure only costs weftCommShrink its option of
-  // putting a new root in this rank's process.
-  SockAddr local;
-  if (local_address(fd_.get(), &local).ok()) {
-    local.set_port(0);
-    auto listen_here = [&](Fd* out) -> uint32_t {
-      Fd listener;
-      SockAddr bound;
-      if (!listen_on(local, &listener).ok() || !local_address(listener.get(), &bound).ok()) return 0;
-      *out = std::move(listener);
-      return bound.port();
-    };
-    h.standby_port = listen_here(&standby_);
-    // The same for the stuck-call diagnosis when the root does not answer.
-    h.status_port = listen_here(&status_);
-  }
+  h.standby_port = standby_port_;
+  h.status_port = status_port_;
   std::string what = "bootstrap join (rank " + std::to_string(rank_) + " of " + std::to_string(nranks_) + ")";
   const bool hosts_root = find_root_service(id_) != nullptr;
   WEFT_TRY(send_msg(MsgType::Hello, 0, hosts_root ? 1 : 0, &h, sizeof h, deadline, what.c_str(), 0));
@@ -908,6 +916,7 @@ Status Bootstrap::connect(const UniqueId& id, int rank, int nranks, Deadline dea
   Status st = connect_retry(root, params::BOOT_RETRY_MS(), deadline, &fd);
   if (!st.ok()) return st.prefix("rank " + std::to_string(rank) + ": ");
   auto c = std::make_shared<Connection>(id, root, rank, nranks, std::move(fd));
+  c->open_listeners();
   WEFT_TRY(c->start_reader());
   WEFT_TRY(c->join(deadline));
   WEFT_INFO(BOOT, "rank %d of %d joined the bootstrap at %s", rank, nranks, root.str().c_str());
