@@ -49,8 +49,9 @@ ncclResult_t from(weftResult_t rc) {
   return static_cast<ncclResult_t>(rc);
 }
 
-// Revoked communicators, for the one call NCCL forbids after a revoke that weft
-// would allow (finalize); forgotten when destroyed.
+// Communicators this process revoked (NCCL's revoke is local), for the one call
+// NCCL forbids after a revoke that weft would allow (finalize); forgotten when
+// destroyed.
 std::mutex g_revoked_mu;
 std::set<ncclComm_t> g_revoked;
 

@@ -273,17 +273,14 @@ Communicator::~Communicator() {
 Status Communicator::check() {
   if (aborted_.load(std::memory_order_relaxed))
     return Error(weftRemoteError, "the communicator was aborted");
-  if (revoked()) {
-    std::lock_guard<std::mutex> lock(err_mu_);
-    return revoke_error_;
-  }
-  WEFT_TRY(boot_->poll());
-  Status notice = boot_->revoked();
-  if (!notice.ok()) {
+  if (!revoked()) {
+    WEFT_TRY(boot_->poll());
+    Status notice = boot_->revoked();
+    if (notice.ok()) return Status::Ok();
     set_revoked(notice);
-    return check();
   }
-  return Status::Ok();
+  std::lock_guard<std::mutex> lock(err_mu_);
+  return revoke_error_;
 }
 
 void Communicator::explain_failure(Status* st) {
@@ -377,11 +374,7 @@ void Communicator::fail(const Status& st) {
   // Operations stopped by a revoke fail here too: the other ranks know, and the
   // bootstrap group must stay up for the split or shrink that follows.
   if (revoked()) return;
-  p2p_.unblock();  // a stream waiting at a cuda_p2p barrier must not wait for ranks that will not come
-  {
-    std::lock_guard<std::mutex> lock(pairs_mu_);
-    if (pairs_ != nullptr) pairs_->unblock();
-  }
+  unblock_streams();
   if (device_levels_.load(std::memory_order_acquire)) {
     device_local_->abort("its communicator across hosts failed: " + st.message());
     device_cross_->abort("its communicator across hosts failed: " + st.message());
@@ -412,6 +405,12 @@ Status Communicator::poll_async_error() {
   return async_error();
 }
 
+void Communicator::unblock_streams() {
+  p2p_.unblock();  // a stream waiting at a cuda_p2p barrier must not wait for ranks that will not come
+  std::lock_guard<std::mutex> lock(pairs_mu_);
+  if (pairs_ != nullptr) pairs_->unblock();
+}
+
 void Communicator::set_revoked(const Status& why) {
   {
     std::lock_guard<std::mutex> lock(err_mu_);
@@ -422,11 +421,7 @@ void Communicator::set_revoked(const Status& why) {
     revoked_.store(true, std::memory_order_release);
   }
   failed_.store(true, std::memory_order_release);
-  p2p_.unblock();
-  {
-    std::lock_guard<std::mutex> lock(pairs_mu_);
-    if (pairs_ != nullptr) pairs_->unblock();
-  }
+  unblock_streams();
   if (device_levels_.load(std::memory_order_acquire)) {
     device_local_->set_revoked(why);
     device_cross_->set_revoked(why);

@@ -374,6 +374,8 @@ class Communicator final : public exec::Health {
   std::atomic<bool> revoked_{false};
   Status revoke_error_;
   void set_revoked(const Status& why);
+  // Streams waiting on peers at cuda_p2p barriers go on (the call failed).
+  void unblock_streams();
   std::atomic<uint64_t> shrinks_{0};  // weftCommShrink calls so far (any thread)
   std::mutex err_mu_;
   Status error_;  // sticky: the communicator is unusable after it is set
