@@ -22,19 +22,18 @@ RankPlan allreduce(const BuildArgs& a, int r) {
   TreeNode nodes[2];
   for (int t = 0; t < 2; ++t) {
     TreeNode& nd = nodes[t];
+    const TreeNode across = double_tree::node_of(M, node, t);
     // Position along tree t's chain: 0 is the head.
     const int pos = t == 0 ? l : L - 1 - l, step = t == 0 ? 1 : -1;
     nd.child[0] = pos + 1 < L ? r + step : -1;
+    nd.depth = across.depth + pos;
     if (pos > 0) {
       nd.parent = r - step;
-      nd.height = L - 1 - pos;
       continue;
     }
-    const TreeNode across = double_tree::node_of(M, node, t);
     const int at = t == 0 ? 0 : L - 1;  // the heads' place within a node
     nd.parent = across.parent < 0 ? -1 : across.parent * L + at;
     for (int s = 0; s < 2; ++s) nd.child[1 + s] = across.child[s] < 0 ? -1 : across.child[s] * L + at;
-    nd.height = (L - 1) + across.height;  // every node's chain is as long
   }
   return double_tree::two_tree_allreduce(a, nodes, (L - 1) + double_tree::depth(M));
 }

@@ -12,7 +12,7 @@ namespace weft::algo::double_tree {
 struct TreeNode {
   int parent = -1;
   int child[3] = {-1, -1, -1};
-  int height = 0;  // levels below it (a leaf: 0)
+  int depth = 0;  // hops from the root (the root: 0)
 };
 
 // The node of `rank` in double binary tree `which` (0 or 1) over n ranks.
