@@ -234,6 +234,49 @@ TEST(Sim, FlatRingCrossesTheSlowLinkEveryStep) {
   expect_near_rel(simulated(Coll::AllReduce, "ring", 8, count, generate(g)), want, "flat ring on 2 hosts");
 }
 
+// Double binary tree, many slices: a rank interior in one tree receives its two
+// children's halves (N) and both trees' broadcasts (N), so its port needs 2N beta,
+// and it reduces N. With both directions of both trees pipelined, the call takes
+// that plus the pipeline's fill (up and down the trees: 2d hops of a slice) and a
+// margin for ranks near the ends that are interior in both trees (2.5N). Taking
+// each slice up and down both trees before the next (slice by slice) was 1.6x
+// (n = 4) to 5x (n = 128) this bound.
+TEST(Sim, DoubleTreePipelinesBothDirections) {
+  const uint64_t slice = 16384, count = 64 * 2 * slice;  // 64 slices per half
+  const double N = count * 4.0, s = slice * 4.0;
+  for (int n : {4, 8, 16, 32, 64, 128}) {
+    const double d = std::floor(std::log2(n));
+    const double bound = 1.3 * (2 * N * kBeta + N * kGamma) + 2 * d * (kAlpha + s * kBeta);
+    const double t = simulated(Coll::AllReduce, "double_tree", n, count, Fabric::flat(n, kCost), 0, slice);
+    EXPECT_LT(t, bound) << "double_tree n=" << n;
+    EXPECT_GT(t, 2 * N * kBeta) << "double_tree n=" << n;  // below the busiest port's bytes: impossible
+  }
+}
+
+// chain_tree on 16 hosts x 8 ranks, each rank its own network port, links inside
+// hosts 100x faster: only the chains' heads cross hosts, one per tree and host. A
+// head interior in the tree across hosts receives its two children's halves and
+// its parent's broadcast (1.5N of network bytes) and sends as much; pipelined, the
+// call takes 1.5N beta of the network plus the fill. Slice by slice, each slice
+// had to pass through both chains of every host before the next could start:
+// 4.5x this bound.
+TEST(Sim, ChainTreeKeepsTheHeadsBusy) {
+  Generator g;
+  g.nodes = 16;
+  g.per_node = 8;
+  g.nics = 0;
+  g.intra = {1e-6, 1e-11, 0};
+  g.cross = g.intra;
+  g.inter = {5e-6, 1e-9, 0};
+  const uint64_t slice = 16384, count = 64 * 2 * slice;
+  const double N = count * 4.0, s = slice * 4.0;
+  const double hops = 2 * (7 + 4);  // up and down: the chain of 8, then lg 16 levels across
+  const double bound = 1.3 * 1.5 * N * g.inter.beta_s_per_byte + hops * (g.inter.alpha_s + s * g.inter.beta_s_per_byte);
+  const double t = simulated(Coll::AllReduce, "chain_tree", 128, count, generate(g), 8, slice);
+  EXPECT_LT(t, bound);
+  EXPECT_GT(t, 1.5 * N * g.inter.beta_s_per_byte);
+}
+
 // Every rank's whole input to every other rank (oneshot) on 2 hosts x 2 ranks with
 // one network port per host and free links inside hosts: each port carries its
 // host's 4 cross-host messages of N bytes each way back to back, so the call takes
