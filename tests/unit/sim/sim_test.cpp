@@ -239,8 +239,8 @@ TEST(Sim, FlatRingCrossesTheSlowLinkEveryStep) {
 // and it reduces N. With both directions of both trees pipelined, the call takes
 // that plus the pipeline's fill (up and down the trees: 2d hops of a slice) and a
 // margin for ranks near the ends that are interior in both trees (2.5N). Taking
-// each slice up and down both trees before the next (slice by slice) was 1.6x
-// (n = 4) to 5x (n = 128) this bound.
+// each slice up and down both trees before the next (slice by slice) was 1.3x
+// (n = 4) to 3.6x (n = 128) this bound.
 TEST(Sim, DoubleTreePipelinesBothDirections) {
   const uint64_t slice = 16384, count = 64 * 2 * slice;  // 64 slices per half
   const double N = count * 4.0, s = slice * 4.0;
@@ -259,7 +259,7 @@ TEST(Sim, DoubleTreePipelinesBothDirections) {
 // its parent's broadcast (1.5N of network bytes) and sends as much; pipelined, the
 // call takes 1.5N beta of the network plus the fill. Slice by slice, each slice
 // had to pass through both chains of every host before the next could start:
-// 4.5x this bound.
+// 2.5x this bound.
 TEST(Sim, ChainTreeKeepsTheHeadsBusy) {
   Generator g;
   g.nodes = 16;
