@@ -94,6 +94,9 @@ struct BuildArgs {
   // Hierarchical's algorithm per level (domain, across domains, across nodes),
   // which the tuner chooses by each level's own size (Tuner::tailored).
   std::array<LevelAlgo, kLevels> levels{};
+  // Hierarchical: rounds of the vector whose levels overlap (round j's phase q
+  // beside round j+1's phase q-1); 0 or 1: the levels one after another, sliced.
+  uint32_t pipeline = 0;
 };
 
 // Element counts of each rank's Send and Recv buffers for a collective call.

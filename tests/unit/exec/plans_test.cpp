@@ -53,12 +53,14 @@ struct Config {
   uint64_t count;
   FakeOptions link;
   bool in_place;
+  uint32_t pipeline = 0;  // hierarchical's overlapped rounds
 };
 
 std::string describe(const algo::Algorithm& a, const Config& k) {
   return std::string(sched::coll_name(a.coll)) + ":" + a.name + " n=" + std::to_string(k.n) +
          " count=" + std::to_string(k.count) + (k.link.rendezvous ? " rendezvous" : " eager") +
-         " piece=" + std::to_string(k.link.piece) + (k.in_place ? " in-place" : " out-of-place");
+         " piece=" + std::to_string(k.link.piece) + (k.in_place ? " in-place" : " out-of-place") +
+         (k.pipeline > 1 ? " pipeline=" + std::to_string(k.pipeline) : "");
 }
 
 // Ranks per node for hierarchical: the largest divisor d of n with d * d <= n.
@@ -80,6 +82,7 @@ void run_config(const algo::Algorithm& a, const Config& k) {
   args.root = root;
   args.slice_elems = a.sliced ? 5 : 0;  // several slices of an odd size
   args.local_size = node_size(n);
+  args.pipeline = k.pipeline;
   ASSERT_TRUE(algo::supports(a, args));
   const uint64_t S = sched::send_count(args), R = sched::recv_count(args);
   std::vector<sched::RankPlan> plans;
@@ -159,6 +162,21 @@ TEST_P(RealPlans, ResultsMatchClosedForms) {
           // the 5 s deadline per configuration).
           if (HasFailure()) return;
         }
+}
+
+// Hierarchical with its levels overlapped in rounds: each rank interleaves
+// the rounds' phases step by step, which only the real executor (staging a
+// receive whose destination a send still reads, pieces of messages) fully tests.
+TEST(RealPlansPipelined, HierarchicalRounds) {
+  const algo::Algorithm& a = *algo::find_algorithm(Coll::AllReduce, "hierarchical");
+  for (int n : {2, 4, 6, 8})
+    for (uint32_t rounds : {2u, 3u, 8u})
+      for (uint64_t count : {5u, 37u, 101u})
+        for (FakeOptions link : {FakeOptions{false, 0}, FakeOptions{false, 12}, FakeOptions{true, 8}})
+          for (bool in_place : {false, true}) {
+            run_config(a, {n, count, link, in_place, rounds});
+            if (HasFailure()) return;
+          }
 }
 
 std::vector<const algo::Algorithm*> every_algorithm() {

@@ -244,6 +244,58 @@ TEST(Algorithms, HierarchicalEveryLevelVariant) {
   EXPECT_GT(butterflies, 100);
 }
 
+// The same with the levels overlapped in rounds (BuildArgs::pipeline), which
+// interleaves the rounds' phases step by step on every rank: every shape to 16
+// ranks, every level combination, rounds that split the vector evenly, unevenly
+// and into empty pieces (count < rounds).
+TEST(Algorithms, HierarchicalPipelinedRounds) {
+  const Algorithm* alg = find_algorithm(sched::Coll::AllReduce, "hierarchical");
+  int checked = 0;
+  for (int n = 2; n <= 16; ++n)
+    for (int L = 1; L <= n; ++L) {
+      if (n % L) continue;
+      for (int D = 1; D <= L; ++D) {
+        if (L % D) continue;
+        BuildArgs a;
+        a.nranks = n;
+        a.local_size = L;
+        a.domain_size = D;
+        for (BuildArgs v : alg->variants(a, {}))
+          for (uint32_t rounds : {2u, 3u})
+            for (uint64_t count : {uint64_t{2}, static_cast<uint64_t>(3 * n + 1), static_cast<uint64_t>(8 * n)}) {
+              v.pipeline = rounds;
+              v.count = count;
+              Status st = sched::verify_both(sched::build_all(v, alg->name, alg->build));
+              ASSERT_TRUE(st.ok()) << "n=" << n << " L=" << L << " D=" << D << " " << alg->describe(v)
+                                   << " count=" << count << ": " << st.message();
+              ++checked;
+            }
+      }
+    }
+  EXPECT_GT(checked, 500);
+}
+
+// The variants offer overlapped rounds once the vector holds more than one round
+// (a slice per rank of a node each), at most 8, beside every level combination.
+TEST(Algorithms, HierarchicalOffersRoundsForLargeVectors) {
+  const Algorithm* alg = find_algorithm(sched::Coll::AllReduce, "hierarchical");
+  BuildArgs a;
+  a.nranks = 16;
+  a.local_size = 8;
+  a.slice_elems = 100;
+  a.count = 1599;  // under two rounds of 8 x 100
+  // Ring or rabenseifner inside the nodes, ring, rabenseifner or recdoubling across.
+  EXPECT_EQ(alg->variants(a, {}).size(), 6u);
+  a.count = 2400;
+  std::vector<BuildArgs> vs = alg->variants(a, {});
+  ASSERT_EQ(vs.size(), 12u);
+  EXPECT_EQ(vs.front().pipeline, 0u);
+  EXPECT_EQ(vs.back().pipeline, 3u);
+  EXPECT_EQ(alg->describe(vs.back()), "rabenseifner / - / recdoubling, 3 rounds overlapped");
+  a.count = 100000;
+  EXPECT_EQ(alg->variants(a, {}).back().pipeline, 8u);
+}
+
 // Which combinations exist: 2 nodes x 2 domains x 4 ranks has a 4-rank domain
 // (ring or rabenseifner), 2 domains per node (ring or rabenseifner) and 2 nodes,
 // the outermost level (ring, rabenseifner or recdoubling): 2 x 2 x 3 = 12. With 3
@@ -293,22 +345,24 @@ TEST(Algorithms, HierarchicalKeepsBytesInsideDomains) {
   a.domain_size = 4;
   a.count = 6400;
   using sched::LevelAlgo;
-  for (auto levels : {std::array<LevelAlgo, 3>{}, {LevelAlgo::Rabenseifner, LevelAlgo::Ring, LevelAlgo::RecDoubling}}) {
-    a.levels = levels;
-    ASSERT_TRUE(supports(*alg, a));
-    for (int r = 0; r < a.nranks; ++r) {
-      uint64_t in_domain = 0, across_domains = 0, across_nodes = 0;
-      for (const sched::Step& s : alg->build(a, r).steps) {
-        if (s.kind != sched::Kind::Send) continue;
-        if (s.peer / 8 != r / 8) across_nodes += s.src.count;
-        else if (s.peer / 4 != r / 4) across_domains += s.src.count;
-        else in_domain += s.src.count;
+  for (auto levels : {std::array<LevelAlgo, 3>{}, {LevelAlgo::Rabenseifner, LevelAlgo::Ring, LevelAlgo::RecDoubling}})
+    for (uint32_t rounds : {0u, 4u}) {  // the levels overlapped in 4 rounds of 1600 move the same bytes
+      a.levels = levels;
+      a.pipeline = rounds;
+      ASSERT_TRUE(supports(*alg, a));
+      for (int r = 0; r < a.nranks; ++r) {
+        uint64_t in_domain = 0, across_domains = 0, across_nodes = 0;
+        for (const sched::Step& s : alg->build(a, r).steps) {
+          if (s.kind != sched::Kind::Send) continue;
+          if (s.peer / 8 != r / 8) across_nodes += s.src.count;
+          else if (s.peer / 4 != r / 4) across_domains += s.src.count;
+          else in_domain += s.src.count;
+        }
+        EXPECT_EQ(in_domain, 9600u) << "rank " << r << " " << alg->describe(a);
+        EXPECT_EQ(across_domains, 1600u) << "rank " << r << " " << alg->describe(a);
+        EXPECT_EQ(across_nodes, 800u) << "rank " << r << " " << alg->describe(a);
       }
-      EXPECT_EQ(in_domain, 9600u) << "rank " << r << " " << alg->describe(a);
-      EXPECT_EQ(across_domains, 1600u) << "rank " << r << " " << alg->describe(a);
-      EXPECT_EQ(across_nodes, 800u) << "rank " << r << " " << alg->describe(a);
     }
-  }
 }
 
 // The peers a plan talks to.

@@ -277,6 +277,33 @@ TEST(Sim, ChainTreeKeepsTheHeadsBusy) {
   EXPECT_GT(t, 1.5 * N * g.inter.beta_s_per_byte);
 }
 
+// Hierarchical with its levels overlapped in rounds, 2 hosts x 2 ranks, rings,
+// no latency or reduction cost, every link b per byte and a port per rank and
+// level. Round j's phases (reduce-scatter in the host: N/2R, across: N/4R each
+// way, all-gather in the host: N/2R) run at times j, j+1, j+2, j+3, each time's
+// messages sent together, so a time lasts as long as its busiest port: the host
+// link, which carries one or two N/2R messages at every time. Its 2R messages
+// end after N b, against 1.5 N b with the levels one after another.
+TEST(Sim, HierarchicalRoundsOverlapTheLevels) {
+  Generator g;
+  g.nodes = 2;
+  g.per_node = 2;
+  g.nics = 0;
+  g.intra = {0, 1e-9, 0};
+  g.cross = g.intra;
+  g.inter = g.intra;
+  const algo::Algorithm* a = algo::find_algorithm(Coll::AllReduce, "hierarchical");
+  BuildArgs args{Coll::AllReduce, 4, 1 << 16, 0, 0};
+  args.local_size = 2;
+  const double N = (1 << 16) * 4.0;
+  for (uint32_t rounds : {0u, 4u, 8u}) {
+    args.pipeline = rounds;
+    Result r;
+    ASSERT_TRUE(simulate(sched::build_all(args, "hierarchical", a->build), generate(g), 4, &r).ok());
+    expect_near_rel(r.seconds, (rounds ? 1.0 : 1.5) * N * 1e-9, "rounds " + std::to_string(rounds));
+  }
+}
+
 // Every rank's whole input to every other rank (oneshot) on 2 hosts x 2 ranks with
 // one network port per host and free links inside hosts: each port carries its
 // host's 4 cross-host messages of N bytes each way back to back, so the call takes
