@@ -232,7 +232,7 @@ double cost(const BuildArgs& a, size_t elem_size, const LinkCost& c) {
   return t;
 }
 
-std::vector<BuildArgs> variants(const BuildArgs& args, const ForcedLevels& forced) {
+std::vector<BuildArgs> variants(const BuildArgs& args, const Forced& forced) {
   std::vector<BuildArgs> out{args};
   out[0].levels = {};
   out[0].pipeline = 0;
@@ -242,7 +242,8 @@ std::vector<BuildArgs> variants(const BuildArgs& args, const ForcedLevels& force
     std::vector<BuildArgs> next;
     for (const BuildArgs& v : out)
       for (LevelAlgo algo : {LevelAlgo::Ring, LevelAlgo::Rabenseifner, LevelAlgo::RecDoubling}) {
-        if (forced[l] ? algo != *forced[l] : (m[l] <= 1 ? algo != LevelAlgo::Ring : !fits(algo, static_cast<int>(l), m)))
+        if (forced.levels[l] ? algo != *forced.levels[l]
+                             : (m[l] <= 1 ? algo != LevelAlgo::Ring : !fits(algo, static_cast<int>(l), m)))
           continue;
         next.push_back(v);
         next.back().levels[l] = algo;
@@ -250,8 +251,12 @@ std::vector<BuildArgs> variants(const BuildArgs& args, const ForcedLevels& force
     out = std::move(next);
   }
   // Each combination also with its levels overlapped in rounds, where the vector
-  // makes more than one.
-  const uint64_t rounds = pipeline_rounds(args);
+  // makes more than one; forced: only that way, or never.
+  if (forced.rounds >= 2) {
+    for (BuildArgs& v : out) v.pipeline = static_cast<uint32_t>(forced.rounds);
+    return out;
+  }
+  const uint64_t rounds = forced.rounds < 0 ? pipeline_rounds(args) : 1;
   if (rounds > 1) {
     const size_t combos = out.size();
     for (size_t c = 0; c < combos; ++c) {

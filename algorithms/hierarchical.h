@@ -29,8 +29,9 @@ double cost(const sched::BuildArgs& args, size_t elem_size, const LinkCost& c);
 
 // args with every combination of level algorithms that can run it (fits), ring
 // first; `forced` levels fixed (as given, even where they cannot run: supports()
-// then refuses the call).
-std::vector<sched::BuildArgs> variants(const sched::BuildArgs& args, const ForcedLevels& forced);
+// then refuses the call). Each combination also with its levels overlapped in
+// rounds where the vector holds more than one, or only so or never as forced.
+std::vector<sched::BuildArgs> variants(const sched::BuildArgs& args, const Forced& forced);
 
 // "ring / - / recdoubling": each level's algorithm, "-" where its group is one rank.
 std::string describe_levels(const sched::BuildArgs& args);

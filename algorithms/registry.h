@@ -27,9 +27,14 @@ using SupportsFn = bool (*)(const sched::BuildArgs& args);
 
 // Per level, an algorithm forced by WEFT_HIER_LEVELS, or none: the tuner's choice.
 using ForcedLevels = std::array<std::optional<sched::LevelAlgo>, sched::kLevels>;
+// What the environment fixes of the choices a builder leaves to the tuner.
+struct Forced {
+  ForcedLevels levels{};
+  int rounds = -1;  // WEFT_HIER_ROUNDS: -1 the tuner's choice, 0 or 1 none, N >= 2 always N
+};
 // The plans a builder can run for one call: args with each combination of the
-// choices it leaves to the tuner (BuildArgs::levels), `forced` ones fixed.
-using VariantsFn = std::vector<sched::BuildArgs> (*)(const sched::BuildArgs& args, const ForcedLevels& forced);
+// choices it leaves to the tuner (BuildArgs::levels, ::pipeline), `forced` ones fixed.
+using VariantsFn = std::vector<sched::BuildArgs> (*)(const sched::BuildArgs& args, const Forced& forced);
 
 struct Algorithm {
   const char* name;

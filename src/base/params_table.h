@@ -17,6 +17,7 @@ WEFT_PARAM_STR(COMM_ID, "", "rendezvous address host:port of the bootstrap root"
 WEFT_PARAM_STR(RENDEZVOUS_FILE, "", "without WEFT_COMM_ID or MASTER_ADDR/PORT: a file on a shared file system where rank 0 publishes the rendezvous")
 WEFT_PARAM_STR(ALGO, "", "force an algorithm: ring, or per collective allreduce:tree,broadcast:ring (^a,b excludes); weftConfig_t.algo overrides it per communicator")
 WEFT_PARAM_STR(HIER_LEVELS, "", "hierarchical all-reduce's algorithm per level, inside a NUMA domain, across a host's domains, across hosts: up to three of ring, rabenseifner, recdoubling or auto, comma-separated (e.g. auto,auto,recdoubling); auto or missing: the tuner picks each level by its own size")
+WEFT_PARAM_INT(HIER_ROUNDS, -1, "hierarchical all-reduce in rounds whose levels overlap (round j's phase beside round j+1's previous one): -1 the tuner's choice (up to 8 rounds of at least a slice per rank of a host, where simulated 10% faster), 0 or 1 never, N >= 2 always N")
 WEFT_PARAM_STR(TRANSPORT, "", "force a transport: shm (local peers only), tcp or ibverbs (every peer)")
 WEFT_PARAM_INT(SHM_CMA, -1, "large messages in ordinary buffers: 1 read in place with cross-memory attach (process_vm_readv), 0 never use it, -1 where a start-up timing finds it at least WEFT_SHM_CMA_MIN_PCT % of memcpy's speed, else copy through the FIFO")
 WEFT_PARAM_INT(SHM_CMA_MIN_PCT, 50, "see WEFT_SHM_CMA=-1")

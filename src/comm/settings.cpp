@@ -47,6 +47,7 @@ std::vector<Setting> shared_settings(const tune::Options& t) {
   return {
       {t.algo_source, t.algo.empty() ? "(auto)" : t.algo},
       {"WEFT_HIER_LEVELS", t.hier_levels.empty() ? "(auto)" : t.hier_levels},
+      {"WEFT_HIER_ROUNDS", num(t.hier_rounds)},
       {"WEFT_TUNING_FILE", file},
       {"WEFT_TUNE_ONLINE", num(params::TUNE_ONLINE())},
       {"WEFT_TUNE_CANDIDATES", num(params::TUNE_CANDIDATES())},

@@ -44,6 +44,7 @@ Options Options::from_params() {
   Options o;
   o.algo = params::ALGO();
   o.hier_levels = params::HIER_LEVELS();
+  o.hier_rounds = static_cast<int>(params::HIER_ROUNDS());
   o.tuning_file = params::TUNING_FILE();
   o.online = OnlineOptions::from_params();
   return o;
@@ -63,7 +64,8 @@ Status Tuner::create(int nranks, int local_ranks, const Options& opt, std::uniqu
   t->table_ = default_table();
   if (!opt.tuning_file.empty()) WEFT_TRY(load_tuning_file(opt.tuning_file, &t->table_));
   WEFT_TRY(parse_algo_spec(opt.algo, &t->spec_, opt.algo_source));
-  WEFT_TRY(parse_levels(opt.hier_levels, &t->forced_levels_));
+  WEFT_TRY(parse_levels(opt.hier_levels, &t->forced_.levels));
+  t->forced_.rounds = opt.hier_rounds;
   t->hier_levels_ = opt.hier_levels;
   if (opt.layout.nranks == nranks && opt.layout.check().empty() &&
       (opt.layout.levels_used() > 1 || opt.layout_costs)) {
@@ -155,7 +157,7 @@ const Tuner::Variant& Tuner::best_variant(const algo::Algorithm& a, const sched:
   if (variants_.size() >= 4096) variants_.clear();
   // The first variant that can run (rings wherever not forced) is the default;
   // another replaces it only where predicted below kVariantGain times its time.
-  const std::vector<sched::BuildArgs> all = a.variants(args, forced_levels_);  // never empty
+  const std::vector<sched::BuildArgs> all = a.variants(args, forced_);  // never empty
   Variant first{all.front(), 1e30}, best = first;  // where none can run: the first, refused
   bool found = false;
   for (const sched::BuildArgs& v : all) {

@@ -41,6 +41,7 @@ struct Options {
   std::string algo;          // WEFT_ALGO, or weftConfig_t.algo where a communicator sets it
   const char* algo_source = "WEFT_ALGO";  // which of the two, for messages
   std::string hier_levels;   // WEFT_HIER_LEVELS
+  int hier_rounds = -1;      // WEFT_HIER_ROUNDS
   std::string tuning_file;   // WEFT_TUNING_FILE; empty: the built-in defaults
   bool log_table = true;     // print the constants at INFO (one rank is enough)
   bool explain = false;      // WEFT_EXPLAIN on this rank: print each size class's candidates and pick
@@ -146,7 +147,7 @@ class Tuner {
   sim::Fabric layout_, grouped_;  // the ranks' layout, and in sim::grouped_order
   Table table_;
   AlgoSpec spec_;
-  algo::ForcedLevels forced_levels_{};
+  algo::Forced forced_{};
   std::string hier_levels_;  // as given, for messages
   struct Variant {
     sched::BuildArgs args;

@@ -50,6 +50,8 @@ const char* kUsage =
     "  --algo LIST               which algorithms, WEFT_ALGO syntax (default: every one the tuner weighs)\n"
     "  --hier-levels LIST        hierarchical's algorithm per level, WEFT_HIER_LEVELS syntax (default: chosen\n"
     "                            per level by its size)\n"
+    "  --hier-rounds N           hierarchical's overlapped rounds, WEFT_HIER_ROUNDS (default -1: chosen by\n"
+    "                            the prediction)\n"
     "  -b MIN -e MAX -f FACTOR   sizes in bytes, K/M/G suffixes (8 .. 4G, x2); as nccl-tests, the size\n"
     "                            of the whole vector (all-gather: the output)\n"
     "  --elem-size B             bytes per element (4)\n"
@@ -155,6 +157,7 @@ int main(int argc, char** argv) {
   gen.nic_bytes_per_s = 1 / base.net.beta_s_per_byte;
   bool cross_given = false, generated = false, verify = false;
   std::string topo_file, coll_name = "allreduce", algo, hier_levels, csv;
+  int hier_rounds = -1;
   double min_b = 8, max_b = 4.0 * 1024 * 1024 * 1024, factor = 2, gamma_ns = 0.1, slice = 1 << 20, max_msgs = 5e7;
   double cross_link = 0, cpu_share = sim::Fabric::kCpuShare;
   int elem = 4;
@@ -184,6 +187,7 @@ int main(int argc, char** argv) {
     else if (a == "--coll") coll_name = v;
     else if (a == "--algo") algo = v;
     else if (a == "--hier-levels") hier_levels = v;
+    else if (a == "--hier-rounds") hier_rounds = std::atoi(v.c_str()), ok = hier_rounds >= -1;
     else if (a == "-b") ok = parse_size(v, &min_b);
     else if (a == "-e") ok = parse_size(v, &max_b);
     else if (a == "-f") factor = std::atof(v.c_str()), ok = factor > 1;
@@ -255,6 +259,7 @@ int main(int argc, char** argv) {
   tune::Options to;
   to.algo = algo;
   to.hier_levels = hier_levels;
+  to.hier_rounds = hier_rounds;
   to.log_table = false;
   to.online.enabled = false;
   to.layout = fabric;

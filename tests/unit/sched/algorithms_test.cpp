@@ -294,6 +294,17 @@ TEST(Algorithms, HierarchicalOffersRoundsForLargeVectors) {
   EXPECT_EQ(alg->describe(vs.back()), "rabenseifner / - / recdoubling, 3 rounds overlapped");
   a.count = 100000;
   EXPECT_EQ(alg->variants(a, {}).back().pipeline, 8u);
+  // WEFT_HIER_ROUNDS: never (0 or 1), or always N, also where the vector is small.
+  Forced never;
+  never.rounds = 0;
+  EXPECT_EQ(alg->variants(a, never).size(), 6u);
+  EXPECT_EQ(alg->variants(a, never).back().pipeline, 0u);
+  Forced three;
+  three.rounds = 3;
+  a.count = 10;
+  vs = alg->variants(a, three);
+  ASSERT_EQ(vs.size(), 6u);
+  for (const BuildArgs& v : vs) EXPECT_EQ(v.pipeline, 3u);
 }
 
 // Which combinations exist: 2 nodes x 2 domains x 4 ranks has a 4-rank domain
