@@ -144,6 +144,9 @@ class Tuner {
   int nranks_ = 1;
   LinkClass cls_ = LinkClass::Shm;
   bool simulate_ = false, layout_costs_ = false;
+  // Some machine of the layout has fewer cores than ranks: there its links inside
+  // and across hosts (namespaces of one kernel) move bytes with the same cores.
+  bool cores_shared_ = false;
   sim::Fabric layout_, grouped_;  // the ranks' layout, and in sim::grouped_order
   Table table_;
   AlgoSpec spec_;

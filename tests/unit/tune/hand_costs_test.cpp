@@ -378,6 +378,50 @@ TEST(HandCosts, TwoHostsSimulatedPicksHierarchical) {
   EXPECT_NE(text.find("<- pick"), std::string::npos) << text;
 }
 
+// Overlapped rounds (BuildArgs::pipeline) where the host links and the network
+// cost the same: 2 hosts x 2 ranks, 1 Mi floats in slices of 64 Ki, alpha 1 us,
+// beta 1 ns/B everywhere, each host's two ranks taking turns on its network port.
+// One level after another a rank's host link carries N/2 each way twice and the
+// host's port 2 x N/4 twice: 2 N beta; overlapped, both links carry N each, side by
+// side: about N beta plus the rounds' fill and latency, so the rounds are kept. Where the 4 ranks share 2 cores (namespace hosts of one
+// kernel) the same bytes would move on the same cores: never chosen, unless
+// WEFT_HIER_ROUNDS forces them.
+TEST(HandCosts, OverlappedRoundsOnlyWhereTheLinksAreSeparate) {
+  TuningFile f("shm * * 0 0 1e-06 1e-09 0\nnet * * 0 0 1e-06 1e-09 0\n");
+  BuildArgs b = allreduce(4, 1 << 20, 2);
+  b.slice_elems = 1 << 16;
+  const algo::Algorithm* hier = algo::find_algorithm(Coll::AllReduce, "hierarchical");
+  sim::Fabric apart = sim::Fabric::host_blocks(4, 2);
+  auto t = layered_tuner(f, apart, 2);
+  const BuildArgs chosen = t->tailored(*hier, b, 4);
+  EXPECT_EQ(chosen.pipeline, 8u) << hier->describe(chosen);
+  const double N = (1 << 20) * 4.0;
+  const double overlapped = predicted(*t, "hierarchical", b);
+  EXPECT_GT(overlapped, N * 1e-9);
+  EXPECT_LT(overlapped, 1.2 * N * 1e-9);
+
+  sim::Fabric shared = apart;
+  sim::set_machines({0, 0, 0, 0}, {{0}, {1}, {0}, {1}}, &shared);
+  ASSERT_TRUE(shared.oversubscribed(0));
+  EXPECT_EQ(layered_tuner(f, shared, 2)->tailored(*hier, b, 4).pipeline, 0u);
+  Options o;
+  o.algo = "allreduce:hierarchical";
+  o.tuning_file = f.path();
+  o.log_table = false;
+  o.online.enabled = false;
+  o.layout = shared;
+  o.hier_rounds = 4;
+  std::unique_ptr<Tuner> forced;
+  ASSERT_TRUE(Tuner::create(4, 2, o, &forced).ok());
+  EXPECT_EQ(forced->tailored(*hier, b, 4).pipeline, 4u);
+  o.layout = apart;
+  o.hier_rounds = 0;
+  std::unique_ptr<Tuner> never;
+  ASSERT_TRUE(Tuner::create(4, 2, o, &never).ok());
+  EXPECT_EQ(never->tailored(*hier, b, 4).pipeline, 0u);
+  EXPECT_NEAR(predicted(*never, "hierarchical", b), 2 * N * 1e-9, 0.05 * 2 * N * 1e-9);
+}
+
 // 2 hosts x 2 ranks (bench/topology's 2x2 with its constants): hierarchical and
 // chain_tree then move the same messages, so their simulations agree but for
 // rounding, and the tie goes to the earlier in the registry (hierarchical), not
