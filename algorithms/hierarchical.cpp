@@ -85,6 +85,9 @@ bool supports(const BuildArgs& a) { return shape_fits(a) && levels_fit(a); }
 // e.g. a ring level without slices: level(m, B) = 2(m-1)(alpha + B/m beta) + (m-1) B/m gamma;
 // rabenseifner: 2 lg(m) alpha + 2 (m-1)/m B beta + (m-1)/m B gamma;
 // recdoubling: lg(m) (alpha + B beta + B gamma).
+// In R overlapped rounds (BuildArgs::pipeline) the levels' terms overlap where
+// they use different links, down to about the largest of them; the formula keeps
+// their sum (an upper bound), and the tuner simulates the rounds on the layout.
 namespace {
 // One rank's groups: its D-rank domain, the node's K domains, the M nodes.
 struct Groups {
