@@ -1,10 +1,13 @@
 #!/bin/sh
 # Topology-aware selection across a slow link: 2 network-namespace hosts x 2 ranks,
 # each host's link limited to 2 Gb/s by tc, online tuning off (the model alone
-# picks), built-in constants. At 16 MiB the model must pick hierarchical, and
-# hierarchical must measure faster than the flat ring by a generous margin
-# (bench/topology measured 74 ms against 107 ms here). Every result is checked
-# (-c 1). Skipped (77) where netns_test.sh cannot make namespaces.
+# picks), built-in constants. At 16 MiB the model must pick a two-level schedule,
+# hierarchical or chain_tree (NCCL's tree: a chain in each host, trees across;
+# both send a host's share across once, and the simulation has them within a few
+# percent of each other here), and the pick must measure faster than the flat
+# ring by a generous margin (bench/topology measured 74-80 ms for hierarchical and
+# 75-88 ms for chain_tree against 107-110 ms here). Every result is checked (-c 1).
+# Skipped (77) where netns_test.sh cannot make namespaces.
 # usage: shaped_pick.sh NETNS_TEST_SH WEFT_PERF
 set -u
 tmp=$(mktemp -d)
@@ -21,10 +24,11 @@ p = json.load(open(sys.argv[1]))["points"][0]
 t = {n: statistics.median(v) for n, v in p["samples_us"].items() if v}
 print("measured us:", ", ".join("%s %.0f" % kv for kv in sorted(t.items(), key=lambda kv: kv[1])))
 ok = True
-if p["pick"] != "hierarchical":
-    print("FAIL: the model picked %s, not hierarchical, across the slow link" % p["pick"]); ok = False
-if not t["hierarchical"] < 0.9 * t["ring"]:
-    print("FAIL: hierarchical %.0f us is not 10%% faster than ring %.0f us" % (t["hierarchical"], t["ring"])); ok = False
-print("PASS: hierarchical picked and %.2fx the ring's time" % (t["hierarchical"] / t["ring"]) if ok else "")
+pick = p["pick"]
+if pick not in ("hierarchical", "chain_tree"):
+    print("FAIL: the model picked %s, not a two-level schedule, across the slow link" % pick); ok = False
+elif not t[pick] < 0.9 * t["ring"]:
+    print("FAIL: %s %.0f us is not 10%% faster than ring %.0f us" % (pick, t[pick], t["ring"])); ok = False
+print("PASS: %s picked and %.2fx the ring's time" % (pick, t[pick] / t["ring"]) if ok else "")
 sys.exit(0 if ok else 1)
 PY
