@@ -207,15 +207,11 @@ TEST(Algorithms, HierarchicalEveryDomainSize) {
     }
 }
 
-// Every combination of level algorithms hierarchical can run (its variants), for
-// every (ranks, node, domain) shape up to 32 ranks whose levels have a
-// power-of-two group somewhere, with counts around the splits, unsliced and sliced.
-TEST(Algorithms, HierarchicalEveryLevelVariant) {
-  const Algorithm* alg = find_algorithm(sched::Coll::AllReduce, "hierarchical");
-  ASSERT_NE(alg, nullptr);
-  ASSERT_NE(alg->variants, nullptr);
-  int butterflies = 0;
-  for (int n = 2; n <= 32; ++n)
+// Calls f(args) for every (ranks, ranks per node, ranks per domain) shape with
+// 2..max_n ranks; f returns false to stop.
+template <typename F>
+void for_each_shape(int max_n, F f) {
+  for (int n = 2; n <= max_n; ++n)
     for (int L = 1; L <= n; ++L) {
       if (n % L) continue;
       for (int D = 1; D <= L; ++D) {
@@ -224,23 +220,43 @@ TEST(Algorithms, HierarchicalEveryLevelVariant) {
         a.nranks = n;
         a.local_size = L;
         a.domain_size = D;
-        const std::vector<BuildArgs> vs = alg->variants(a, {});
-        if (vs.size() == 1) continue;  // rings only: HierarchicalEveryDomainSize
-        for (const BuildArgs& v0 : vs) {
-          ASSERT_TRUE(supports(*alg, v0)) << n << " " << L << " " << D << " " << alg->describe(v0);
-          ++butterflies;
-          for (uint64_t count : {uint64_t{1}, static_cast<uint64_t>(n) - 1, static_cast<uint64_t>(3 * n + 1)})
-            for (uint64_t slice : {uint64_t{0}, uint64_t{2}}) {
-              BuildArgs v = v0;
-              v.count = count;
-              v.slice_elems = slice;
-              Status st = sched::verify_both(sched::build_all(v, alg->name, alg->build));
-              ASSERT_TRUE(st.ok()) << "n=" << n << " L=" << L << " D=" << D << " levels " << alg->describe(v)
-                                   << ": " << st.message();
-            }
-        }
+        if (!f(a)) return;
       }
     }
+}
+
+std::string shape_of(const Algorithm& alg, const BuildArgs& a) {
+  return "n=" + std::to_string(a.nranks) + " L=" + std::to_string(a.local_size) + " D=" +
+         std::to_string(a.domain_size) + " " + alg.describe(a) + " count=" + std::to_string(a.count);
+}
+
+// Every combination of level algorithms hierarchical can run (its variants), for
+// every (ranks, node, domain) shape up to 32 ranks whose levels have a
+// power-of-two group somewhere, with counts around the splits, unsliced and sliced.
+TEST(Algorithms, HierarchicalEveryLevelVariant) {
+  const Algorithm* alg = find_algorithm(sched::Coll::AllReduce, "hierarchical");
+  ASSERT_NE(alg, nullptr);
+  ASSERT_NE(alg->variants, nullptr);
+  int butterflies = 0;
+  for_each_shape(32, [&](const BuildArgs& a) {
+    const std::vector<BuildArgs> vs = alg->variants(a, {});
+    if (vs.size() == 1) return true;  // rings only: HierarchicalEveryDomainSize
+    const uint64_t n = static_cast<uint64_t>(a.nranks);
+    for (const BuildArgs& v0 : vs) {
+      EXPECT_TRUE(supports(*alg, v0)) << shape_of(*alg, v0);
+      ++butterflies;
+      for (uint64_t count : {uint64_t{1}, n - 1, 3 * n + 1})
+        for (uint64_t slice : {uint64_t{0}, uint64_t{2}}) {
+          BuildArgs v = v0;
+          v.count = count;
+          v.slice_elems = slice;
+          Status st = sched::verify_both(sched::build_all(v, alg->name, alg->build));
+          EXPECT_TRUE(st.ok()) << shape_of(*alg, v) << ": " << st.message();
+          if (!st.ok()) return false;
+        }
+    }
+    return true;
+  });
   EXPECT_GT(butterflies, 100);
 }
 
@@ -251,27 +267,20 @@ TEST(Algorithms, HierarchicalEveryLevelVariant) {
 TEST(Algorithms, HierarchicalPipelinedRounds) {
   const Algorithm* alg = find_algorithm(sched::Coll::AllReduce, "hierarchical");
   int checked = 0;
-  for (int n = 2; n <= 16; ++n)
-    for (int L = 1; L <= n; ++L) {
-      if (n % L) continue;
-      for (int D = 1; D <= L; ++D) {
-        if (L % D) continue;
-        BuildArgs a;
-        a.nranks = n;
-        a.local_size = L;
-        a.domain_size = D;
-        for (BuildArgs v : alg->variants(a, {}))
-          for (uint32_t rounds : {2u, 3u})
-            for (uint64_t count : {uint64_t{2}, static_cast<uint64_t>(3 * n + 1), static_cast<uint64_t>(8 * n)}) {
-              v.pipeline = rounds;
-              v.count = count;
-              Status st = sched::verify_both(sched::build_all(v, alg->name, alg->build));
-              ASSERT_TRUE(st.ok()) << "n=" << n << " L=" << L << " D=" << D << " " << alg->describe(v)
-                                   << " count=" << count << ": " << st.message();
-              ++checked;
-            }
-      }
-    }
+  for_each_shape(16, [&](const BuildArgs& a) {
+    const uint64_t n = static_cast<uint64_t>(a.nranks);
+    for (BuildArgs v : alg->variants(a, {}))
+      for (uint32_t rounds : {2u, 3u})
+        for (uint64_t count : {uint64_t{2}, 3 * n + 1, 8 * n}) {
+          v.pipeline = rounds;
+          v.count = count;
+          Status st = sched::verify_both(sched::build_all(v, alg->name, alg->build));
+          EXPECT_TRUE(st.ok()) << shape_of(*alg, v) << ": " << st.message();
+          if (!st.ok()) return false;
+          ++checked;
+        }
+    return true;
+  });
   EXPECT_GT(checked, 500);
 }
 
