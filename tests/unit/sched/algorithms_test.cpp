@@ -207,6 +207,15 @@ TEST(Algorithms, HierarchicalEveryDomainSize) {
     }
 }
 
+// n ranks, L per node, D per domain (0: one domain per node).
+BuildArgs shape(int n, int L, int D = 0) {
+  BuildArgs a;
+  a.nranks = n;
+  a.local_size = L;
+  a.domain_size = D;
+  return a;
+}
+
 // Calls f(args) for every (ranks, ranks per node, ranks per domain) shape with
 // 2..max_n ranks; f returns false to stop.
 template <typename F>
@@ -214,14 +223,8 @@ void for_each_shape(int max_n, F f) {
   for (int n = 2; n <= max_n; ++n)
     for (int L = 1; L <= n; ++L) {
       if (n % L) continue;
-      for (int D = 1; D <= L; ++D) {
-        if (L % D) continue;
-        BuildArgs a;
-        a.nranks = n;
-        a.local_size = L;
-        a.domain_size = D;
-        if (!f(a)) return;
-      }
+      for (int D = 1; D <= L; ++D)
+        if (L % D == 0 && !f(shape(n, L, D))) return;
     }
 }
 
@@ -288,9 +291,7 @@ TEST(Algorithms, HierarchicalPipelinedRounds) {
 // (a slice per rank of a node each), at most 8, beside every level combination.
 TEST(Algorithms, HierarchicalOffersRoundsForLargeVectors) {
   const Algorithm* alg = find_algorithm(sched::Coll::AllReduce, "hierarchical");
-  BuildArgs a;
-  a.nranks = 16;
-  a.local_size = 8;
+  BuildArgs a = shape(16, 8);
   a.slice_elems = 100;
   a.count = 1599;  // under two rounds of 8 x 100
   // Ring or rabenseifner inside the nodes, ring, rabenseifner or recdoubling across.
@@ -323,10 +324,7 @@ TEST(Algorithms, HierarchicalOffersRoundsForLargeVectors) {
 // run its group leaves that one variant, which hierarchical then refuses.
 TEST(Algorithms, HierarchicalVariantsFollowTheGroups) {
   const Algorithm* alg = find_algorithm(sched::Coll::AllReduce, "hierarchical");
-  BuildArgs a;
-  a.nranks = 16;
-  a.local_size = 8;
-  a.domain_size = 4;
+  BuildArgs a = shape(16, 8, 4);
   EXPECT_EQ(alg->variants(a, {}).size(), 12u);
   EXPECT_EQ(alg->variants(a, {}).front().levels, (std::array<sched::LevelAlgo, 3>{}));
   a.nranks = 12;
