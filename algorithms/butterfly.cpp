@@ -34,12 +34,6 @@ Fold fold(int n, int r) {
 
 int real_of(int newrank, int rem) { return newrank < rem ? 2 * newrank + 1 : newrank + rem; }
 
-int lg_exact(int p) {
-  int l = 0;
-  while ((1 << l) < p) ++l;
-  return l;
-}
-
 // The real ranks of butterfly ranks 0..p-1, in butterfly order.
 std::vector<int> butterfly_group(const Fold& f) {
   std::vector<int> g;

@@ -28,7 +28,7 @@ inline sched::Part butterfly_span(sched::Part reg, int m, int lo, int hi) {
 // the earlier ones still followed), for builders that interleave phases round by
 // round; likewise below.
 inline void halving_reduce_scatter(sched::PlanBuilder& b, const std::vector<int>& group, int i, sched::Part reg,
-                                   sched::Buf input, int only = -1) {
+                                   sched::Buf input, int64_t only = -1) {
   using namespace sched;
   const int m = static_cast<int>(group.size());
   int lo = 0, hi = m;
@@ -50,7 +50,7 @@ inline void halving_reduce_scatter(sched::PlanBuilder& b, const std::vector<int>
 // Recursive doubling all-gather retracing halving_reduce_scatter's rounds: group[i]
 // starts with part i of `reg` in Recv and ends with all of it.
 inline void doubling_all_gather(sched::PlanBuilder& b, const std::vector<int>& group, int i, sched::Part reg,
-                                int only = -1) {
+                                int64_t only = -1) {
   using namespace sched;
   const int m = static_cast<int>(group.size());
   int lo = i, hi = i + 1;
@@ -70,7 +70,7 @@ inline void doubling_all_gather(sched::PlanBuilder& b, const std::vector<int>& g
 // Recursive doubling all-reduce of `reg` among `group`: round d swaps the whole
 // running sum with group[i ^ d] and adds the partner's. Result in Recv.
 inline void doubling_all_reduce(sched::PlanBuilder& b, const std::vector<int>& group, int i, sched::Part reg,
-                                sched::Buf input, int only = -1) {
+                                sched::Buf input, int64_t only = -1) {
   using namespace sched;
   const int m = static_cast<int>(group.size());
   Buf src = input;
@@ -85,5 +85,12 @@ inline void doubling_all_reduce(sched::PlanBuilder& b, const std::vector<int>& g
 }
 
 inline bool power_of_two(int m) { return m > 0 && (m & (m - 1)) == 0; }
+
+// lg m for a power of two m: the rounds of the phases above.
+inline int lg_exact(int m) {
+  int l = 0;
+  while ((1 << l) < m) ++l;
+  return l;
+}
 
 }  // namespace weft::algo

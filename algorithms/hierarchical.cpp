@@ -142,27 +142,24 @@ std::vector<Phase> phases_of(const BuildArgs& a, const Groups& g, Part whole) {
 // The phase's steps (`only` >= 0: just its step `only`, unsliced).
 void emit(PlanBuilder& b, const BuildArgs& a, const Groups& g, const Phase& p, uint64_t slice_elems, int64_t only) {
   const std::vector<int>& grp = g.group[p.level];
-  const int i = g.index[p.level], round = static_cast<int>(only);
+  const int i = g.index[p.level];
   switch (a.levels[p.level]) {
     case LevelAlgo::Ring:
       if (p.back) ring_all_gather(b, grp, i, p.region, slice_elems, only);
       else ring_reduce_scatter(b, grp, i, p.region, p.input, slice_elems, Buf::Recv, only);
       break;
     case LevelAlgo::Rabenseifner:
-      if (p.back) doubling_all_gather(b, grp, i, p.region, round);
-      else halving_reduce_scatter(b, grp, i, p.region, p.input, round);
+      if (p.back) doubling_all_gather(b, grp, i, p.region, only);
+      else halving_reduce_scatter(b, grp, i, p.region, p.input, only);
       break;
-    case LevelAlgo::RecDoubling: doubling_all_reduce(b, grp, i, p.region, p.input, round); break;
+    case LevelAlgo::RecDoubling: doubling_all_reduce(b, grp, i, p.region, p.input, only); break;
   }
 }
 
 // Steps of an unsliced phase: a ring's m - 1, a butterfly's lg m.
 int64_t steps_of(const BuildArgs& a, const Groups& g, const Phase& p) {
   const int m = g.m[p.level];
-  if (a.levels[p.level] == LevelAlgo::Ring) return m - 1;
-  int lg = 0;
-  while ((1 << lg) < m) ++lg;
-  return lg;
+  return a.levels[p.level] == LevelAlgo::Ring ? m - 1 : lg_exact(m);
 }
 
 // Rounds of the pipeline (the variant that overlaps the levels): pieces of the
