@@ -66,12 +66,19 @@ bool Fabric::oversubscribed(int r) const {
   return std::count(machine.begin(), machine.end(), m) > machine_cores[size_t(m)];
 }
 
+bool Fabric::bursty() const {
+  return std::any_of(nics.begin(), nics.end(), [](const Port& p) { return p.burst_bytes > 0; });
+}
+
 std::string Fabric::check() const {
   const size_t n = static_cast<size_t>(nranks);
   if (nranks < 1) return "no ranks";
   if (host.size() != n || domain.size() != n || nic.size() != n) return "per-rank vectors are not nranks long";
   if (!machine.empty() && machine.size() != n) return "per-rank vectors are not nranks long";
   if (!(cpu_share >= 0 && cpu_share <= 0.5)) return "cpu_share is not in [0, 0.5]";
+  for (const Port& p : nics)
+    if (p.burst_bytes < 0 || (p.burst_bytes > 0 && !(p.line_bytes_per_s > 0)))
+      return "a network port's burst needs a positive size and line rate";
   for (size_t r = 0; r < n; ++r) {
     if (!machine.empty() && (machine[r] < 0 || size_t(machine[r]) >= machine_cores.size() ||
                              machine_cores[size_t(machine[r])] < 1))

@@ -37,6 +37,11 @@ const char* level_name(Level l);  // "domain", "host", "network"
 struct Port {
   double bytes_per_s = 0;  // 0: unlimited (never the bottleneck); < 0: as fast as one
                            // rank's own port on its level (one lane: its ranks take turns)
+  // A token bucket (a traffic shaper: tc's tbf, a cloud NIC's burst allowance):
+  // bytes_per_s (or the level's beta) is the sustained rate, and up to burst_bytes
+  // saved up while the port is idle pass at line_bytes_per_s. burst_bytes 0: none.
+  double burst_bytes = 0;
+  double line_bytes_per_s = 0;
 };
 
 struct Fabric {
@@ -70,6 +75,9 @@ struct Fabric {
   static Fabric host_blocks(int nranks, int per_host);
   // Whether rank r's machine has fewer cores than ranks (its cores are a port).
   bool oversubscribed(int r) const;
+  // Whether some network port has a token bucket: then what a call costs depends on
+  // the calls before it, and the simulator runs calls back to back (simulate.h).
+  bool bursty() const;
   // consistency of the per-rank vectors; empty string if fine.
   std::string check() const;
 };

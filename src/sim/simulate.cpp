@@ -15,8 +15,26 @@ namespace {
 struct Lanes {
   std::vector<double> free_at;
   double s_per_byte = 0;  // per lane; 0: unlimited
+  // Token bucket (Port::burst_bytes), shared by the lanes: tokens saved up by
+  // tokens_at, refilled at 1 / refill_s_per_byte.
+  double burst = 0, line_s_per_byte = 0, refill_s_per_byte = 0;
+  double tokens = 0, tokens_at = 0;
 
   double* earliest() { return &*std::min_element(free_at.begin(), free_at.end()); }
+  bool bucket() const { return burst > 0; }
+  double tokens_by(double t) const { return std::min(burst, tokens + std::max(0.0, t - tokens_at) / refill_s_per_byte); }
+  // Seconds to pass `bytes` from `start`: at line rate while the tokens last (they
+  // keep refilling meanwhile), the rest at the lane's sustained rate.
+  double pass(double bytes, double start) {
+    const double have = tokens_by(start);
+    const double spent_per_byte = 1 - line_s_per_byte / refill_s_per_byte;
+    if (spent_per_byte <= 0) return bytes * s_per_byte;  // the line is no faster: no burst
+    const double fast = std::min(bytes, have / spent_per_byte);
+    const double seconds = fast * line_s_per_byte + (bytes - fast) * s_per_byte;
+    tokens = fast < bytes ? 0.0 : have - fast * spent_per_byte;
+    tokens_at = start + seconds;
+    return seconds;
+  }
 };
 
 Lanes shared_port(const Port& p, double own_beta) {
@@ -25,12 +43,17 @@ Lanes shared_port(const Port& p, double own_beta) {
   if (p.bytes_per_s < 0) {
     l.free_at.assign(1, 0.0);
     l.s_per_byte = own_beta;
-    return l;
+  } else {
+    const double own = own_beta > 0 ? 1 / own_beta : p.bytes_per_s;
+    const int lanes = std::max(1, static_cast<int>(p.bytes_per_s / own + 1e-9));
+    l.free_at.assign(static_cast<size_t>(lanes), 0.0);
+    l.s_per_byte = lanes / p.bytes_per_s;
   }
-  const double own = own_beta > 0 ? 1 / own_beta : p.bytes_per_s;
-  const int lanes = std::max(1, static_cast<int>(p.bytes_per_s / own + 1e-9));
-  l.free_at.assign(static_cast<size_t>(lanes), 0.0);
-  l.s_per_byte = lanes / p.bytes_per_s;
+  if (p.burst_bytes > 0 && l.s_per_byte > 0) {
+    l.burst = l.tokens = p.burst_bytes;
+    l.line_s_per_byte = 1 / p.line_bytes_per_s;
+    l.refill_s_per_byte = p.bytes_per_s > 0 ? 1 / p.bytes_per_s : own_beta;
+  }
   return l;
 }
 
@@ -48,18 +71,27 @@ struct Channel {
 struct RankState {
   size_t step = 0;
   double t = 0;
-  int waiting_on = -1;  // peer whose message it waits for, or -1
+  int waiting_on = -1;          // peer whose message it waits for, or -1
+  std::vector<double> done_at;  // when it finished each call
 };
 
 class Sim {
  public:
-  Sim(const sched::Schedule& s, const Fabric& f, size_t elem_size) : s_(s), f_(f), elem_(elem_size) {
+  // `calls` back to back, each rank starting the next as it finishes one (as a
+  // benchmark's loop does); buckets start full, or empty where `drained`.
+  Sim(const sched::Schedule& s, const Fabric& f, size_t elem_size, size_t calls, bool drained)
+      : s_(s), f_(f), elem_(elem_size), calls_(calls) {
     const size_t n = static_cast<size_t>(f.nranks);
     ranks_.resize(n);
     egress_.assign(n * kLevels, 0.0);
     ingress_.assign(n * kLevels, 0.0);
     for (const Port& p : f.nics) nics_out_.push_back(shared_port(p, f.cost[2].beta_s_per_byte));
     nics_in_ = nics_out_;
+    for (std::vector<Lanes>* ports : {&nics_out_, &nics_in_})
+      for (Lanes& l : *ports)
+        if (drained) l.tokens = 0;
+    call_tokens_.assign(calls, std::vector<double>(nics_out_.size() * 2, -1.0));
+    for (const Lanes& l : nics_out_) tokens_scale_ = std::max(tokens_scale_, l.burst);
     for (const Port& p : f.cross_domain) cross_.push_back(shared_port(p, f.cost[1].beta_s_per_byte));
     // Counted here rather than by Fabric::oversubscribed per rank, which is
     // quadratic at thousands of ranks.
@@ -81,7 +113,7 @@ class Sim {
     }
     for (int r = 0; r < f_.nranks; ++r) {
       const RankState& st = ranks_[static_cast<size_t>(r)];
-      if (st.step < s_.ranks[static_cast<size_t>(r)].steps.size())
+      if (st.done_at.size() < calls_)
         return Error(weftInternalError, "%s: simulated deadlock: rank %d waits at step %zu for a message from rank %d",
                      s_.algo.c_str(), r, st.step, st.waiting_on);
     }
@@ -89,15 +121,33 @@ class Sim {
       if (ch.head != ch.q.size())
         return Error(weftInternalError, "%s: rank %d sent rank %d a message nobody received", s_.algo.c_str(),
                      static_cast<int>(key >> 32), static_cast<int>(key & 0xffffffffu));
+    // One call: the whole run; back to back: a call of the second half (the
+    // first calls may still spend tokens saved before them).
+    const size_t from = calls_ / 2;
+    double last = 0, before = 0;
     out->rank_seconds.resize(ranks_.size());
-    out->seconds = 0;
     for (size_t r = 0; r < ranks_.size(); ++r) {
-      out->rank_seconds[r] = ranks_[r].t;
-      out->seconds = std::max(out->seconds, ranks_[r].t);
+      const std::vector<double>& d = ranks_[r].done_at;
+      out->rank_seconds[r] = (d.back() - (from > 0 ? d[from - 1] : 0.0)) / double(calls_ - from);
+      last = std::max(last, d.back());
+      if (from > 0) before = std::max(before, d[from - 1]);
     }
-    out->messages = messages_;
-    out->bytes = bytes_;
+    out->seconds = (last - before) / double(calls_ - from);
+    out->messages = messages_ / calls_;
+    for (size_t l = 0; l < kLevels; ++l) out->bytes[l] = bytes_[l] / calls_;
     return Status::Ok();
+  }
+
+  // Whether some bucket held fewer tokens when the last call began than when the
+  // second half began: the calls spend more than the refill, so the back-to-back
+  // state is an empty bucket, not the full one the run started from.
+  bool draining() const {
+    const size_t from = calls_ / 2;
+    for (size_t i = 0; i < call_tokens_[0].size(); ++i) {
+      const double then = call_tokens_[from][i], now = call_tokens_.back()[i];
+      if (then >= 0 && now >= 0 && now < then - 1e-3 * tokens_scale_) return true;
+    }
+    return false;
   }
 
  private:
@@ -105,6 +155,13 @@ class Sim {
   const sched::Schedule& s_;
   const Fabric& f_;
   size_t elem_;
+  size_t calls_;
+  size_t finished_ = 0;  // ranks that have finished the current call
+  static constexpr int kAtCallEnd = -2;
+  // Per call: each bucket's tokens when the first message of that call reached it
+  // (out-ports, then in-ports); what draining() compares.
+  std::vector<std::vector<double>> call_tokens_;
+  double tokens_scale_ = 0;
   std::vector<RankState> ranks_;
   std::vector<double> egress_, ingress_;  // each rank's own port per level, one lane each way
   std::vector<Lanes> nics_out_, nics_in_, cross_;
@@ -137,28 +194,47 @@ class Sim {
     const Level lv = f_.level(a, b);
     const algo::LinkCost& c = f_.cost[static_cast<size_t>(lv)];
     const size_t li = static_cast<size_t>(lv);
-    double* claimed[4] = {&egress_[size_t(a) * kLevels + li], &ingress_[size_t(b) * kLevels + li], nullptr, nullptr};
-    double beta = c.beta_s_per_byte;
-    auto claim = [&](Lanes& l, int slot) {
-      if (l.free_at.empty()) return;
-      claimed[slot] = l.earliest();
-      beta = std::max(beta, l.s_per_byte);
+    double* own[2] = {&egress_[size_t(a) * kLevels + li], &ingress_[size_t(b) * kLevels + li]};
+    Lanes* shared[2] = {nullptr, nullptr};
+    size_t bucket_index[2] = {0, 0};  // into call_tokens_'s rows
+    auto cross = [&](Lanes& l, int slot) {
+      if (!l.free_at.empty()) shared[slot] = &l;
     };
     if (lv == Level::Network) {
       const int na = f_.nic[size_t(a)], nb = f_.nic[size_t(b)];
-      if (na >= 0) claim(nics_out_[size_t(na)], 2);
-      if (nb >= 0) claim(nics_in_[size_t(nb)], 3);
+      if (na >= 0) cross(nics_out_[size_t(na)], 0), bucket_index[0] = size_t(na);
+      if (nb >= 0) cross(nics_in_[size_t(nb)], 1), bucket_index[1] = nics_out_.size() + size_t(nb);
     } else if (lv == Level::Host && !cross_.empty()) {
-      claim(cross_[size_t(f_.host[size_t(a)])], 2);
+      cross(cross_[size_t(f_.host[size_t(a)])], 0);
     }
+    // Where a token bucket paces the bytes, the level's beta is its sustained rate
+    // and the ranks' own ports move them at the line rate.
+    double beta = 0;
+    for (const Lanes* l : shared)
+      if (l && l->bucket()) beta = std::max(beta, l->line_s_per_byte);
+    if (beta == 0) beta = c.beta_s_per_byte;
+    for (const Lanes* l : shared)
+      if (l && !l->bucket()) beta = std::max(beta, l->s_per_byte);
     // The sender's and the receiver's CPU time, where it is modelled, is not the link's.
     const double alpha = c.alpha_s - overhead(a, lv) - overhead(b, lv);
+    const double n = static_cast<double>(bytes);
     double end = t;
-    for (double* p : claimed)
-      if (p) {
-        *p = std::max(t, *p) + alpha + static_cast<double>(bytes) * beta;
-        end = std::max(end, *p);
+    for (double* p : own) {
+      *p = std::max(t, *p) + alpha + n * beta;
+      end = std::max(end, *p);
+    }
+    for (int i = 0; i < 2; ++i) {
+      Lanes* l = shared[i];
+      if (!l) continue;
+      double* lane = l->earliest();
+      const double start = std::max(t, *lane) + alpha;
+      if (l->bucket()) {
+        double& first = call_tokens_[std::min(ranks_[size_t(a)].done_at.size(), calls_ - 1)][bucket_index[i]];
+        if (first < 0) first = l->tokens_by(start);
       }
+      *lane = start + (l->bucket() ? l->pass(n, start) : n * beta);
+      end = std::max(end, *lane);
+    }
     ++messages_;
     bytes_[static_cast<size_t>(lv)] += bytes;
     return end;
@@ -168,7 +244,25 @@ class Sim {
     RankState& st = ranks_[static_cast<size_t>(r)];
     const std::vector<Step>& steps = s_.ranks[static_cast<size_t>(r)].steps;
     st.waiting_on = -1;
-    while (st.step < steps.size()) {
+    while (st.done_at.size() < calls_) {
+      if (st.step == steps.size()) {
+        st.done_at.push_back(st.t);
+        st.step = 0;
+        if (st.done_at.size() == calls_) break;
+        // The next call starts when every rank has finished this one: calls do not
+        // overlap, as the single-call model assumes.
+        if (++finished_ < ranks_.size()) {
+          st.waiting_on = kAtCallEnd;
+          return Status::Ok();
+        }
+        finished_ = 0;
+        double all_done = 0;
+        for (const RankState& o : ranks_) all_done = std::max(all_done, o.done_at.back());
+        for (size_t o = 0; o < ranks_.size(); ++o)
+          if (int(o) != r) ranks_[o].waiting_on = -1, ready_.push({all_done, int(o)});
+        st.t = all_done;
+        continue;
+      }
       // Ports are claimed in time order: a rank ahead of another pending rank waits its turn.
       if (!ready_.empty() && st.t > ready_.top().first) {
         ready_.push({st.t, r});
@@ -231,8 +325,15 @@ Status simulate(const sched::Schedule& s, const Fabric& f, size_t elem_size, Res
                  s.ranks.size(), f.nranks);
   const std::string bad = f.check();
   if (!bad.empty()) return Error(weftInvalidArgument, "simulate %s: bad fabric: %s", s.algo.c_str(), bad.c_str());
-  Sim sim(s, f, elem_size);
-  return sim.run(out);
+  if (!f.bursty()) return Sim(s, f, elem_size, 1, false).run(out);
+  // A bucket's tokens carry over from call to call, so one call alone says little:
+  // calls back to back, as a benchmark or a training step runs them, from a full
+  // bucket, and from an empty one where the calls drain it faster than it refills.
+  constexpr size_t kCalls = 8;
+  Sim full(s, f, elem_size, kCalls, false);
+  WEFT_TRY(full.run(out));
+  if (!full.draining()) return Status::Ok();
+  return Sim(s, f, elem_size, kCalls, true).run(out);
 }
 
 }  // namespace weft::sim

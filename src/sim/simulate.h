@@ -22,6 +22,14 @@
 // a port per level, because its shm and network sends move independently. Pipeline
 // slices are the builders' own steps, so their overlap is simulated, not assumed.
 //
+// A network port may be a token bucket (Port::burst_bytes: a shaper such as tc's
+// tbf): a message passes at the line rate while the tokens saved up last, then at
+// the sustained rate. The ranks' own ports then move bytes at the line rate. As the
+// tokens carry over from call to call, such a fabric is simulated for 8 calls back
+// to back (each starting when every rank has finished the one before; calls do not
+// overlap), and the result is the mean of the last 4: from full buckets, or from
+// empty ones where the calls spend more than the refill.
+//
 // On a flat fabric (every pair one level, no shared port) without slices this
 // gives exactly the closed-form cost above each builder wherever the formula is the
 // schedule's critical path (tests/unit/sim). Not modelled: the executor's wait before
@@ -40,7 +48,8 @@
 namespace weft::sim {
 
 struct Result {
-  double seconds = 0;               // when the last rank finished its last step
+  double seconds = 0;               // when the last rank finished its last step (a
+                                    // bursty fabric: the period of calls back to back)
   std::vector<double> rank_seconds; // per rank
   uint64_t messages = 0;
   std::array<uint64_t, kLevels> bytes{};  // bytes sent per level

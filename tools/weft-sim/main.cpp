@@ -41,6 +41,9 @@ const char* kUsage =
     "  --inter NAME:[Kx]BW[:LAT] network: K ports per host of BW each, ranks spread over them in\n"
     "                            blocks, each rank sending at BW, e.g. ib:4x50GB/s:5us (net: 1GB/s:25us)\n"
     "  --cross-link BW           one link per host that its cross-domain messages share (none)\n"
+    "  --burst BYTES:LINE        each host's network port is a token bucket (tc tbf, a cloud NIC's burst):\n"
+    "                            --inter's BW sustained, up to BYTES saved up while idle at LINE, e.g.\n"
+    "                            128K:2GB/s; calls are then simulated back to back (none)\n"
     "  --shared-cores C          the hosts are network namespaces of one machine with C cores: where\n"
     "                            ranks outnumber them, messages and reductions queue for the cores\n"
     "topology, loaded:\n"
@@ -160,6 +163,7 @@ int main(int argc, char** argv) {
   int hier_rounds = -1;
   double min_b = 8, max_b = 4.0 * 1024 * 1024 * 1024, factor = 2, gamma_ns = 0.1, slice = 1 << 20, max_msgs = 5e7;
   double cross_link = 0, cpu_share = sim::Fabric::kCpuShare;
+  sim::Port burst;  // its burst_bytes and line_bytes_per_s, for every network port
   int elem = 4;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -181,6 +185,11 @@ int main(int argc, char** argv) {
       gen.nics = ports;
       gen.nic_bytes_per_s = 1 / gen.inter.beta_s_per_byte;
     } else if (a == "--cross-link") ok = sim::parse_bandwidth(v, &cross_link);
+    else if (a == "--burst") {
+      const size_t colon = v.find(':');
+      ok = colon != std::string::npos && parse_size(v.substr(0, colon), &burst.burst_bytes) &&
+           burst.burst_bytes > 0 && sim::parse_bandwidth(v.substr(colon + 1), &burst.line_bytes_per_s);
+    }
     else if (a == "--shared-cores") gen.shared_cores = std::atoi(v.c_str()), ok = gen.shared_cores > 0;
     else if (a == "--cpu-share") cpu_share = std::atof(v.c_str()), ok = cpu_share >= 0 && cpu_share <= 0.5;
     else if (a == "--topo") topo_file = v;
@@ -242,6 +251,12 @@ int main(int argc, char** argv) {
     }
   }
   fabric.cpu_share = cpu_share;
+  if (burst.burst_bytes > 0) {
+    for (sim::Port& p : fabric.nics) p.burst_bytes = burst.burst_bytes, p.line_bytes_per_s = burst.line_bytes_per_s;
+    std::snprintf(buf, sizeof buf, "network ports burst %s at %.4g GB/s, calls back to back; ",
+                  human(burst.burst_bytes).c_str(), burst.line_bytes_per_s * 1e-9);
+    where += buf;
+  }
   if (generated && gen.shared_cores > 0) {
     std::snprintf(buf, sizeof buf, "one machine of %d cores (%.2g of alpha on a core at each end); ",
                   gen.shared_cores, cpu_share);

@@ -422,6 +422,39 @@ TEST(Sim, RejectsDeadlockAndMismatch) {
   EXPECT_FALSE(st.ok());
 }
 
+// A network port that is a token bucket (tc tbf: sustained rate r, up to B bytes
+// saved up while idle at the line rate), two hosts exchanging m bytes per call,
+// calls back to back. From the bucket's definition: a call whose bytes the refill
+// covers goes at the line rate, alpha + m / line; calls that spend more than the
+// refill drain it, and then the tokens gained over a call (r T) equal the bytes
+// sent (m), so T = m / r whatever alpha and the line rate are; without a bucket
+// every call takes alpha + m / r.
+TEST(Sim, TokenBucketPacesBackToBackCalls) {
+  using sched::Buf;
+  using sched::Kind;
+  const double alpha = 25e-6, rate = 239e6, line = 2e9;
+  auto period = [&](uint64_t bytes, double burst) {
+    const sched::Range all{Buf::Recv, 0, bytes / 4};
+    Fabric f = Fabric::host_blocks(2, 1);
+    f.cost = {kCost, kCost, algo::LinkCost{alpha, 1 / rate, 0}};
+    for (Port& p : f.nics) p.burst_bytes = burst, p.line_bytes_per_s = line;
+    Result r;
+    const Status st = simulate(two_rank({{Kind::Send, 1, {}, all}, {Kind::Recv, 1, all, {}}},
+                                        {{Kind::Send, 0, {}, all}, {Kind::Recv, 0, all, {}}}),
+                               f, 4, &r);
+    EXPECT_TRUE(st.ok()) << st.message();
+    EXPECT_EQ(r.messages, 2u);
+    return r.seconds;
+  };
+  const double B = 128 * 1024;
+  // 4 KiB: the refill over alpha + m / line (6.5 KB) covers it.
+  expect_near_rel(period(4096, B), alpha + 4096 / line, "4 KiB, bucket never drained");
+  // 16 KiB, 64 KiB, 1 MiB: drained, by a few KB a call at 16 KiB.
+  for (uint64_t m : {16384u, 65536u, 1u << 20})
+    expect_near_rel(period(m, B), m / rate, std::to_string(m) + " B, bucket drained");
+  for (uint64_t m : {4096u, 65536u}) expect_near_rel(period(m, 0), alpha + m / rate, "no bucket");
+}
+
 TEST(Sim, ThousandRanksGigabyteRingIsFast) {
   // 1,024 ranks on 128 hosts of 8, 1 GiB of fp32, ring with 1 MiB slices:
   // ~2 million messages. The bound is loose for a loaded 2-core VM.
