@@ -89,6 +89,10 @@ std::string format_table(const Table& t) {
     s += line;
   }
   for (const Entry& e : t.entries) s += format_entry(e) + "\n";
+  if (t.net_burst.bytes > 0) {
+    std::snprintf(line, sizeof(line), "burst net %.6g %.4g\n", t.net_burst.bytes, t.net_burst.line_s_per_byte);
+    s += line;
+  }
   return s;
 }
 
@@ -103,6 +107,17 @@ Status parse_tuning_text(const std::string& text, const std::string& origin, Tab
     std::string cls, coll, algo, extra;
     Entry e;
     if (!(f >> cls)) continue;  // blank or comment
+    if (cls == "burst") {
+      Burst b;
+      if (!(f >> cls >> b.bytes >> b.line_s_per_byte) || (f >> extra) || cls != "net" || !(b.bytes >= 0) ||
+          !(b.line_s_per_byte > 0))
+        return Error(weftInvalidArgument,
+                     "%s:%d: expected 'burst net <bytes> <line_s_per_byte>' (the network ports' token bucket), "
+                     "got '%s'",
+                     origin.c_str(), lineno, raw.c_str());
+      table->net_burst = b;
+      continue;
+    }
     if (!(f >> coll >> algo >> e.nranks >> e.from_bytes >> e.cost.alpha_s >> e.cost.beta_s_per_byte >>
           e.cost.gamma_s_per_byte) ||
         (f >> extra))

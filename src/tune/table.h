@@ -73,9 +73,19 @@ struct Entry {
   algo::LinkCost cost;
 };
 
+// The network ports' token bucket (a traffic shaper such as tc's tbf, a cloud
+// NIC's burst allowance): up to `bytes` saved up while a port is idle pass at
+// 1 / line_s_per_byte; net's beta is the sustained rate. Simulated layouts only
+// (sim::Port); bytes 0: none.
+struct Burst {
+  double bytes = 0;
+  double line_s_per_byte = 0;
+};
+
 struct Table {
   LinkClassCosts base;
   std::vector<Entry> entries;
+  Burst net_burst;
 
   // The constants for one call; `bytes` = count * element size.
   algo::LinkCost lookup(LinkClass cls, sched::Coll coll, const char* algo, int nranks,
@@ -91,6 +101,8 @@ Table default_table();
 //   <shm|numa|net|gpu|nvl|p2p> <collective|*> <algorithm|*> <nranks|0> <from_bytes> <alpha_s> <beta_s_per_byte> <gamma_s_per_byte>
 // A line with collective "*" (and algorithm "*", nranks 0, from_bytes 0) replaces the
 // class's generic constants. Entries replace same-key defaults; others stay.
+//   burst net <bytes> <line_s_per_byte>
+// sets the network ports' token bucket (Burst).
 Status load_tuning_file(const std::string& path, Table* table);
 Status parse_tuning_text(const std::string& text, const std::string& origin, Table* table);
 // The table in tuning-file syntax (what INFO prints and calibration writes).

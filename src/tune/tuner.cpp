@@ -103,6 +103,9 @@ sim::Fabric Tuner::priced(const sched::BuildArgs& args, size_t elem_size) const 
   f.cost = {table_.lookup(LinkClass::Shm, args.coll, "*", args.nranks, bytes),
             table_.lookup(LinkClass::Numa, args.coll, "*", args.nranks, bytes),
             table_.lookup(LinkClass::Net, args.coll, "*", args.nranks, bytes)};
+  for (sim::Port& p : f.nics)
+    if (table_.net_burst.bytes > 0)
+      p.burst_bytes = table_.net_burst.bytes, p.line_bytes_per_s = 1 / table_.net_burst.line_s_per_byte;
   return f;
 }
 
@@ -129,8 +132,9 @@ bool Tuner::simulates(const algo::Algorithm& a, const sched::BuildArgs& args) co
   if (!simulate_ || args.nranks != layout_.nranks) return false;
   if (layout_costs_) return true;
   // Rank 0's steps times the ranks: the schedule's size, at the cost of one plan.
-  return a.cost != nullptr &&
-         static_cast<double>(a.build(args, 0).steps.size()) * args.nranks <= kMaxSimulatedMessages;
+  // Behind token buckets the simulator runs up to 16 calls.
+  const double limit = kMaxSimulatedMessages / (table_.net_burst.bytes > 0 && !layout_.nics.empty() ? 16 : 1);
+  return a.cost != nullptr && static_cast<double>(a.build(args, 0).steps.size()) * args.nranks <= limit;
 }
 
 sched::BuildArgs Tuner::tailored(const algo::Algorithm& a, const sched::BuildArgs& args, size_t elem_size) const {

@@ -437,6 +437,28 @@ TEST(HandCosts, TiesGoToTheEarlierAlgorithm) {
   }
 }
 
+// A tuning file's burst line makes each host's network port a token bucket in the
+// tuner's simulations (bench/topology's tc tbf: 239 MB/s sustained, 128 KiB at
+// 2 GB/s). One-shot at 2 hosts x 2 ranks sends 4 N out of and into each host per
+// call; 4 x 64 KiB is twice the burst, so calls back to back drain the buckets, and
+// then a call takes as long as the rate needs to refill what it spent: 4 N / r.
+// Without the burst line every message also waits its alpha at the rate.
+TEST(HandCosts, ABurstLineMakesThePortsTokenBuckets) {
+  const double r = 239e6, N = 65536;
+  const std::string links = "shm * * 0 0 2e-06 1e-10 1e-10\nnet * * 0 0 2.5e-05 4.1841004184100418e-09 1e-10\n";
+  TuningFile bursty(links + "burst net 131072 5e-10\n");
+  TuningFile plain(links);
+  auto with = layered_tuner(bursty, sim::Fabric::host_blocks(4, 2), 2);
+  auto without = layered_tuner(plain, sim::Fabric::host_blocks(4, 2), 2);
+  EXPECT_EQ(with->table().net_burst.bytes, 131072);
+  const BuildArgs b = allreduce(4, uint64_t(N / 4), 2);
+  EXPECT_NEAR(predicted(*with, "oneshot", b), 4 * N / r, 1e-6 * 4 * N / r);
+  EXPECT_GT(predicted(*without, "oneshot", b), 4 * N / r + 25e-6);
+  // A 4 KiB tree: well under the burst, its two network hops at the line rate.
+  const BuildArgs small = allreduce(4, 1024, 2);
+  EXPECT_LT(predicted(*with, "tree", small), predicted(*without, "tree", small) - 2 * 4096 * (1 / r - 5e-10) * 0.9);
+}
+
 TEST(HandCosts, OneHostStaysOnTheFormulas) {
   // All 8 ranks on one host: one level, no simulation, and hierarchical (one node:
   // the ring under another name) is not a candidate unless named.

@@ -196,11 +196,14 @@ TEST(Table, DefaultsCoverEveryAllReduceAlgorithmOnSharedMemory) {
 TEST(Table, FormatThenParseRoundTrips) {
   Table t = default_table();
   t.set({LinkClass::Net, Coll::Broadcast, "tree", 8, 65536, {1.5e-5, 2.5e-10, 0}});
+  t.net_burst = {131072, 5e-10};
   Table u;
   u.entries.clear();
   ASSERT_TRUE(parse_tuning_text(format_table(t), "roundtrip", &u).ok());
   ASSERT_EQ(u.entries.size(), t.entries.size());
   EXPECT_EQ(format_table(u), format_table(t));
+  EXPECT_EQ(u.net_burst.bytes, 131072);
+  EXPECT_EQ(u.net_burst.line_s_per_byte, 5e-10);
 }
 
 TEST(Table, ParseErrorsNameFileAndLine) {
@@ -217,6 +220,9 @@ TEST(Table, ParseErrorsNameFileAndLine) {
       {"shm allreduce ring 0 0 -1 1 1\n", "negative"},
       {"shm * ring 0 0 1 1 1\n", "must be '*'"},
       {"shm allreduce ring 0 0 1 1 1 7\n", "expected"},
+      {"burst shm 131072 5e-10\n", "f.txt:1: expected 'burst net"},
+      {"burst net 131072\n", "expected 'burst net"},
+      {"burst net 131072 0\n", "expected 'burst net"},
   };
   for (const Case& c : cases) {
     Status st = parse_tuning_text(c.text, "f.txt", &t);
