@@ -31,12 +31,14 @@ Trial::Trial(const std::vector<std::pair<const algo::Algorithm*, double>>& cands
   // Small calls are timed in batches: one 1 us call is mostly timer and scheduler.
   const double calls = best > 0 ? std::ceil(opt.turn_seconds / best) : 1.0;
   turn_calls_ = static_cast<int>(std::clamp(calls, 1.0, static_cast<double>(opt.max_turn_calls)));
+  const double warmup = best > 0 ? std::ceil(opt.warmup_seconds / best) : 1.0;
+  warmup_calls_ = static_cast<int>(std::clamp(warmup, 1.0, static_cast<double>(opt.max_turn_calls)));
   if (cands_.size() == 1) winner_ = cands_.front().algo;  // nothing to compare
 }
 
 bool Trial::record(double seconds) {
-  if (calls_in_turn_++ > 0) turn_seconds_ += seconds;
-  if (calls_in_turn_ <= turn_calls_) return false;
+  if (calls_in_turn_++ >= warmup_calls_) turn_seconds_ += seconds;
+  if (calls_in_turn_ < warmup_calls_ + turn_calls_) return false;
   cands_[active_[static_cast<size_t>(turn_)]].turns.push_back(turn_seconds_ / turn_calls_);
   calls_in_turn_ = 0;
   turn_seconds_ = 0;

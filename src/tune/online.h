@@ -42,6 +42,10 @@ struct OnlineOptions {
   double turn_seconds = 1e-3;    // WEFT_TUNE_TURN_US: a turn's timed calls add up to about this
                                  // much predicted time ...
   int max_turn_calls = 1024;     // ... in 1 to this many calls
+  double warmup_seconds = 0;     // a turn's untimed first calls add up to about this much
+                                 // predicted time (at least one call): behind token-bucket
+                                 // ports (Table::net_burst) the tokens saved up before a
+                                 // turn are spent untimed
   static OnlineOptions from_params();
 };
 
@@ -83,7 +87,8 @@ class Trial {
   std::string explain() const;
 
   int ncands() const { return static_cast<int>(cands_.size()); }
-  int turn_calls() const { return turn_calls_; }  // timed calls per turn (one more runs untimed)
+  int turn_calls() const { return turn_calls_; }      // timed calls per turn ...
+  int warmup_calls() const { return warmup_calls_; }  // ... after this many untimed ones
 
  private:
   struct Cand {
@@ -98,9 +103,10 @@ class Trial {
   int final_rounds_ = 0;
   double keep_ = 1;
   int turn_calls_ = 1;
+  int warmup_calls_ = 1;
   int round_ = 0;            // rounds finished
   int turn_ = 0;             // turns of this round finished
-  int calls_in_turn_ = 0;    // calls of the current turn so far, its untimed first one included
+  int calls_in_turn_ = 0;    // calls of the current turn so far, its untimed first ones included
   double turn_seconds_ = 0;  // their seconds
   const algo::Algorithm* winner_ = nullptr;
 };

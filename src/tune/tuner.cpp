@@ -63,6 +63,12 @@ Status Tuner::create(int nranks, int local_ranks, const Options& opt, std::uniqu
   t->online_.enabled = opt.online.enabled && nranks > 1;  // one rank: every algorithm is a local copy
   t->table_ = default_table();
   if (!opt.tuning_file.empty()) WEFT_TRY(load_tuning_file(opt.tuning_file, &t->table_));
+  // Behind token buckets a turn that follows idle time (the agreement, another
+  // candidate's lighter calls) starts with up to a burst saved up: spend two
+  // bursts' worth of the sustained rate untimed first.
+  if (t->table_.net_burst.bytes > 0 && nranks > local_ranks)
+    t->online_.warmup_seconds = std::max(t->online_.warmup_seconds,
+                                         2 * t->table_.net_burst.bytes * t->table_.base.net.beta_s_per_byte);
   WEFT_TRY(parse_algo_spec(opt.algo, &t->spec_, opt.algo_source));
   WEFT_TRY(parse_levels(opt.hier_levels, &t->forced_.levels));
   t->forced_.rounds = opt.hier_rounds;
