@@ -77,8 +77,8 @@ struct RankState {
 
 class Sim {
  public:
-  // `calls` back to back, each rank starting the next as it finishes one (as a
-  // benchmark's loop does); buckets start full, or empty where `drained`.
+  // `calls` back to back, each starting once every rank has finished the one
+  // before; buckets start full, or empty where `drained`.
   Sim(const sched::Schedule& s, const Fabric& f, size_t elem_size, size_t calls, bool drained)
       : s_(s), f_(f), elem_(elem_size), calls_(calls) {
     const size_t n = static_cast<size_t>(f.nranks);
