@@ -168,7 +168,9 @@ class Tuner {
   bool explain_ = false;
   // (collective, ranks, count, element size, root, slice, local size) -> pick, so the
   // per-call cost of choosing is one map lookup.
-  std::map<std::tuple<int, int, uint64_t, size_t, int, uint64_t, int, int>, const algo::Algorithm*> picks_;
+  using PickKey = std::tuple<int, int, uint64_t, size_t, int, uint64_t, int, int>;
+  static PickKey pick_key(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size);
+  std::map<PickKey, const algo::Algorithm*> picks_;
   OnlineOptions online_;
   // (collective, size class) -> its online trial, made at the class's first call.
   std::map<std::pair<int, int>, Trial> trials_;
