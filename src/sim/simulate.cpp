@@ -87,9 +87,9 @@ class Sim {
     ingress_.assign(n * kLevels, 0.0);
     for (const Port& p : f.nics) nics_out_.push_back(shared_port(p, f.cost[2].beta_s_per_byte));
     nics_in_ = nics_out_;
-    for (std::vector<Lanes>* ports : {&nics_out_, &nics_in_})
-      for (Lanes& l : *ports)
-        if (drained) l.tokens = 0;
+    if (drained)
+      for (std::vector<Lanes>* ports : {&nics_out_, &nics_in_})
+        for (Lanes& l : *ports) l.tokens = 0;
     call_tokens_.assign(calls, std::vector<double>(nics_out_.size() * 2, -1.0));
     for (const Lanes& l : nics_out_) tokens_scale_ = std::max(tokens_scale_, l.burst);
     for (const Port& p : f.cross_domain) cross_.push_back(shared_port(p, f.cost[1].beta_s_per_byte));
@@ -329,7 +329,7 @@ Status simulate(const sched::Schedule& s, const Fabric& f, size_t elem_size, Res
   // A bucket's tokens carry over from call to call, so one call alone says little:
   // calls back to back, as a benchmark or a training step runs them, from a full
   // bucket, and from an empty one where the calls drain it faster than it refills.
-  constexpr size_t kCalls = 8;
+  constexpr size_t kCalls = kMaxSimulatedCalls / 2;
   Sim full(s, f, elem_size, kCalls, false);
   WEFT_TRY(full.run(out));
   if (!full.draining()) return Status::Ok();

@@ -55,6 +55,10 @@ struct Result {
   std::array<uint64_t, kLevels> bytes{};  // bytes sent per level
 };
 
+// The most calls one simulate() runs: a bursty fabric's 8 back to back, twice
+// where the first run drains its buckets (what callers budget for).
+constexpr int kMaxSimulatedCalls = 16;
+
 // weftInvalidArgument if the schedule's rank count differs from the fabric's;
 // weftInternalError naming the ranks on a deadlock or a send/receive count mismatch.
 Status simulate(const sched::Schedule& s, const Fabric& f, size_t elem_size, Result* out);

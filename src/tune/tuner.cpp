@@ -109,8 +109,8 @@ sim::Fabric Tuner::priced(const sched::BuildArgs& args, size_t elem_size) const 
   f.cost = {table_.lookup(LinkClass::Shm, args.coll, "*", args.nranks, bytes),
             table_.lookup(LinkClass::Numa, args.coll, "*", args.nranks, bytes),
             table_.lookup(LinkClass::Net, args.coll, "*", args.nranks, bytes)};
-  for (sim::Port& p : f.nics)
-    if (table_.net_burst.bytes > 0)
+  if (table_.net_burst.bytes > 0)
+    for (sim::Port& p : f.nics)
       p.burst_bytes = table_.net_burst.bytes, p.line_bytes_per_s = 1 / table_.net_burst.line_s_per_byte;
   return f;
 }
@@ -138,8 +138,9 @@ bool Tuner::simulates(const algo::Algorithm& a, const sched::BuildArgs& args) co
   if (!simulate_ || args.nranks != layout_.nranks) return false;
   if (layout_costs_) return true;
   // Rank 0's steps times the ranks: the schedule's size, at the cost of one plan.
-  // Behind token buckets the simulator runs up to 16 calls.
-  const double limit = kMaxSimulatedMessages / (table_.net_burst.bytes > 0 && !layout_.nics.empty() ? 16 : 1);
+  // Behind token buckets the simulator runs several calls.
+  const double limit =
+      kMaxSimulatedMessages / (table_.net_burst.bytes > 0 && !layout_.nics.empty() ? sim::kMaxSimulatedCalls : 1);
   return a.cost != nullptr && static_cast<double>(a.build(args, 0).steps.size()) * args.nranks <= limit;
 }
 
