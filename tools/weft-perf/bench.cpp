@@ -36,7 +36,12 @@ Measurement Measure(const Job& job, const Collective& coll, const PerfOptions& o
   // Timed on the check pattern too, so -c 1 and -c 0 time the same kind of data.
   if (opt.check) fill();
   for (int i = 0; i < opt.warmup; ++i) run();
-  WarmUntilTuned(coll, row, job.comm, run);
+  // On a stream each warm-up call finishes before the next is enqueued: the
+  // calls are timed trials, and a queue thousands deep would outlast their deadline.
+  WarmUntilTuned(coll, row, job.comm, [&] {
+    run();
+    finish();
+  });
   finish();
   // Start together, so one rank's late arrival is not charged to the collective.
   Barrier(job);

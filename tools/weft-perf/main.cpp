@@ -212,6 +212,11 @@ int Main(int argc, char** argv) {
   // -a only means something if it is in place before the communicator reads it.
   if (!opt.algo.empty() && opt.algo != "all") ::setenv("WEFT_ALGO", opt.algo.c_str(), 1);
   if (opt.explain) ::setenv("WEFT_EXPLAIN", "1", 1);
+  // Device calls over cuda_p2p never run online tuning's trials (the cost model
+  // picks one- or two-shot per call), so their size classes never settle and the
+  // warm-up would queue calls until its cap; staged ones would run trials on
+  // their chunks' host calls. Off unless asked for, so a row times one algorithm.
+  if (!opt.device.empty()) ::setenv("WEFT_TUNE_ONLINE", "0", 0);
 
   Job job;
   weft_tools::DeviceMemory device;
