@@ -126,9 +126,18 @@ void write(Level level, Subsys subsys, const char* fmt, ...) {
   Config& c = config();
   static std::mutex mu;
   std::lock_guard<std::mutex> lock(mu);
-  std::fprintf(c.out, "%s:%d:%ld [%d] WEFT %s %s %s\n", c.host, getpid(),
-               static_cast<long>(syscall(SYS_gettid)), g_rank.load(), level_name(level),
-               subsys_name(subsys), msg);
+  // The line in one write: stderr is unbuffered, and fprintf to it writes piece
+  // by piece, so the lines of ranks sharing a terminal or pipe came out spliced.
+  char line[sizeof(msg) + 160];
+  int n = std::snprintf(line, sizeof(line), "%s:%d:%ld [%d] WEFT %s %s %s\n", c.host, getpid(),
+                        static_cast<long>(syscall(SYS_gettid)), g_rank.load(), level_name(level),
+                        subsys_name(subsys), msg);
+  if (n < 0) return;
+  if (static_cast<size_t>(n) >= sizeof(line)) {
+    n = static_cast<int>(sizeof(line) - 1);
+    line[n - 1] = '\n';
+  }
+  std::fwrite(line, 1, static_cast<size_t>(n), c.out);
   std::fflush(c.out);
 }
 
