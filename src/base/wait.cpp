@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <utility>
 
 #include "base/log.h"
 
@@ -73,12 +72,6 @@ double ms_since(uint64_t earlier) {
 
 void note_progress() { g_progress.fetch_add(1, std::memory_order_relaxed); }
 uint64_t progress_count() { return g_progress.load(std::memory_order_relaxed); }
-
-namespace {
-thread_local bool t_device_op = false;
-}
-void note_device_op() { t_device_op = true; }
-bool take_device_op() { return std::exchange(t_device_op, false); }
 
 void set_local_ranks(int local_ranks) {
   int64_t forced = params::SPIN_COUNT();

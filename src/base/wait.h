@@ -81,12 +81,6 @@ void set_local_ranks(int local_ranks);
 // progress engine naps while it stands still and operations are pending.
 void note_progress();
 uint64_t progress_count();
-// An operation on device memory was pending in this thread's progress pass. Its
-// stream waits for the host's answer, and the GPU (shared with other processes,
-// time-sliced) rather than a busy peer sets the pace: a progress thread that saw
-// one yields instead of napping. take_device_op() reads and clears the mark.
-void note_device_op();
-bool take_device_op();
 
 // Call pause() once per failed poll: busy-wait for spin_limit() polls, then
 // yield on every poll. should_check() turns true every 256 polls so callers

@@ -43,7 +43,6 @@ void StreamGate::finish(Communicator* c, const Status& st, bool started) {
 
 Status CollOp::advance(bool* done) {
   *done = false;
-  if (gate_.armed()) note_device_op();
   if (!started_) {
     if (!gate_.open()) return Status::Ok();
     if (trace::on()) began_us_ = trace::now_us();
@@ -109,7 +108,6 @@ P2POp::P2POp(Communicator* c, std::vector<exec::P2P> ops, std::vector<exec::Loca
 
 Status P2POp::advance(bool* done) {
   *done = false;
-  if (gate_.armed()) note_device_op();
   if (!call_.started) {
     if (!gate_.open()) return Status::Ok();
     Status st = c_->async_error();

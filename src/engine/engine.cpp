@@ -163,11 +163,6 @@ void Engine::thread_loop() {
     if (stop_.load(std::memory_order_relaxed)) return;
     progress();
     if (active_.load(std::memory_order_acquire) == 0) continue;
-    if (take_device_op()) {
-      stall = Stall();
-      wait.pause();
-      continue;
-    }
     auto nap = stall.after_pass(posts_.load(std::memory_order_acquire));
     if (nap.count() == 0) {
       wait.pause();
