@@ -71,7 +71,21 @@ void PeerChannel::close_in(uint32_t ctx) {
   c.open = false;
   ++c.gen;  // slots still on their way to the old context are dropped
   c.aside.clear();
-  c.bounce = {};
+  // Freed, not emptied (`bounce = {}` assigns an empty list and keeps the
+  // capacity): the next communicator to get this number may never reduce from
+  // this peer, and a family reuses up to kMaxContexts numbers per channel.
+  std::vector<unsigned char>().swap(c.bounce);
+}
+
+size_t PeerChannel::held_bytes() {
+  std::lock_guard<SpinLock> lock(recv_mu_);
+  size_t n = 0;
+  for (const auto& c : ins_) {
+    n += c->bounce.capacity();
+    for (const SetAside& a : c->aside) n += a.payload.capacity();
+    for (const auto& k : c->kept) n += k.capacity();
+  }
+  return n;
 }
 
 PeerChannel::OutContext* PeerChannel::open_out(uint32_t remote) {

@@ -76,6 +76,9 @@ class PeerChannel {
   // What reading the peer's timed slots has cost this end, as published to the
   // peer's sender (ticks per byte; 0: no such slot read yet).
   double read_cost(bool streamed) const;
+  // Bytes the receiving contexts hold in buffers of their own (bounce buffers,
+  // payloads moved aside or kept): a closed context holds none.
+  size_t held_bytes();
 
  private:
   struct SendItem {

@@ -456,6 +456,31 @@ TEST(ShmContexts, AClosedContextsSlotsNeverReachItsSuccessor) {
   EXPECT_EQ(out, fresh);
 }
 
+// A destroyed communicator's receive buffers go with its context: the bounce
+// buffer of a reducing receive read with cross-memory attach (WEFT_SHM_PULL_BYTES)
+// is freed at close, not kept for whichever communicator gets the number next.
+// Kept, splits made and destroyed left one per context number and peer behind
+// (the soak's malloc'd bytes grew 256 KiB at a time).
+TEST(ShmContexts, AClosedContextHoldsNoBuffers) {
+  Pair p(true);
+  PeerChannel* rx = p.t1->channel(0);
+  const size_t bytes = 1 << 20;
+  auto data = pattern(bytes, 6);
+  for (int round = 0; round < 3; ++round) {
+    p.add_context();
+    std::vector<unsigned char> acc(bytes, 0);
+    Summer sum(&acc);
+    transport::RecvOp op;
+    op.consumer = &sum;
+    ASSERT_TRUE(transfer(p.l0[1].get(), p.l1[1].get(), data.data(), bytes, op, 1).ok());
+    ASSERT_EQ(static_cast<size_t>(sum.pieces), bytes / rx->options().pull_bytes) << "read through the bounce buffer";
+    EXPECT_GE(rx->held_bytes(), rx->options().pull_bytes) << "round " << round;
+    p.l0.pop_back();
+    p.l1.pop_back();
+    EXPECT_EQ(rx->held_bytes(), 0u) << "round " << round << ": the closed context kept its buffers";
+  }
+}
+
 TEST(ShmContexts, EveryContextCanBeOpenedAndNoMore) {
   Pair p(false);
   PeerChannel* ch = p.t0->channel(1);
