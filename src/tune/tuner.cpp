@@ -165,8 +165,7 @@ const Tuner::Variant& Tuner::best_variant(const algo::Algorithm& a, const sched:
                                    args.local_size, args.domain_size);
   auto hit = variants_.find(key);
   if (hit != variants_.end()) return hit->second;
-  // Calls whose counts never repeat would grow it without end (as the plan cache).
-  if (variants_.size() >= 4096) variants_.clear();
+  if (variants_.size() >= kMaxCachedShapes) variants_.clear();
   // The first variant that can run (rings wherever not forced) is the default;
   // another replaces it only where predicted below kVariantGain times its time.
   const std::vector<sched::BuildArgs> all = a.variants(args, forced_);  // never empty
@@ -355,6 +354,7 @@ Status Tuner::choose(sched::Coll coll, const sched::BuildArgs& args, size_t elem
   const Prediction* best = nullptr;
   WEFT_TRY(model_pick(coll, args, elem_size, &cands, &best));
   *out = best->algo;
+  if (picks_.size() >= kMaxCachedShapes) picks_.clear();
   picks_.emplace(key, best->algo);
 
   const uint64_t bytes = args.count * elem_size;

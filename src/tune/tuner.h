@@ -95,6 +95,12 @@ class Tuner {
   std::vector<Prediction> candidates(sched::Coll coll, const sched::BuildArgs& args,
                                      size_t elem_size) const;
   double predict(const algo::Algorithm& a, const sched::BuildArgs& args, size_t elem_size) const;
+  // Calls whose counts never repeat (variable-length all-gathers) would grow the
+  // per-shape caches (picks, variants) without end, as they did the plan cache:
+  // each is emptied when it holds this many shapes, and refills as calls come.
+  static constexpr size_t kMaxCachedShapes = 4096;
+  // Shapes whose picks are cached (for tests: at most kMaxCachedShapes).
+  size_t cached_picks() const { return picks_.size(); }
   // args with the choices a's builder leaves to the tuner (Algorithm::variants;
   // hierarchical's level algorithms) set to its first variant (rings), or to the
   // fastest predicted where that is at least 10% faster (kVariantGain): what the
@@ -169,6 +175,7 @@ class Tuner {
   // (collective, ranks, count, element size, root, slice, local size) -> pick, so the
   // per-call cost of choosing is one map lookup.
   using PickKey = std::tuple<int, int, uint64_t, size_t, int, uint64_t, int, int>;
+
   static PickKey pick_key(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size);
   std::map<PickKey, const algo::Algorithm*> picks_;
   OnlineOptions online_;

@@ -122,6 +122,20 @@ TEST(HandCosts, LatencyBoundSmallCallPicksRecursiveDoubling) {
   EXPECT_EQ(choose(*t, b), "recdoubling");
 }
 
+// Counts that never repeat: the cache of picks is emptied at its bound, and the
+// picks after that are still the model's (the crossover above: 10000 floats).
+TEST(HandCosts, PicksOfEverNewCountsStayBounded) {
+  TuningFile f(table_a());
+  auto t = tuner(f, 4, 1);
+  for (uint64_t count = 1; count <= Tuner::kMaxCachedShapes + 1000; ++count) {
+    const algo::Algorithm* a = nullptr;
+    ASSERT_TRUE(t->choose(Coll::AllReduce, allreduce(4, count), 4, &a).ok());
+    ASSERT_LE(t->cached_picks(), Tuner::kMaxCachedShapes) << "after count " << count;
+  }
+  EXPECT_EQ(choose(*t, allreduce(4, 1)), "recdoubling");
+  EXPECT_EQ(choose(*t, allreduce(4, 1000000)), "ring");
+}
+
 TEST(HandCosts, BandwidthBoundLargeCallPicksTheRing) {
   TuningFile f(table_a());
   auto t = tuner(f, 4, 1);
