@@ -891,6 +891,9 @@ Status Communicator::agree_on_window(const char* what, const WindowCall& mine, c
     if (w.flags != mine.flags)
       return Error(weftInvalidUsage, "%s: rank %d passed flags %d, rank %d flags %d", what, rank_, mine.flags, r,
                    w.flags);
+    if (w.device != mine.device)
+      return Error(weftInvalidUsage, "%s: rank %d passed %s memory, rank %d %s memory", what, rank_,
+                   mine.device ? "device" : "host", r, w.device ? "device" : "host");
     if ((mine.flags & WEFT_WIN_COLL_SYMMETRIC) != 0 && w.size != mine.size)
       return Error(weftInvalidUsage, "%s: a symmetric window needs one size on every rank: rank %d has %llu bytes, "
                    "rank %d %llu", what, rank_, static_cast<unsigned long long>(mine.size), r,
@@ -908,7 +911,9 @@ Status Communicator::register_window(void* buff, size_t size, int flags, weftWin
   else if ((flags & WEFT_WIN_COLL_SYMMETRIC) != 0 && reinterpret_cast<uintptr_t>(buff) % WEFT_WIN_REQUIRED_ALIGNMENT != 0)
     objection = "a symmetric window must start at a multiple of WEFT_WIN_REQUIRED_ALIGNMENT (" +
                 std::to_string(WEFT_WIN_REQUIRED_ALIGNMENT) + " bytes)";
-  WEFT_TRY(agree_on_window(what, WindowCall{size, flags, objection.empty() ? 1 : 0}, objection));
+  const bool device = objection.empty() && exec::buffer_kind(buff).device;
+  WEFT_TRY(agree_on_window(what, WindowCall{size, flags, objection.empty() ? 1 : 0, device ? 1 : 0}, objection));
+  if (device && (flags & WEFT_WIN_COLL_SYMMETRIC) != 0) WEFT_TRY(share_device_window(buff, size));
   auto w = std::make_unique<weftWindow>(weftWindow{buff, size, flags});
   *out = w.get();
   std::lock_guard<std::mutex> lock(windows_mu_);
@@ -920,10 +925,13 @@ Status Communicator::deregister_window(weftWindow* win) {
   std::unique_lock<std::mutex> lock(windows_mu_);
   auto it = windows_.find(win);
   const bool known = it != windows_.end();
-  const WindowCall mine{known ? it->second->size : 0, known ? it->second->flags : 0, known ? 1 : 0};
+  const void* buff = known ? it->second->buff : nullptr;
+  const bool device = known && exec::buffer_kind(buff).device;
+  const WindowCall mine{known ? it->second->size : 0, known ? it->second->flags : 0, known ? 1 : 0, device ? 1 : 0};
   lock.unlock();
   WEFT_TRY(agree_on_window("weftCommWindowDeregister", mine,
                            known ? "" : "the window is not one of this communicator's (or was deregistered)"));
+  if (device) WEFT_TRY(p2p_.remove_window(buff));
   lock.lock();
   windows_.erase(win);
   return Status::Ok();

@@ -339,7 +339,11 @@ class Communicator final : public exec::Health {
     uint64_t size;
     int32_t flags;
     int32_t ok;
+    int32_t device;  // the window is device memory
   };
+  // A symmetric window of device memory: mapped by every rank where the device
+  // collectives go over cuda_p2p, so that calls on it read it in place (collective).
+  Status share_device_window(void* buff, size_t size);
   Status agree_on_window(const char* what, const WindowCall& mine, const std::string& objection);
   int next_premul_ = weftNumOps;
   std::vector<unsigned char> premul_input_;  // the scaled input of a pre-multiplied sum
@@ -352,6 +356,7 @@ class Communicator final : public exec::Health {
   std::mutex pairs_mu_;  // pairs_ is made by the enqueueing thread and unblocked by any
   std::unique_ptr<transport::cuda_p2p::Pairs> pairs_;
   bool device_path_chosen_ = false;
+  std::atomic<uint32_t> windowed_said_{0};  // collectives whose first run on windows was logged (bit per Coll)
   // The levels of split_device_levels: this rank's host's ranks, and the ranks of
   // its local rank on every host. Set once, before device_levels_ (any thread
   // may read them after it, as fail() does).

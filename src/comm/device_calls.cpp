@@ -191,6 +191,30 @@ Status Communicator::choose_device_path(const exec::cuda::Api& d) {
   return why.empty() ? Status::Ok() : split_device_levels(d);
 }
 
+Status Communicator::share_device_window(void* buff, size_t size) {
+  const exec::cuda::Api* d = nullptr;
+  WEFT_TRY(stream_driver("weftCommWindowRegister", nullptr, &d));
+  if (!device_path_chosen_) WEFT_TRY(choose_device_path(*d));
+  if (!p2p_.active()) {
+    WEFT_INFO(TRANSPORT, "rank %d: window of %zu bytes at %p: device calls on it are staged like the others", rank_,
+              size, buff);
+    return Status::Ok();
+  }
+  std::string why_not;
+  WEFT_TRY(p2p_.add_window(
+      buff, size,
+      [&](const void* mine, void* all, size_t bytes) {
+        return boot_->allgather(mine, bytes, all, Deadline::after_ms(timeout_ms_));
+      },
+      &why_not));
+  if (why_not.empty())
+    WEFT_INFO(TRANSPORT, "rank %d: window of %zu bytes at %p mapped by every rank over cuda_p2p", rank_, size, buff);
+  else
+    WEFT_INFO(TRANSPORT, "rank %d: window of %zu bytes at %p not shared over cuda_p2p (%s): calls on it copy through "
+              "the buffers", rank_, size, buff, why_not.c_str());
+  return Status::Ok();
+}
+
 bool Communicator::p2p_oneshot(const CollArgs& dev) {
   const uint64_t bytes = dev.count * reduce::dtype_size(dev.dtype);
   const int64_t forced = params::P2P_ONESHOT_BYTES();
@@ -216,8 +240,14 @@ Status Communicator::enqueue(const CollArgs& dev, void* stream) {
     WEFT_TRY(choose_device_path(*d));
   }
   if (p2p_.active() && p2p_serves(dev)) {
-    Status st = p2p_collective(p2p_, dev, stream, dev.coll == sched::Coll::AllReduce && p2p_oneshot(dev));
+    bool on_windows = false;
+    Status st =
+        p2p_collective(p2p_, dev, stream, dev.coll == sched::Coll::AllReduce && p2p_oneshot(dev), &on_windows);
     if (!st.ok()) fail(st);  // the stream is out of step with the peers' now
+    const uint32_t bit = 1u << static_cast<unsigned>(dev.coll);
+    if (st.ok() && on_windows && (windowed_said_.fetch_or(bit) & bit) == 0)
+      WEFT_INFO(TRANSPORT, "rank %d: %s on symmetric windows over cuda_p2p: the peers' windows read in place", rank_,
+                sched::coll_name(dev.coll));
     return st;
   }
   if (device_levels_.load(std::memory_order_relaxed) &&

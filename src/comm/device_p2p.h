@@ -5,7 +5,8 @@
 //
 // An all-reduce is one-shot (every rank reduces the whole round from every
 // buffer, one barrier) or two-shot (a slice each, then gathered: two barriers),
-// as the communicator chooses (tune/device_cost.h).
+// as the communicator chooses (tune/device_cost.h). Calls on symmetric windows
+// skip the buffers and read the peers' windows in place.
 #pragma once
 
 #include "base/status.h"
@@ -18,8 +19,16 @@ namespace weft {
 // Whether cuda_p2p runs this call (else it is staged).
 bool p2p_serves(const CollArgs& a);
 
-// Enqueues the call on the stream over the group; an all-reduce one-shot or two-shot.
-Status p2p_collective(transport::cuda_p2p::Group& g, const CollArgs& a, exec::cuda::Stream s, bool oneshot);
+// Enqueues the call on the stream over the group; an all-reduce one-shot or
+// two-shot. *on_windows: whether it ran in place on symmetric windows.
+Status p2p_collective(transport::cuda_p2p::Group& g, const CollArgs& a, exec::cuda::Stream s, bool oneshot,
+                      bool* on_windows);
+
+// Symmetric windows (device_p2p_windows.cpp): whether the call's buffers lie in
+// the group's windows so that it can run in place there, and the call so run.
+// In place, or with an output that overlaps the input, an all-reduce is two-shot.
+bool p2p_windowed(const transport::cuda_p2p::Group& g, const CollArgs& a, bool oneshot);
+Status p2p_on_windows(transport::cuda_p2p::Group& g, const CollArgs& a, exec::cuda::Stream s, bool oneshot);
 
 // The second half of an all-gather across hosts: each of the group's ranks
 // (local rank p of its host) holds `blocks` blocks of `count` elements at `in`,

@@ -54,6 +54,7 @@ const Api* api() {
   find(lib, &table.ipc_get_handle, "cuIpcGetMemHandle");
   find(lib, &table.ipc_open_handle, "cuIpcOpenMemHandle_v2", "cuIpcOpenMemHandle");
   find(lib, &table.ipc_close_handle, "cuIpcCloseMemHandle");
+  find(lib, &table.address_range, "cuMemGetAddressRange_v2", "cuMemGetAddressRange");
   find(lib, &table.host_register, "cuMemHostRegister_v2", "cuMemHostRegister");
   find(lib, &table.host_unregister, "cuMemHostUnregister");
   find(lib, &table.pci_bus_id, "cuDeviceGetPCIBusId");

@@ -53,6 +53,7 @@ struct Api {
   int (*ipc_get_handle)(IpcHandle* h, DevicePtr p);                    // cuIpcGetMemHandle
   int (*ipc_open_handle)(DevicePtr* p, IpcHandle h, unsigned flags);   // cuIpcOpenMemHandle_v2
   int (*ipc_close_handle)(DevicePtr p);                                // cuIpcCloseMemHandle
+  int (*address_range)(DevicePtr* base, size_t* bytes, DevicePtr p);   // cuMemGetAddressRange_v2
   int (*host_register)(void* p, size_t bytes, unsigned flags);         // cuMemHostRegister_v2
   int (*host_unregister)(void* p);                                     // cuMemHostUnregister
   int (*pci_bus_id)(char* id, int len, int device);                    // cuDeviceGetPCIBusId

@@ -6,7 +6,7 @@
 // against exact expectations (exact_values.h).
 //
 //   weft-check-collectives [--counts 0,1,7,1023] [--dtypes all|...] [--ops all|...]
-//                          [--expect-algo coll=NAME[,coll=NAME...]] [--device DRIVER]
+//                          [--expect-algo coll=NAME[,coll=NAME...]] [--device DRIVER [--windows]]
 //
 // --device: the collectives (and an all-reduce per op) run on device copies of
 // the buffers, enqueued on a CUDA stream, through DRIVER: libcuda.so.1 on a GPU
@@ -15,6 +15,10 @@
 // fails the communicator). The point-to-point groups, gather, scatter and
 // all-to-all-v run on device memory too; pre-multiplied sums and the
 // non-blocking forms stay on host memory.
+//
+// --windows (with --device): the device twins are registered as symmetric
+// windows (weftCommWindowRegister, WEFT_WIN_COLL_SYMMETRIC) for as long as a
+// test runs, so that the collectives over cuda_p2p read the peers' windows in place.
 //
 // --expect-algo: before every call of a listed collective (allreduce, broadcast,
 // reduce, allgather, reducescatter, alltoall), weftCommGetAlgorithm must report
@@ -44,6 +48,7 @@ struct Checker : CallLog {
   DeviceMemory* device = nullptr;  // --device
   void* dev_a = nullptr;           // device twins of the host buffers a and b (--device)
   void* dev_b = nullptr;
+  bool windows = false;            // --windows
 
   // Runs call(at, stream) on the host buffers a and b (`bytes` each), where at(p)
   // is where a host pointer into them lives for the call: itself (stream NULL),
@@ -102,20 +107,37 @@ struct Checker : CallLog {
 };
 
 // --device: the device twins of a test's two host buffers, for as long as it runs.
+// With --windows each is a symmetric window: it starts at the first multiple of
+// WEFT_WIN_REQUIRED_ALIGNMENT of its allocation, and every rank's is as large.
 struct Twins {
   Checker& c;
   bool ok = true;
+  void* raw[2] = {nullptr, nullptr};
+  weftWindow_t win[2] = {nullptr, nullptr};
   Twins(Checker& checker, size_t bytes) : c(checker) {
     if (c.device == nullptr) return;
-    c.dev_a = c.device->alloc(bytes);
-    c.dev_b = c.device->alloc(bytes);
-    ok = c.dev_a != nullptr && c.dev_b != nullptr;
+    constexpr size_t kAlign = WEFT_WIN_REQUIRED_ALIGNMENT;
+    const size_t size = std::max<size_t>(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
+    void** twin[2] = {&c.dev_a, &c.dev_b};
+    for (int i = 0; i < 2; ++i) {
+      raw[i] = c.device->alloc(c.windows ? size + kAlign : bytes);
+      ok = ok && raw[i] != nullptr;
+      const auto at = reinterpret_cast<uintptr_t>(raw[i]);
+      *twin[i] = c.windows ? reinterpret_cast<void*>((at + kAlign - 1) / kAlign * kAlign) : raw[i];
+    }
     if (!ok) c.ok(weftUnhandledCudaError, "device buffers of " + std::to_string(bytes) + " bytes");
+    // Every rank registers, the failed ones too (a NULL buffer): the call is collective.
+    for (int i = 0; i < 2 && c.windows; ++i)
+      if (!c.ok(weftCommWindowRegister(c.comm, ok ? *twin[i] : nullptr, size, &win[i], WEFT_WIN_COLL_SYMMETRIC),
+                "weftCommWindowRegister of a device twin"))
+        win[i] = nullptr;
   }
   ~Twins() {
     if (c.device == nullptr) return;
-    if (c.dev_a != nullptr) c.device->release(c.dev_a);
-    if (c.dev_b != nullptr) c.device->release(c.dev_b);
+    for (int i = 0; i < 2; ++i)
+      if (win[i] != nullptr) c.ok(weftCommWindowDeregister(c.comm, win[i]), "weftCommWindowDeregister of a device twin");
+    for (void* p : raw)
+      if (p != nullptr) c.device->release(p);
     c.dev_a = c.dev_b = nullptr;
   }
 };
@@ -585,10 +607,12 @@ int main(int argc, char** argv) {
   std::vector<std::string> dtypes(kTypeNames, kTypeNames + 10), opnames(kOpNames, kOpNames + 5);
   std::map<std::string, std::string> expect;
   std::string driver;
+  bool c_windows = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--counts" && i + 1 < argc) counts = split(argv[++i]);
     else if (a == "--device" && i + 1 < argc) driver = argv[++i];
+    else if (a == "--windows") c_windows = true;
     else if (a == "--probe-device" && i + 1 < argc) {
       // For the GPU tests: 77 (a skip) where the driver or a device is missing.
       DeviceMemory probe;
@@ -615,13 +639,14 @@ int main(int argc, char** argv) {
       }
     } else {
       std::fprintf(stderr, "usage: %s [--counts a,b] [--dtypes ...] [--ops ...] [--expect-algo coll=NAME,...] "
-                           "[--device DRIVER] | --probe-device DRIVER\n",
+                           "[--device DRIVER [--windows]] | --probe-device DRIVER\n",
                    argv[0]);
       return 2;
     }
   }
   Checker c;
   c.expect = expect;
+  c.windows = c_windows && !driver.empty();
   DeviceMemory device;
   if (!driver.empty()) {
     const char* r = std::getenv("WEFT_RANK");

@@ -6,7 +6,8 @@
 # its point-to-point calls with each other rank (all-to-all-v meets every pair). With
 # MAX_SLOT_BYTES set, no rank may pin a staging slot larger than that for a
 # collective, and with MAX_P2P_SLOT_BYTES, for a point-to-point call (its slot
-# holds a chunk of each of its messages).
+# holds a chunk of each of its messages). With WINDOWED (a list of collectives),
+# every rank must say that each of them ran on symmetric windows (--windows).
 #   device_path.sh WEFT_RUN CHECKER N DRIVER PATH [CHECKER ARGS...]
 set -u
 run=$1 checker=$2 n=$3 driver=$4 path=$5
@@ -35,6 +36,15 @@ if [ "$routed" -ne $((n * (n - 1))) ]; then
   echo "FAIL: not every pair of ranks said its point-to-point went $pairs"
   exit 1
 fi
+for coll in ${WINDOWED:-}; do
+  said=$(grep "rank [0-9]*: $coll on symmetric windows over cuda_p2p" "$log" | sed -n 's/.*rank \([0-9]*\): .*/\1/p' |
+    sort -u | wc -l)
+  echo "ranks whose $coll ran on symmetric windows: $said (of $n)"
+  if [ "$said" -ne "$n" ]; then
+    echo "FAIL: not every rank ran $coll on symmetric windows"
+    exit 1
+  fi
+done
 # The largest slot pinned for calls whose INFO line matches $1 (grep -v with -v).
 largest_slot() {
   grep $1 'slot for point-to-point' "$log" |

@@ -117,6 +117,9 @@ void Group::settle(bool ok) {
 
 void Group::release() {
   if (d_ == nullptr) return;
+  for (const Mapping& m : mappings_) d_->ipc_close_handle(m.base);
+  mappings_.clear();
+  windows_.clear();
   for (size_t p = 0; p < peers_.size(); ++p) {
     Peer& peer = peers_[p];
     unmap_flag_page(*d_, peer.flags, kPage);
@@ -139,22 +142,25 @@ Group::~Group() {
   }
   stop_watchdog();
   // Every rank's stream must be past its last call before a buffer or page it
-  // reads goes: the done words count barriers, the same number everywhere.
-  Deadline deadline = Deadline::after_ms(o_.timeout_ms);
-  SpinWait wait;
-  bool finished = !broken_;
-  for (const Peer& peer : peers_)
-    while (finished && static_cast<int32_t>(load_flag(peer.flags + kDoneWord) - phase_.load()) < 0) {
-      if (deadline.expired()) finished = false;
-      else wait.pause();
-    }
-  if (!finished) {
+  // reads goes.
+  if (broken_ || !streams_finished(Deadline::after_ms(o_.timeout_ms))) {
     WEFT_WARN(INIT, "cuda_p2p: a rank's stream has not finished its last call after %lld ms (or a call failed part-way): "
               "this rank's %zu bytes of device buffers and the peers' mappings stay", static_cast<long long>(o_.timeout_ms),
               2 * buffer_bytes_);
     return;
   }
   release();
+}
+
+// The done words count barriers, the same number everywhere.
+bool Group::streams_finished(Deadline deadline) const {
+  SpinWait wait;
+  for (const Peer& peer : peers_)
+    while (static_cast<int32_t>(load_flag(peer.flags + kDoneWord) - phase_.load()) < 0) {
+      if (deadline.expired()) return false;
+      wait.pause();
+    }
+  return true;
 }
 
 void Group::stop_watchdog() {

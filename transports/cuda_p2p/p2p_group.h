@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/wait.h"
 #include "exec/cuda_driver.h"
 #include "transports/cuda_p2p/watchdog.h"
 
@@ -98,6 +99,22 @@ class Group {
   Status copy(void* dst, const void* src, size_t bytes, exec::cuda::Stream s);
   Status barrier(exec::cuda::Stream s);
 
+  // Symmetric windows (weftCommWindowRegister of device memory): every rank's
+  // range mapped here, so that calls on them read the peers' memory in place
+  // instead of copying through the buffers. Collective: every rank calls it
+  // with its own range, and `exchange` all-gathers `bytes` from each rank into
+  // `all`. On return every rank keeps the window, or none does and *why_not
+  // says why (the same on every rank).
+  using Exchange = std::function<Status(const void* mine, void* all, size_t bytes)>;
+  Status add_window(const void* base, size_t size, const Exchange& exchange, std::string* why_not);
+  // Unmaps the window starting at base once every rank's stream has finished
+  // the calls enqueued so far (they may read it); nothing if there is none.
+  Status remove_window(const void* base);
+  // Whether [p, p + bytes) lies within one window; then rank's copy of the
+  // same place, as mapped here (this rank's: p).
+  bool in_window(const void* p, size_t bytes) const;
+  unsigned char* peer_address(int rank, const void* p) const;
+
   // The communicator failed: this rank's stream passes every barrier from now
   // on, so it never waits for a peer that will not come. Any thread.
   void unblock();
@@ -111,7 +128,25 @@ class Group {
     uint32_t* flags = nullptr;         // its flag page, mapped here
     exec::cuda::DevicePtr flags_dev = 0;
   };
+  // A peer's allocation mapped here, for the windows in it.
+  struct Mapping {
+    int rank;
+    exec::cuda::IpcHandle handle;
+    exec::cuda::DevicePtr base;
+    int windows;
+  };
+  struct Window {
+    unsigned char* base;              // this rank's
+    size_t size;
+    std::vector<unsigned char*> at;   // by rank, as mapped here
+    std::vector<exec::cuda::DevicePtr> mapping;  // by rank: the Mapping holding it (0: this rank's)
+  };
   Status step(int rc, exec::cuda::Stream s, const char* doing);
+  // Until every rank's stream has finished the calls enqueued so far, or the deadline.
+  bool streams_finished(Deadline deadline) const;
+  // A mapping of `rank`'s allocation `h` (shared by the windows in it), or why not.
+  std::string map_allocation(int rank, const exec::cuda::IpcHandle& h, exec::cuda::DevicePtr* base);
+  void unmap_allocation(int rank, exec::cuda::DevicePtr base);
   void release();
   // Why a call whose first barrier is `first_barrier` is not finished.
   std::string stuck_at(uint32_t first_barrier) const;
@@ -128,6 +163,8 @@ class Group {
   std::atomic<uint32_t> phase_{0};  // barriers enqueued so far (every rank counts the same); read by unblock()
   uint64_t round_ = 0;   // buffer uses so far (which buffer: round_ % 2)
   std::unique_ptr<Watchdog> watchdog_;  // once settled
+  std::vector<Mapping> mappings_;       // guarded by mu_
+  std::vector<Window> windows_;         // guarded by mu_
 };
 
 }  // namespace weft::transport::cuda_p2p

@@ -239,6 +239,17 @@ EXPORT int cuIpcOpenMemHandle_v2(uintptr_t* p, Handle h, unsigned) {
   return kSuccess;
 }
 EXPORT int cuIpcCloseMemHandle(uintptr_t p) { return unmap(p, true); }
+// The allocation (or mapping) holding p.
+EXPORT int cuMemGetAddressRange_v2(uintptr_t* base, size_t* bytes, uintptr_t p) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (const Range& r : g_device)
+    if (p >= r.base && p < r.base + r.bytes) {
+      if (base != nullptr) *base = r.base;
+      if (bytes != nullptr) *bytes = r.bytes;
+      return kSuccess;
+    }
+  return kInvalidValue;
+}
 
 // Host memory is what this "GPU" reads anyway.
 EXPORT int cuMemHostRegister_v2(void*, size_t, unsigned) { return kSuccess; }
