@@ -68,6 +68,8 @@ void PrintPerfUsage(FILE* out) {
       "                       measured first (cuda: the driver libcuda.so.1; a path:\n"
       "                       that driver library); online tuning off unless\n"
       "                       WEFT_TUNE_ONLINE is set\n"
+      "      --window         with --device: the buffers are symmetric windows\n"
+      "                       (weftCommWindowRegister), which cuda_p2p reads in place\n"
       "      --explain        rank 0 prints each size's candidates with their predicted\n"
       "                       latency, bandwidth and reduction terms, the pick, and the\n"
       "                       times online tuning measured (sets WEFT_EXPLAIN=1)\n"
@@ -103,6 +105,10 @@ bool ParsePerfArgs(int argc, char** argv, PerfOptions* opt, bool* help, std::str
     }
     if (a == "--explain") {
       opt->explain = true;
+      continue;
+    }
+    if (a == "--window") {
+      opt->window = true;
       continue;
     }
     // Every other option takes a value: "-b 8", "-b8" or "--minbytes=8".
@@ -179,6 +185,10 @@ bool ParsePerfArgs(int argc, char** argv, PerfOptions* opt, bool* help, std::str
   }
   if (!opt->device.empty() && (opt->algo == "all" || !opt->calibrate_path.empty() || opt->memalloc)) {
     *error = "--device runs the table of one collective on device memory: no -a all, --calibrate or --memalloc";
+    return false;
+  }
+  if (opt->window && opt->device.empty()) {
+    *error = "--window registers device buffers: it needs --device";
     return false;
   }
   if (opt->min_bytes > opt->max_bytes) {

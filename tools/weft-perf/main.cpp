@@ -73,7 +73,8 @@ void PrintHeader(const Job& job, const PerfOptions& opt, const Collective& coll,
   else
     std::printf("#  minBytes %zu maxBytes %zu step: %zu(bytes)", opt.min_bytes, opt.max_bytes,
                 opt.step_bytes);
-  std::printf(" buffers: %s algo: %s\n#\n", !opt.device.empty() ? "device (cuMemAlloc)" : opt.memalloc ? "weftMemAlloc" : "malloc",
+  const char* device = opt.window ? "device (cuMemAlloc), symmetric windows" : "device (cuMemAlloc)";
+  std::printf(" buffers: %s algo: %s\n#\n", !opt.device.empty() ? device : opt.memalloc ? "weftMemAlloc" : "malloc",
               opt.algo.empty() ? "auto" : opt.algo.c_str());
   for (size_t r = 0; r < procs.size(); ++r)
     std::printf("#  Rank %2zu Pid %6lld on %10s\n", r, static_cast<long long>(procs[r].pid),
@@ -138,6 +139,17 @@ void PrintCopyBounds(const Job& job, size_t max_bytes) {
     if (pinned != nullptr) d.release_pinned(pinned);
   }
   Barrier(job);
+}
+
+// --window: a symmetric window is a multiple of WEFT_WIN_REQUIRED_ALIGNMENT long
+// and starts at one.
+size_t WindowBytes(size_t bytes) {
+  constexpr size_t kAlign = WEFT_WIN_REQUIRED_ALIGNMENT;
+  return std::max<size_t>(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
+}
+void* WindowStart(void* p) {
+  constexpr uintptr_t kAlign = WEFT_WIN_REQUIRED_ALIGNMENT;
+  return reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(p) + kAlign - 1) / kAlign * kAlign);
 }
 
 void Release(void* p, bool memalloc) {
@@ -254,6 +266,8 @@ int Main(int argc, char** argv) {
   if (job.rank == 0) PrintHeader(job, opt, *coll, procs);
 
   Buffers buffers;
+  void* raw[2] = {nullptr, nullptr};  // --device: the allocations of send and recv
+  weftWindow_t windows[2] = {nullptr, nullptr};
   buffers.capacity = opt.max_bytes;
   buffers.send_bytes = coll->SendCapacity(opt.max_bytes, job.nranks);
   buffers.recv_bytes = coll->RecvCapacity(opt.max_bytes, job.nranks);
@@ -262,10 +276,16 @@ int Main(int argc, char** argv) {
   if (job.device != nullptr) {
     buffers.host_send = buffers.send;
     buffers.host_recv = buffers.recv;
-    buffers.send = device.alloc(buffers.send_bytes);
-    buffers.recv = device.alloc(buffers.recv_bytes);
-    if (buffers.send == nullptr || buffers.recv == nullptr)
-      DieOnApiError(job, "cuMemAlloc of the device buffers", weftUnhandledCudaError);
+    for (int i = 0; i < 2; ++i) {
+      const size_t bytes = i == 0 ? buffers.send_bytes : buffers.recv_bytes;
+      raw[i] = device.alloc(opt.window ? WindowBytes(bytes) + WEFT_WIN_REQUIRED_ALIGNMENT : bytes);
+      if (raw[i] == nullptr) DieOnApiError(job, "cuMemAlloc of the device buffers", weftUnhandledCudaError);
+      void* at = opt.window ? WindowStart(raw[i]) : raw[i];
+      (i == 0 ? buffers.send : buffers.recv) = at;
+      if (opt.window && (rc = weftCommWindowRegister(job.comm, at, WindowBytes(bytes), &windows[i],
+                                                     WEFT_WIN_COLL_SYMMETRIC)) != weftSuccess)
+        DieOnApiError(job, "weftCommWindowRegister", rc);
+    }
     buffers.stream = device.stream();
   }
 
@@ -275,8 +295,11 @@ int Main(int argc, char** argv) {
   // wrong elements could lose rank 0's last row, its footer and --json/--csv files.
   if ((rc = weftBarrier(job.comm)) != weftSuccess) DieOnApiError(job, "weftBarrier", rc);
   if (job.device != nullptr) {
-    device.release(buffers.send);
-    device.release(buffers.recv);
+    for (int i = 0; i < 2; ++i) {
+      if (windows[i] != nullptr && (rc = weftCommWindowDeregister(job.comm, windows[i])) != weftSuccess)
+        DieOnApiError(job, "weftCommWindowDeregister", rc);
+      device.release(raw[i]);
+    }
     buffers.send = buffers.host_send;
     buffers.recv = buffers.host_recv;
   }
