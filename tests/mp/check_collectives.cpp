@@ -26,6 +26,7 @@
 // algorithm that silently did not apply fails the run.
 #include <unistd.h>
 
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -33,6 +34,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "call_log.h"
@@ -600,6 +602,45 @@ void run_device_stuck_peer(Checker& c) {
   d.release(dev);
 }
 
+// --windows with the stand-in driver: a window is unmapped only after every
+// stream has finished the calls on it. Rank 1's stream is held for 300 ms over
+// an all-reduce on a window, and every rank deregisters it at once; rank 1's
+// deregistration must take the hold's time, and the sums must be right (a
+// mapping closed under a stream that still reads it faults or reads wrong data).
+void run_window_release(Checker& c) {
+  DeviceMemory& d = *c.device;
+  constexpr size_t kCount = 16384, kBytes = kCount * sizeof(float);
+  void* raw = d.alloc(kBytes + WEFT_WIN_REQUIRED_ALIGNMENT);
+  if (raw == nullptr) return (void)c.ok(weftUnhandledCudaError, "a window buffer");
+  auto* buf = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(raw) + WEFT_WIN_REQUIRED_ALIGNMENT - 1) /
+                                       WEFT_WIN_REQUIRED_ALIGNMENT * WEFT_WIN_REQUIRED_ALIGNMENT);
+  weftWindow_t win = nullptr;
+  if (c.ok(weftCommWindowRegister(c.comm, buf, kBytes, &win, WEFT_WIN_COLL_SYMMETRIC), "register a window")) {
+    std::vector<float> host(kCount);
+    for (size_t i = 0; i < kCount; ++i) host[i] = static_cast<float>((c.rank + 1) * (i % 1000));
+    c.ok(d.copy(buf, host.data(), kBytes) && d.synchronize() ? weftSuccess : weftUnhandledCudaError, "fill");
+    if (c.rank == 1) d.hold(true);
+    c.ok(weftAllReduce(buf, buf, kCount, weftFloat32, weftSum, c.comm, d.stream()), "all-reduce on a held window");
+    std::thread release;
+    if (c.rank == 1) release = std::thread([&d] {
+      usleep(300000);
+      d.hold(false);
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    c.ok(weftCommWindowDeregister(c.comm, win), "deregister beside a held stream");
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (release.joinable()) release.join();
+    if (c.rank == 1 && ms < 250)
+      c.ok(weftInternalError, "deregistering took " + std::to_string(ms) + " ms beside a stream held for 300 ms");
+    c.ok(d.copy(host.data(), buf, kBytes) && d.synchronize() ? weftSuccess : weftUnhandledCudaError, "read back");
+    const float ranks = static_cast<float>(c.n * (c.n + 1) / 2);
+    c.check("all-reduce on a window deregistered beside a held stream", host.data(), kCount, weftFloat32,
+          [&](size_t i, void* w) { *static_cast<float*>(w) = ranks * static_cast<float>(i % 1000); });
+    std::printf("rank %d: a window deregistered beside a held stream: %.0f ms\n", c.rank, ms);
+  }
+  d.release(raw);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -676,6 +717,7 @@ int main(int argc, char** argv) {
   }
   if (c.device != nullptr && device.is_fake() && c.n == 1) run_device_faults(c);
   if (c.device != nullptr && device.is_fake() && c.n == 2) run_device_stuck_peer(c);
+  if (c.windows && device.is_fake() && c.n >= 2) run_window_release(c);
   std::string algo_note;
   for (const auto& [coll, name] : c.expect) algo_note += (algo_note.empty() ? ", forced " : ", ") + coll + "=" + name;
   if (!c.expect.empty()) algo_note += ": " + std::to_string(c.checked_algo) + " call shapes checked";
