@@ -207,8 +207,9 @@ class Communicator final : public exec::Health {
   // GPUs can map each other's memory (cuda_p2p) or calls are staged.
   Status choose_device_path(const exec::cuda::Api& d);
   // Whether a cuda_p2p all-reduce goes one-shot: WEFT_P2P_ONESHOT_BYTES, or the
-  // cheaper by tune/device_cost.h with p2p_link_'s constants (shown by WEFT_EXPLAIN).
-  bool p2p_oneshot(const CollArgs& dev);
+  // cheaper by tune/device_cost.h with p2p_link_'s constants (shown by
+  // WEFT_EXPLAIN), unless the call's place in symmetric windows decides.
+  bool p2p_oneshot(const CollArgs& dev, transport::cuda_p2p::WindowUse use);
   // Where the ranks span hosts of equal size: the two communicators of a
   // hierarchical device all-reduce (below), kept where every host's ranks agreed
   // on cuda_p2p among themselves.

@@ -215,18 +215,28 @@ Status Communicator::share_device_window(void* buff, size_t size) {
   return Status::Ok();
 }
 
-bool Communicator::p2p_oneshot(const CollArgs& dev) {
+bool Communicator::p2p_oneshot(const CollArgs& dev, WindowUse use) {
   const uint64_t bytes = dev.count * reduce::dtype_size(dev.dtype);
   const int64_t forced = params::P2P_ONESHOT_BYTES();
+  const bool windows = use != WindowUse::None;
   const algo::LinkCost c = tuner_->table().lookup(p2p_link_, sched::Coll::AllReduce, "*", nranks_, bytes);
   const tune::DeviceTerms terms[2] = {
-      tune::p2p_allreduce_cost(true, nranks_, bytes, p2p_.buffer_bytes(), p2p_link_, c),
-      tune::p2p_allreduce_cost(false, nranks_, bytes, p2p_.buffer_bytes(), p2p_link_, c)};
-  const bool oneshot = forced >= 0 ? bytes <= static_cast<uint64_t>(forced) : terms[0].total() <= terms[1].total();
+      tune::p2p_allreduce_cost(true, nranks_, bytes, p2p_.buffer_bytes(), p2p_link_, c, windows),
+      tune::p2p_allreduce_cost(false, nranks_, bytes, p2p_.buffer_bytes(), p2p_link_, c, windows)};
+  bool oneshot = forced >= 0 ? bytes <= static_cast<uint64_t>(forced) : terms[0].total() <= terms[1].total();
+  std::string how = windows ? "on symmetric windows" : "";
+  if (use == WindowUse::OneShot) {
+    oneshot = true;
+    how += " (one-shot: the output is not in a window)";
+  } else if (use == WindowUse::TwoShot) {
+    oneshot = false;
+    how += " (two-shot: the output overlaps the input)";
+  }
   if (tuner_->explaining()) {
     std::lock_guard<std::mutex> lock(device_explain_mu_);
     if (device_explained_.insert(tune::size_class(bytes)).second)
-      std::fputs(tune::explain_p2p_allreduce(nranks_, bytes, p2p_link_, c, terms, oneshot, forced).c_str(), stderr);
+      std::fputs(tune::explain_p2p_allreduce(nranks_, bytes, p2p_link_, c, terms, oneshot, forced, how).c_str(),
+                 stderr);
   }
   return oneshot;
 }
@@ -240,9 +250,10 @@ Status Communicator::enqueue(const CollArgs& dev, void* stream) {
     WEFT_TRY(choose_device_path(*d));
   }
   if (p2p_.active() && p2p_serves(dev)) {
-    bool on_windows = false;
-    Status st =
-        p2p_collective(p2p_, dev, stream, dev.coll == sched::Coll::AllReduce && p2p_oneshot(dev), &on_windows);
+    const WindowUse use = p2p_window_use(p2p_, dev);
+    const bool on_windows = use != WindowUse::None;
+    Status st = p2p_collective(p2p_, dev, stream, dev.coll == sched::Coll::AllReduce && p2p_oneshot(dev, use),
+                               on_windows);
     if (!st.ok()) fail(st);  // the stream is out of step with the peers' now
     const uint32_t bit = 1u << static_cast<unsigned>(dev.coll);
     if (st.ok() && on_windows && (windowed_said_.fetch_or(bit) & bit) == 0)

@@ -236,10 +236,9 @@ bool p2p_serves(const CollArgs& a) {
   return coll && a.op < weftNumOps;  // pre-multiplied sums are staged
 }
 
-Status p2p_collective(Group& g, const CollArgs& c, exec::cuda::Stream s, bool oneshot, bool* on_windows) {
+Status p2p_collective(Group& g, const CollArgs& c, exec::cuda::Stream s, bool oneshot, bool windows) {
   return g.call(sched::coll_name(c.coll), s, [&]() -> Status {
-    *on_windows = p2p_windowed(g, c, oneshot);
-    if (*on_windows) return p2p_on_windows(g, c, s, oneshot);
+    if (windows) return p2p_on_windows(g, c, s, oneshot);
     switch (c.coll) {
       case sched::Coll::AllReduce: return all_reduce(g, c, s, oneshot);
       case sched::Coll::AllGather: return all_gather(g, c, s);

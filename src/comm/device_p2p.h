@@ -19,15 +19,13 @@ namespace weft {
 // Whether cuda_p2p runs this call (else it is staged).
 bool p2p_serves(const CollArgs& a);
 
-// Enqueues the call on the stream over the group; an all-reduce one-shot or
-// two-shot. *on_windows: whether it ran in place on symmetric windows.
-Status p2p_collective(transport::cuda_p2p::Group& g, const CollArgs& a, exec::cuda::Stream s, bool oneshot,
-                      bool* on_windows);
+using transport::cuda_p2p::WindowUse;
+WindowUse p2p_window_use(const transport::cuda_p2p::Group& g, const CollArgs& a);
 
-// Symmetric windows (device_p2p_windows.cpp): whether the call's buffers lie in
-// the group's windows so that it can run in place there, and the call so run.
-// In place, or with an output that overlaps the input, an all-reduce is two-shot.
-bool p2p_windowed(const transport::cuda_p2p::Group& g, const CollArgs& a, bool oneshot);
+// Enqueues the call on the stream over the group; an all-reduce one-shot or
+// two-shot; on the windows (device_p2p_windows.cpp) where `windows`.
+Status p2p_collective(transport::cuda_p2p::Group& g, const CollArgs& a, exec::cuda::Stream s, bool oneshot,
+                      bool windows);
 Status p2p_on_windows(transport::cuda_p2p::Group& g, const CollArgs& a, exec::cuda::Stream s, bool oneshot);
 
 // The second half of an all-gather across hosts: each of the group's ranks

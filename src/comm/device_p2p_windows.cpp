@@ -119,20 +119,24 @@ Status all_to_all(Group& g, const CollArgs& c, exec::cuda::Stream s) {
 
 }  // namespace
 
-bool p2p_windowed(const Group& g, const CollArgs& c, bool oneshot) {
-  if (c.count == 0) return false;
+WindowUse p2p_window_use(const Group& g, const CollArgs& c) {
+  if (c.count == 0) return WindowUse::None;
   const size_t bytes = c.count * reduce::dtype_size(c.dtype), n = static_cast<size_t>(g.nranks());
+  auto any_if = [](bool in) { return in ? WindowUse::Any : WindowUse::None; };
   switch (c.coll) {
     case sched::Coll::AllReduce:
-      return g.in_window(c.send, bytes) && (!two_shot(c, oneshot, bytes) || g.in_window(c.recv, bytes));
+      if (!g.in_window(c.send, bytes)) return WindowUse::None;
+      if (overlap(c.send, bytes, c.recv, bytes)) return g.in_window(c.recv, bytes) ? WindowUse::TwoShot : WindowUse::None;
+      return g.in_window(c.recv, bytes) ? WindowUse::Any : WindowUse::OneShot;
     case sched::Coll::AllGather:
-      return c.send == bytes_at(c.recv, static_cast<size_t>(g.rank()) * bytes) ? g.in_window(c.recv, n * bytes)
-                                                                              : g.in_window(c.send, bytes);
-    case sched::Coll::ReduceScatter: return g.in_window(c.send, n * bytes);
-    case sched::Coll::Reduce: return g.in_window(c.send, bytes);
-    case sched::Coll::Broadcast: return g.in_window(c.recv, bytes);
-    case sched::Coll::AllToAll: return g.in_window(c.send, n * bytes) && !overlap(c.send, n * bytes, c.recv, n * bytes);
-    default: return false;
+      return any_if(c.send == bytes_at(c.recv, static_cast<size_t>(g.rank()) * bytes) ? g.in_window(c.recv, n * bytes)
+                                                                                     : g.in_window(c.send, bytes));
+    case sched::Coll::ReduceScatter: return any_if(g.in_window(c.send, n * bytes));
+    case sched::Coll::Reduce: return any_if(g.in_window(c.send, bytes));
+    case sched::Coll::Broadcast: return any_if(g.in_window(c.recv, bytes));
+    case sched::Coll::AllToAll:
+      return any_if(g.in_window(c.send, n * bytes) && !overlap(c.send, n * bytes, c.recv, n * bytes));
+    default: return WindowUse::None;
   }
 }
 

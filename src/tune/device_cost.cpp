@@ -7,31 +7,33 @@
 namespace weft::tune {
 
 DeviceTerms p2p_allreduce_cost(bool oneshot, int nranks, uint64_t bytes, uint64_t round_bytes, LinkClass cls,
-                               const algo::LinkCost& c) {
+                               const algo::LinkCost& c, bool windows) {
   DeviceTerms t;
   if (nranks <= 1 || bytes == 0) return t;
   const double n = nranks, N = static_cast<double>(bytes);
-  const double rounds = round_bytes == 0 ? 1 : static_cast<double>((bytes + round_bytes - 1) / round_bytes);
+  const double rounds =
+      windows || round_bytes == 0 ? 1 : static_cast<double>((bytes + round_bytes - 1) / round_bytes);
   const double share = cls == LinkClass::Gpu ? n : 1;
   const double moved = oneshot ? (n - 1) * N : 2 * (n - 1) / n * N;
   const double reduced = oneshot ? (n - 1) * N : (n - 1) / n * N;
-  t.latency = (oneshot ? 1 : 2) * rounds * c.alpha_s;
+  t.latency = ((oneshot ? 1 : 2) * rounds + (windows ? 1 : 0)) * c.alpha_s;
   t.bandwidth = moved * share * c.beta_s_per_byte;
   t.reduction = reduced * share * c.gamma_s_per_byte;
   return t;
 }
 
 std::string explain_p2p_allreduce(int nranks, uint64_t bytes, LinkClass cls, const algo::LinkCost& c,
-                                  const DeviceTerms terms[2], bool oneshot, int64_t forced) {
-  char forced_by[64] = "";
-  if (forced >= 0)
-    std::snprintf(forced_by, sizeof(forced_by), ", WEFT_P2P_ONESHOT_BYTES=%lld decides", static_cast<long long>(forced));
-  char line[320];
+                                  const DeviceTerms terms[2], bool oneshot, int64_t forced,
+                                  const std::string& windows) {
+  std::string decides;
+  if (forced >= 0) decides = ", WEFT_P2P_ONESHOT_BYTES=" + std::to_string(forced) + " decides";
+  if (!windows.empty()) decides += ", " + windows;
+  char line[400];
   std::snprintf(line, sizeof(line),
                 "weft explain: allreduce %llu B (size class %d) on device memory, %d ranks over cuda_p2p, link "
                 "class %s (alpha %.3g us, beta %.3g ns/B, gamma %.3g ns/B)%s:\n",
                 static_cast<unsigned long long>(bytes), size_class(bytes), nranks, link_class_name(cls),
-                c.alpha_s * 1e6, c.beta_s_per_byte * 1e9, c.gamma_s_per_byte * 1e9, forced_by);
+                c.alpha_s * 1e6, c.beta_s_per_byte * 1e9, c.gamma_s_per_byte * 1e9, decides.c_str());
   std::string out = line;
   for (int v = 0; v < 2; ++v) {
     std::snprintf(line, sizeof(line), "weft explain:   %-22s %10.3f us = latency %.3f + bandwidth %.3f + reduction %.3f%s\n",

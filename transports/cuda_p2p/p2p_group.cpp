@@ -119,7 +119,10 @@ void Group::release() {
   if (d_ == nullptr) return;
   for (const Mapping& m : mappings_) d_->ipc_close_handle(m.base);
   mappings_.clear();
-  windows_.clear();
+  {
+    std::lock_guard<std::mutex> lock(windows_mu_);
+    windows_.clear();
+  }
   for (size_t p = 0; p < peers_.size(); ++p) {
     Peer& peer = peers_[p];
     unmap_flag_page(*d_, peer.flags, kPage);

@@ -33,6 +33,12 @@ namespace weft::transport::cuda_p2p {
 // Ranks a flag page has room for.
 constexpr int kMaxRanks = 512;
 
+// How a call's buffers lie in a group's symmetric windows: None, it goes
+// through the buffers; Any, it runs on the windows; an all-reduce whose output
+// is not in a window runs there OneShot only, one whose output overlaps its
+// input (in place) TwoShot only.
+enum class WindowUse { None, Any, OneShot, TwoShot };
+
 // What a rank tells its peers (all-gathered as bytes).
 struct Card {
   uint64_t host_hash = 0;
@@ -164,7 +170,8 @@ class Group {
   uint64_t round_ = 0;   // buffer uses so far (which buffer: round_ % 2)
   std::unique_ptr<Watchdog> watchdog_;  // once settled
   std::vector<Mapping> mappings_;       // guarded by mu_
-  std::vector<Window> windows_;         // guarded by mu_
+  mutable std::mutex windows_mu_;       // lookups happen outside calls too
+  std::vector<Window> windows_;         // changed under mu_ and windows_mu_
 };
 
 }  // namespace weft::transport::cuda_p2p

@@ -102,6 +102,7 @@ Status Group::add_window(const void* base, size_t size, const Exchange& exchange
     *why_not = why;
     return st;
   }
+  std::lock_guard<std::mutex> windows_lock(windows_mu_);
   windows_.push_back(std::move(w));
   why_not->clear();
   return Status::Ok();
@@ -119,18 +120,21 @@ Status Group::remove_window(const void* base) {
                  o_.rank, base, static_cast<long long>(o_.timeout_ms));
   for (int p = 0; p < o_.nranks; ++p)
     if (it->mapping[static_cast<size_t>(p)] != 0) unmap_allocation(p, it->mapping[static_cast<size_t>(p)]);
+  std::lock_guard<std::mutex> windows_lock(windows_mu_);
   windows_.erase(it);
   return Status::Ok();
 }
 
 bool Group::in_window(const void* p, size_t bytes) const {
   const auto* b = static_cast<const unsigned char*>(p);
+  std::lock_guard<std::mutex> lock(windows_mu_);
   return std::any_of(windows_.begin(), windows_.end(),
                      [&](const Window& w) { return b >= w.base && b + bytes <= w.base + w.size; });
 }
 
 unsigned char* Group::peer_address(int rank, const void* p) const {
   const auto* b = static_cast<const unsigned char*>(p);
+  std::lock_guard<std::mutex> lock(windows_mu_);
   for (const Window& w : windows_)
     if (b >= w.base && b < w.base + w.size) return w.at[static_cast<size_t>(rank)] + (b - w.base);
   return nullptr;

@@ -32,6 +32,17 @@ TEST(DeviceCost, TermsByHand) {
   EXPECT_NEAR(p2p_allreduce_cost(false, 8, 80 << 20, 32 << 20, LinkClass::Nvl, kNvl).latency, 60e-6, 1e-15);
 }
 
+TEST(DeviceCost, WindowsHaveOneRoundAndALastBarrier) {
+  // 80 MiB on symmetric windows: one round whatever the buffers' size, and a
+  // last barrier each: 2 and 3 barriers; the bytes as through the buffers:
+  // one-shot 7 x 83,886,080 x 4 ps = 2,348.81024 us.
+  const DeviceTerms one = p2p_allreduce_cost(true, 8, 80 << 20, 32 << 20, LinkClass::Nvl, kNvl, true);
+  const DeviceTerms two = p2p_allreduce_cost(false, 8, 80 << 20, 32 << 20, LinkClass::Nvl, kNvl, true);
+  EXPECT_NEAR(one.latency, 20e-6, 1e-15);
+  EXPECT_NEAR(two.latency, 30e-6, 1e-15);
+  EXPECT_NEAR(one.bandwidth, 2348.81024e-6, 1e-12);
+}
+
 TEST(DeviceCost, RanksSharingOneGpuShareItsMemory) {
   // The same constants as class gpu at 4 ranks: beta and gamma count 4 times.
   // 1 MiB one-shot: 10 + 3 x 4 x 4.194304 + 3 x 4 x 1.048576 us = 10 + 50.331648 + 12.582912.
