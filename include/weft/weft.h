@@ -273,10 +273,14 @@ weftResult_t weftMemFree(void* ptr);
  * size equal and buff aligned to WEFT_WIN_REQUIRED_ALIGNMENT. A rank whose own
  * arguments are wrong gets weftInvalidArgument and the others weftInvalidUsage
  * naming it, as every rank does when the ranks disagree (flags, or sizes of a
- * symmetric window); nobody waits for a deadline. weft has no kernels of its own
- * for symmetric windows: calls on a window's memory run as on any buffer
- * (weftMemAlloc memory is read in place by peers with or without a window).
- * Deregistering is collective too; destroy frees the windows left. */
+ * symmetric window); nobody waits for a deadline. A symmetric window of device
+ * memory is mapped by every rank where the device collectives go GPU to GPU
+ * (cuda_p2p): collectives whose buffers lie in windows then read the peers'
+ * windows in place, which needs NCCL's promise that every rank passes the same
+ * offsets into its windows. Other windows run as any buffer (weftMemAlloc memory
+ * is read in place by peers with or without a window). Deregistering is
+ * collective too, and waits until the streams have finished the calls on the
+ * window; destroy frees the windows left. */
 typedef struct weftWindow* weftWindow_t;
 #define WEFT_WIN_DEFAULT 0x00
 #define WEFT_WIN_COLL_SYMMETRIC 0x01
