@@ -206,6 +206,8 @@ class Communicator final : public exec::Health {
   // At the first collective on device memory (collective): whether the ranks'
   // GPUs can map each other's memory (cuda_p2p) or calls are staged.
   Status choose_device_path(const exec::cuda::Api& d);
+  Status try_device_group(const exec::cuda::Api& d, const transport::cuda_p2p::Group::Options& o,
+                          std::string* why_not);
   // Whether a cuda_p2p all-reduce goes one-shot: WEFT_P2P_ONESHOT_BYTES, or the
   // cheaper by tune/device_cost.h with p2p_link_'s constants (shown by
   // WEFT_EXPLAIN), unless the call's place in symmetric windows decides.

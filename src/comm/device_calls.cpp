@@ -135,60 +135,85 @@ Status Communicator::enqueue_chunked(const char* what, void* stream, size_t nchu
   return Status::Ok();
 }
 
+// cuda_p2p with device buffers where every rank reaches every other's GPU
+// memory; else, on one host, with buffers in pinned host memory (as NCCL's SHM
+// transport: the GPUs reduce and copy through it, no host thread in the data
+// path); else staged through the host collectives.
 Status Communicator::choose_device_path(const exec::cuda::Api& d) {
   device_path_chosen_ = true;
-  transport::cuda_p2p::Group::Options o;
-  o.rank = rank_;
-  o.nranks = nranks_;
-  o.host_hash = host_hash_;
-  o.buffer_bytes = static_cast<size_t>(std::max<int64_t>(0, params::P2P_BUFFER_BYTES()));
-  if (const char* why = kernels_missing(d)) o.kernels_missing = why;
-  o.timeout_ms = timeout_ms_;
-  o.on_timeout = [this](const Status& st) { fail(st); };
   const std::string& level = params::P2P_LEVEL();
   static const char* const kLevels[] = {"LOC", "NVL", "PIX", "PXB", "PHB", "SYS"};
   if (std::find_if(std::begin(kLevels), std::end(kLevels), [&](const char* l) { return level == l; }) ==
       std::end(kLevels))
     return Error(weftInvalidArgument, "WEFT_P2P_LEVEL=%s: expected LOC, NVL, PIX, PXB, PHB or SYS", level.c_str());
-  o.same_gpu_only = level == "LOC";
-  if (params::P2P_DISABLE() != 0) o.disabled_by = "WEFT_P2P_DISABLE=1";
+  std::string why;
+  const bool one_host = std::find(same_host_.begin(), same_host_.end(), false) == same_host_.end();
+  for (const bool host_buffers : {false, true}) {
+    if (host_buffers && !one_host) break;
+    transport::cuda_p2p::Group::Options o;
+    o.rank = rank_;
+    o.nranks = nranks_;
+    o.host_hash = host_hash_;
+    o.buffer_bytes = static_cast<size_t>(std::max<int64_t>(0, params::P2P_BUFFER_BYTES()));
+    if (const char* missing = kernels_missing(d)) o.kernels_missing = missing;
+    o.timeout_ms = timeout_ms_;
+    o.on_timeout = [this](const Status& st) { fail(st); };
+    o.same_gpu_only = level == "LOC";
+    o.host_buffers = host_buffers;
+    if (!host_buffers && params::P2P_DISABLE() != 0) o.disabled_by = "WEFT_P2P_DISABLE=1";
+    if (host_buffers && params::SHM_DISABLE() != 0) o.disabled_by = "WEFT_SHM_DISABLE=1";
+    std::string tried;
+    WEFT_TRY(try_device_group(d, o, &tried));
+    if (tried.empty()) {
+      WEFT_INFO(TRANSPORT, "rank %d: device collectives over cuda_p2p (%s; link class %s)", rank_, p2p_.how().c_str(),
+                tune::link_class_name(p2p_link_));
+      return Status::Ok();
+    }
+    why += (why.empty() ? "" : "; with host buffers: ") + tried;
+  }
+  WEFT_INFO(TRANSPORT, "rank %d: device collectives staged through pinned host memory: %s", rank_, why.c_str());
+  return split_device_levels(d);
+}
+
+// One try at the group (collective): each rank prepares and maps the others,
+// and all agree; *why_not "" when the group is active, else the first rank's
+// reason (the same on every rank).
+Status Communicator::try_device_group(const exec::cuda::Api& d, const transport::cuda_p2p::Group::Options& o,
+                                      std::string* why_not) {
   transport::cuda_p2p::Card mine;
   p2p_.prepare(d, o, &mine);
   std::vector<transport::cuda_p2p::Card> cards(static_cast<size_t>(nranks_));
   WEFT_TRY(run(CollArgs{sched::Coll::AllGather, &mine, cards.data(), sizeof(mine), weftUint8}));
-  // Each rank's verdict on reaching all the others; cuda_p2p only if all can.
+  // Each rank's verdict on reaching all the others; the group only if all can.
   struct Verdict {
     char why[240];
-    uint8_t link;  // tune::LinkClass: gpu, nvl or p2p
+    uint8_t link;  // tune::LinkClass: gpu, nvl, p2p or stg
   } verdict{};
   std::snprintf(verdict.why, sizeof(verdict.why), "%s", p2p_.connect(cards).c_str());
-  // And its link to the others' GPUs: the same GPU, NVLink to each (NVML), else PCIe.
+  // And its link to the others' GPUs: through host memory; the same GPU; NVLink to
+  // each (NVML); else PCIe.
   std::vector<std::string> others;
   const std::string gpu = mine.bus_id;
   for (const transport::cuda_p2p::Card& c : cards)
     if (c.bus_id != gpu && std::find(others.begin(), others.end(), c.bus_id) == others.end())
       others.emplace_back(c.bus_id);
-  verdict.link = static_cast<uint8_t>(others.empty() ? tune::LinkClass::Gpu
+  verdict.link = static_cast<uint8_t>(o.host_buffers   ? tune::LinkClass::Stg
+                                      : others.empty() ? tune::LinkClass::Gpu
                                       : topo::nvlink_peers(gpu, others).size() == others.size()
                                           ? tune::LinkClass::Nvl
                                           : tune::LinkClass::Pcie);
   std::vector<Verdict> verdicts(static_cast<size_t>(nranks_));
   WEFT_TRY(run(CollArgs{sched::Coll::AllGather, &verdict, verdicts.data(), sizeof(verdict), weftUint8}));
-  std::string why;
+  why_not->clear();
   uint8_t slowest = verdict.link;  // the device classes are declared fastest first
   for (int r = 0; r < nranks_; ++r) {
     const Verdict& v = verdicts[static_cast<size_t>(r)];
-    if (v.why[0] != 0 && why.empty()) why = "rank " + std::to_string(r) + " sees " + v.why;
+    if (v.why[0] != 0 && why_not->empty()) *why_not = "rank " + std::to_string(r) + " sees " + v.why;
     slowest = std::max(slowest, v.link);
   }
   p2p_link_ = static_cast<tune::LinkClass>(slowest);
-  p2p_.settle(why.empty());
-  if (why.empty())
-    WEFT_INFO(TRANSPORT, "rank %d: device collectives over cuda_p2p (%s; link class %s)", rank_, p2p_.how().c_str(),
-              tune::link_class_name(p2p_link_));
-  else
-    WEFT_INFO(TRANSPORT, "rank %d: device collectives staged through pinned host memory: %s", rank_, why.c_str());
-  return why.empty() ? Status::Ok() : split_device_levels(d);
+  p2p_.settle(why_not->empty());
+  return Status::Ok();
 }
 
 Status Communicator::share_device_window(void* buff, size_t size) {

@@ -37,6 +37,10 @@ numa * * 0 0 2.5e-06 2e-10 1e-10
 gpu * * 0 0 1.7e-04 4.8e-13 4.8e-13
 nvl * * 0 0 1e-05 3.3e-12 4.8e-13
 p2p * * 0 0 1e-05 5e-11 4.8e-13
+# stg: GPUs of one host without peer access, through buffers in pinned host memory
+# the ranks share (guessed, not yet measured): a barrier as p2p's; reads and the
+# reductions' reads cross PCIe, ~20 GB/s.
+stg * * 0 0 1e-05 5e-11 5e-11
 # scripts/calibrate --split 64K,2M --generic-from 4 --from three scripts/bench-algorithms
 # --repeat 2 sweeps, one per VM this project has run on (samples pooled per point):
 # AMD EPYC Zen 5 (2026-11-22, bench-results/algorithms.json), Intel Xeon (2026-11-23,

@@ -1,6 +1,6 @@
 // The cost model of cuda_p2p's all-reduce (comm/device_p2p.cpp), by which the
 // communicator chooses one-shot or two-shot per call, with the constants of the
-// group's link class (table.h: gpu, nvl, p2p). Rounds of up to one buffer
+// group's link class (table.h: gpu, nvl, p2p, stg). Rounds of up to one buffer
 // (R = ceil(N / buffer bytes)); every rank first copies its input into its own
 // buffer, the same in both and left out:
 //   one-shot: R alpha + (n-1) N beta + (n-1) N gamma        (every rank reduces all n)

@@ -17,6 +17,7 @@ const char* link_class_name(LinkClass c) {
     case LinkClass::Gpu: return "gpu";
     case LinkClass::Nvl: return "nvl";
     case LinkClass::Pcie: return "p2p";
+    case LinkClass::Stg: return "stg";
     case LinkClass::Net: break;
   }
   return "net";
@@ -122,7 +123,7 @@ Status parse_tuning_text(const std::string& text, const std::string& origin, Tab
           e.cost.gamma_s_per_byte) ||
         (f >> extra))
       return Error(weftInvalidArgument,
-                   "%s:%d: expected '<shm|numa|net|gpu|nvl|p2p> <collective|*> <algorithm|*> <nranks> <from_bytes> "
+                   "%s:%d: expected '<shm|numa|net|gpu|nvl|p2p|stg> <collective|*> <algorithm|*> <nranks> <from_bytes> "
                    "<alpha_s> <beta_s_per_byte> <gamma_s_per_byte>', got '%s'",
                    origin.c_str(), lineno, raw.c_str());
     bool known = false;
@@ -132,7 +133,7 @@ Status parse_tuning_text(const std::string& text, const std::string& origin, Tab
         known = true;
       }
     if (!known)
-      return Error(weftInvalidArgument, "%s:%d: unknown link class '%s' (known: shm, numa, net, gpu, nvl, p2p)",
+      return Error(weftInvalidArgument, "%s:%d: unknown link class '%s' (known: shm, numa, net, gpu, nvl, p2p, stg)",
                    origin.c_str(), lineno, cls.c_str());
     if (e.cost.alpha_s < 0 || e.cost.beta_s_per_byte < 0 || e.cost.gamma_s_per_byte < 0 ||
         e.nranks < 0)

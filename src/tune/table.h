@@ -24,12 +24,13 @@ namespace weft::tune {
 // shm: shared memory within a NUMA domain (or where NUMA is unknown); numa: shared
 // memory between a host's NUMA domains; net: between hosts. Device memory over
 // cuda_p2p (comm/device_p2p.h): gpu: ranks sharing one GPU; nvl: GPUs joined by
-// NVLink; p2p: GPUs with peer access over PCIe (alpha: one barrier of the ranks'
+// NVLink; p2p: GPUs with peer access over PCIe; stg: GPUs of one host without peer
+// access, through buffers in pinned host memory (alpha: one barrier of the ranks'
 // streams, beta: a byte read from a peer's buffer, gamma: a byte reduced). The
 // device classes go from the fastest to the slowest link.
-enum class LinkClass : uint8_t { Shm, Net, Numa, Gpu, Nvl, Pcie };
-constexpr LinkClass kLinkClasses[] = {LinkClass::Shm, LinkClass::Numa, LinkClass::Net,
-                                      LinkClass::Gpu, LinkClass::Nvl,  LinkClass::Pcie};
+enum class LinkClass : uint8_t { Shm, Net, Numa, Gpu, Nvl, Pcie, Stg };
+constexpr LinkClass kLinkClasses[] = {LinkClass::Shm, LinkClass::Numa, LinkClass::Net,  LinkClass::Gpu,
+                                      LinkClass::Nvl, LinkClass::Pcie, LinkClass::Stg};
 const char* link_class_name(LinkClass c);
 
 // The generic constants per link class; used where no entry below matches.
@@ -43,10 +44,11 @@ struct LinkClassCosts {
   algo::LinkCost net{25.0e-6, 1.0e-9, 1.0e-10};
   // numa: shm's with a cross-socket hop (guessed, as defaults.cpp says).
   algo::LinkCost numa{2.5e-6, 2.0e-10, 1.0e-10};
-  // gpu, nvl, p2p: as defaults.cpp says.
+  // gpu, nvl, p2p, stg: as defaults.cpp says.
   algo::LinkCost gpu{1.7e-4, 4.8e-13, 4.8e-13};
   algo::LinkCost nvl{1.0e-5, 3.3e-12, 4.8e-13};
   algo::LinkCost pcie{1.0e-5, 5.0e-11, 4.8e-13};
+  algo::LinkCost stg{1.0e-5, 5.0e-11, 5.0e-11};
   algo::LinkCost& of(LinkClass c) {
     switch (c) {
       case LinkClass::Shm: return shm;
@@ -54,6 +56,7 @@ struct LinkClassCosts {
       case LinkClass::Gpu: return gpu;
       case LinkClass::Nvl: return nvl;
       case LinkClass::Pcie: return pcie;
+      case LinkClass::Stg: return stg;
       case LinkClass::Net: break;
     }
     return net;
@@ -98,7 +101,7 @@ struct Table {
 Table default_table();
 
 // Tuning file: '#' comments; one entry per line:
-//   <shm|numa|net|gpu|nvl|p2p> <collective|*> <algorithm|*> <nranks|0> <from_bytes> <alpha_s> <beta_s_per_byte> <gamma_s_per_byte>
+//   <shm|numa|net|gpu|nvl|p2p|stg> <collective|*> <algorithm|*> <nranks|0> <from_bytes> <alpha_s> <beta_s_per_byte> <gamma_s_per_byte>
 // A line with collective "*" (and algorithm "*", nranks 0, from_bytes 0) replaces the
 // class's generic constants. Entries replace same-key defaults; others stay.
 //   burst net <bytes> <line_s_per_byte>

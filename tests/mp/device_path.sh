@@ -2,8 +2,9 @@
 # Collectives on device memory through DRIVER (the stand-in driver, or
 # libcuda.so.1 where a GPU is: exits 77, a skip, without one), N ranks, every
 # collective, dtype and op checked on the host; and every rank must say at INFO
-# that its device collectives took PATH ("cuda_p2p" or "staged"), and so did
-# its point-to-point calls with each other rank (all-to-all-v meets every pair). With
+# that its device collectives took PATH ("cuda_p2p", "host_buffers": cuda_p2p
+# with its buffers in host memory, or "staged"), and so did its point-to-point
+# calls with each other rank (all-to-all-v meets every pair; staged with host_buffers). With
 # MAX_SLOT_BYTES set, no rank may pin a staging slot larger than that for a
 # collective, and with MAX_P2P_SLOT_BYTES, for a point-to-point call (its slot
 # holds a chunk of each of its messages). With WINDOWED (a list of collectives),
@@ -20,8 +21,9 @@ rc=$?
 grep -v ' INFO ' "$log"
 case $path in
   cuda_p2p) line='device collectives over cuda_p2p' pairs='over cuda_p2p' ;;
+  host_buffers) line='device collectives over cuda_p2p (.*buffers in pinned host memory' pairs='staged through pinned host memory' ;;
   staged) line='device collectives staged through pinned host memory' pairs='staged through pinned host memory' ;;
-  *) echo "device_path.sh: PATH is cuda_p2p or staged, not $path"; exit 2 ;;
+  *) echo "device_path.sh: PATH is cuda_p2p, host_buffers or staged, not $path"; exit 2 ;;
 esac
 said=$(grep "$line" "$log" | sed -n 's/.*rank \([0-9]*\): device collectives.*/\1/p' | sort -u | wc -l)
 grep "$line" "$log" | sed 's/.*WEFT INFO //' | sort -u

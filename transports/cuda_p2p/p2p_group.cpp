@@ -58,11 +58,20 @@ void Group::prepare(const exec::cuda::Api& d, const Options& o, Card* card) {
   peers_.assign(static_cast<size_t>(o.nranks), Peer{});
   Peer& me = peers_[static_cast<size_t>(o.rank)];
   exec::cuda::DevicePtr base = 0;
-  int rc = d.mem_alloc(&base, 2 * buffer_bytes_);
-  if (rc != 0) return refuse("cuMemAlloc of " + std::to_string(2 * buffer_bytes_) + " bytes: " + exec::cuda::error_text(rc));
+  if (o.host_buffers) {
+    Status st = create_flag_page(2 * buffer_bytes_, &buffers_fd_);
+    if (st.ok()) st = map_flag_page(d, buffers_fd_, 2 * buffer_bytes_, &me.host_buffers, &base);
+    if (!st.ok()) return refuse("host buffers: " + st.message());
+    card->buffers_fd = buffers_fd_;
+  } else {
+    int rc = d.mem_alloc(&base, 2 * buffer_bytes_);
+    if (rc != 0)
+      return refuse("cuMemAlloc of " + std::to_string(2 * buffer_bytes_) + " bytes: " + exec::cuda::error_text(rc));
+    me.buffers = reinterpret_cast<unsigned char*>(base);
+    rc = d.ipc_get_handle(&card->handle, base);
+    if (rc != 0) return refuse("cuIpcGetMemHandle: " + exec::cuda::error_text(rc));
+  }
   me.buffers = reinterpret_cast<unsigned char*>(base);
-  rc = d.ipc_get_handle(&card->handle, base);
-  if (rc != 0) return refuse("cuIpcGetMemHandle: " + exec::cuda::error_text(rc));
   Status st = create_flag_page(kPage, &memfd_);
   if (st.ok()) st = map_flag_page(d, memfd_, kPage, &me.flags, &me.flags_dev);
   if (!st.ok()) return refuse(st.message());
@@ -81,6 +90,16 @@ std::string Group::connect(const std::vector<Card>& cards) {
     if (c.host_hash != mine.host_hash) return who + " is on another host";
     if (c.buffer_bytes != buffer_bytes_) return who + " has other WEFT_P2P_BUFFER_BYTES";
     if (p == o_.rank) continue;
+    Peer& peer = peers_[static_cast<size_t>(p)];
+    if (o_.host_buffers) {
+      exec::cuda::DevicePtr base = 0;
+      Status st = map_peer_flag_page(*d_, c.pid, c.buffers_fd, 2 * buffer_bytes_, &peer.host_buffers, &base);
+      if (!st.ok()) return who + "'s host buffers: " + st.message();
+      peer.buffers = reinterpret_cast<unsigned char*>(base);
+      st = map_peer_flag_page(*d_, c.pid, c.flags_fd, kPage, &peer.flags, &peer.flags_dev);
+      if (!st.ok()) return who + ": " + st.message();
+      continue;
+    }
     if (std::strncmp(c.bus_id, mine.bus_id, sizeof(c.bus_id)) != 0) {
       if (o_.same_gpu_only) return who + "'s GPU " + c.bus_id + " is not this rank's (WEFT_P2P_LEVEL=LOC)";
       int dev = -1, can = 0;
@@ -88,7 +107,6 @@ std::string Group::connect(const std::vector<Card>& cards) {
       if (d_->can_access_peer(&can, mine.device, dev) != 0 || can == 0)
         return who + "'s GPU " + c.bus_id + " cannot be accessed from " + mine.bus_id + " (cuDeviceCanAccessPeer)";
     }
-    Peer& peer = peers_[static_cast<size_t>(p)];
     exec::cuda::DevicePtr base = 0;
     int rc = d_->ipc_open_handle(&base, c.handle, exec::cuda::kIpcLazyEnablePeerAccess);
     if (rc != 0) return who + "'s buffers: cuIpcOpenMemHandle: " + exec::cuda::error_text(rc);
@@ -101,7 +119,10 @@ std::string Group::connect(const std::vector<Card>& cards) {
   for (const Card& c : cards)
     if (std::find(gpus.begin(), gpus.end(), c.bus_id) == gpus.end()) gpus.emplace_back(c.bus_id);
   how_ = std::to_string(o_.nranks) + " ranks " +
-         (gpus.size() == 1 ? "on GPU " + gpus[0] : "on " + std::to_string(gpus.size()) + " GPUs with peer access");
+         (gpus.size() == 1 ? "on GPU " + gpus[0]
+                           : "on " + std::to_string(gpus.size()) +
+                                 (o_.host_buffers ? " GPUs" : " GPUs with peer access"));
+  if (o_.host_buffers) how_ += ", buffers in pinned host memory";
   return "";
 }
 
@@ -126,7 +147,8 @@ void Group::release() {
   for (size_t p = 0; p < peers_.size(); ++p) {
     Peer& peer = peers_[p];
     unmap_flag_page(*d_, peer.flags, kPage);
-    if (peer.buffers != nullptr) {
+    if (o_.host_buffers) unmap_flag_page(*d_, peer.host_buffers, 2 * buffer_bytes_);
+    else if (peer.buffers != nullptr) {
       if (static_cast<int>(p) == o_.rank) d_->mem_free(dptr(peer.buffers));
       else d_->ipc_close_handle(dptr(peer.buffers));
     }
@@ -134,7 +156,8 @@ void Group::release() {
   }
   peers_.clear();
   if (memfd_ >= 0) close(memfd_);
-  memfd_ = -1;
+  if (buffers_fd_ >= 0) close(buffers_fd_);
+  memfd_ = buffers_fd_ = -1;
   active_.store(false, std::memory_order_release);
 }
 

@@ -1,7 +1,9 @@
 // cuda_p2p: the ranks of one host whose GPUs can reach each other (the same GPU,
 // or peer access over NVLink/PCIe) map each other's device memory and meet at
 // barriers kept by their streams, with no host thread in the data path. The
-// collectives built on it are in comm/device_p2p.cpp.
+// collectives built on it are in comm/device_p2p.cpp. Where the GPUs cannot
+// reach each other, the same group can keep its buffers in pinned host memory
+// the ranks share (Options::host_buffers; NCCL's SHM transport does the same).
 //
 // Each rank owns two device buffers that every peer maps (CUDA IPC) and a page
 // of pinned host flags that every peer maps too. A call is stream work only: a
@@ -48,8 +50,9 @@ struct Card {
   int32_t ready = 0;      // 0: why_not says why it cannot take part
   uint64_t buffer_bytes = 0;
   char bus_id[32] = {};
-  exec::cuda::IpcHandle handle{};  // its two buffers, one allocation
-  char why_not[112] = {};
+  exec::cuda::IpcHandle handle{};  // its two buffers, one allocation (device buffers)
+  int32_t buffers_fd = -1;         // its two buffers' memfd (host buffers)
+  char why_not[108] = {};
 };
 
 class Group {
@@ -59,6 +62,10 @@ class Group {
     uint64_t host_hash = 0;
     size_t buffer_bytes = 0;
     bool same_gpu_only = false;   // WEFT_P2P_LEVEL=LOC
+    // The buffers in pinned host memory the ranks share (a memfd each, as the
+    // flag pages) instead of device memory: the ranks' GPUs need no peer access,
+    // only one host; their kernels and copies read the peers' buffers over PCIe.
+    bool host_buffers = false;
     std::string disabled_by;      // non-empty: this rank does not take part (WEFT_P2P_DISABLE=1)
     std::string kernels_missing;  // non-empty: the owner cannot enqueue device reductions, and why
     int64_t timeout_ms = 300000;  // a call's deadline from its enqueue; also how long destroy waits
@@ -130,7 +137,8 @@ class Group {
 
  private:
   struct Peer {
-    unsigned char* buffers = nullptr;  // its two buffers, mapped here (own: allocated)
+    unsigned char* buffers = nullptr;  // its two buffers, mapped here (own: allocated), as the GPU addresses them
+    uint32_t* host_buffers = nullptr;  // host buffers: their mapping in this process
     uint32_t* flags = nullptr;         // its flag page, mapped here
     exec::cuda::DevicePtr flags_dev = 0;
   };
@@ -161,6 +169,7 @@ class Group {
   Options o_;
   size_t buffer_bytes_ = 0;
   int memfd_ = -1;
+  int buffers_fd_ = -1;  // host buffers
   std::vector<Peer> peers_;  // by rank; this rank's entry is its own memory
   std::atomic<bool> active_{false};
   bool broken_ = false;  // a call failed part-way: the streams may hold it forever

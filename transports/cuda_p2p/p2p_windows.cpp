@@ -54,6 +54,10 @@ void Group::unmap_allocation(int rank, exec::cuda::DevicePtr base) {
 
 Status Group::add_window(const void* base, size_t size, const Exchange& exchange, std::string* why_not) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (o_.host_buffers) {  // every rank's group is alike: no rank maps
+    *why_not = "the ranks' GPUs do not reach each other's memory (the group's buffers are in host memory)";
+    return Status::Ok();
+  }
   WindowCard mine;
   auto refuse = [&](const std::string& why) { std::snprintf(mine.why, sizeof(mine.why), "%s", why.c_str()); };
   exec::cuda::DevicePtr alloc = 0;

@@ -86,7 +86,7 @@ TEST(DeviceCost, TuningFileSetsTheGpuClasses) {
   EXPECT_NE(format_table(t).find("gpu * * 0 0"), std::string::npos);
   const Status bad = parse_tuning_text("tpu * * 0 0 1 1 1\n", "test", &u);
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.message().find("known: shm, numa, net, gpu, nvl, p2p"), std::string::npos) << bad.message();
+  EXPECT_NE(bad.message().find("known: shm, numa, net, gpu, nvl, p2p, stg"), std::string::npos) << bad.message();
 }
 
 }  // namespace
