@@ -50,6 +50,24 @@ Status stream_driver(const char* what, void* stream, const exec::cuda::Api** out
   return Status::Ok();
 }
 
+// A stream being captured into a CUDA graph: refused. A call's stream barriers
+// carry numbers counted at enqueue, so a replayed graph would find its waits
+// already met and read peers' buffers before they are ready; staged calls would
+// wait for a stream that does not run during capture.
+Status refuse_capture(const exec::cuda::Api& d, const char* what, void* stream) {
+  if (d.stream_is_capturing == nullptr) return Status::Ok();
+  int status = 0;
+  const int rc = d.stream_is_capturing(stream, &status);
+  if (rc != 0)
+    return Error(weftInvalidUsage, "%s on stream %p: cuStreamIsCapturing: %s (a stream capture elsewhere in the "
+                 "process?)", what, stream, exec::cuda::error_text(rc).c_str());
+  if (status != 0)
+    return Error(weftInvalidUsage, "%s on stream %p: the stream is being captured into a CUDA graph, and weft's device "
+                 "calls cannot be captured yet (their stream barriers are numbered when enqueued); call it outside "
+                 "the capture", what, stream);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status Communicator::stream_step(int rc, DeviceStaging::Slot* slot, const char* what, void* stream,
@@ -269,11 +287,10 @@ bool Communicator::p2p_oneshot(const CollArgs& dev, WindowUse use) {
 Status Communicator::enqueue(const CollArgs& dev, void* stream) {
   WEFT_TRY(validate(dev, true));
   WEFT_TRY(async_error());
-  if (!device_path_chosen_) {
-    const exec::cuda::Api* d = nullptr;
-    WEFT_TRY(stream_driver(sched::coll_name(dev.coll), stream, &d));
-    WEFT_TRY(choose_device_path(*d));
-  }
+  const exec::cuda::Api* d = nullptr;
+  WEFT_TRY(stream_driver(sched::coll_name(dev.coll), stream, &d));
+  WEFT_TRY(refuse_capture(*d, sched::coll_name(dev.coll), stream));
+  if (!device_path_chosen_) WEFT_TRY(choose_device_path(*d));
   if (p2p_.active() && p2p_serves(dev)) {
     const WindowUse use = p2p_window_use(p2p_, dev);
     const bool on_windows = use != WindowUse::None;
@@ -404,6 +421,7 @@ Status Communicator::enqueue_p2p(const std::vector<exec::P2P>& ops, const std::v
   WEFT_TRY(async_error());
   const exec::cuda::Api* d = nullptr;
   WEFT_TRY(stream_driver("point-to-point", stream, &d));
+  WEFT_TRY(refuse_capture(*d, "point-to-point", stream));
   transport::cuda_p2p::Pairs& pairs = device_pairs(*d);
   // Every peer's route, in ascending order: a pair connects at its first call,
   // with the peer's, and the order keeps three ranks from waiting in a circle.

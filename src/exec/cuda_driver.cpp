@@ -61,6 +61,7 @@ const Api* api() {
   find(lib, &table.device_by_pci_bus_id, "cuDeviceGetByPCIBusId");
   find(lib, &table.can_access_peer, "cuDeviceCanAccessPeer");
   find(lib, &table.launch_host_func, "cuLaunchHostFunc");
+  find(lib, &table.stream_is_capturing, "cuStreamIsCapturing");
   table.host_memory = dlsym(lib, "fake_cuda_mark") != nullptr;
   if (table.pointer_attributes == nullptr) return nullptr;  // not a CUDA driver
   g_api.store(&table, std::memory_order_release);  // the handle stays: the driver is never unloaded under us

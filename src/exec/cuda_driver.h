@@ -60,6 +60,7 @@ struct Api {
   int (*device_by_pci_bus_id)(int* device, const char* id);            // cuDeviceGetByPCIBusId
   int (*can_access_peer)(int* can, int device, int peer);              // cuDeviceCanAccessPeer
   int (*launch_host_func)(Stream s, void (*fn)(void*), void* data);    // cuLaunchHostFunc
+  int (*stream_is_capturing)(Stream s, int* status);                   // cuStreamIsCapturing (0: not capturing)
   // The stand-in driver of the tests (it exports fake_cuda_mark): its "device
   // memory" is host memory, so weft's device reductions run as host functions
   // on the stream there instead of CUDA kernels.

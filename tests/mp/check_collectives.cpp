@@ -464,6 +464,18 @@ void run_device_rules(Checker& c) {
       d.synchronize(nullptr) && d.copy(out.data(), res, bytes) && d.synchronize())
     c.check("all-reduce on the legacy default stream", out.data(), kCount, weftFloat32,
             [&](size_t i, void* w) { expected(weftFloat32, weftSum, n, i, w); });
+  // A stream being captured into a CUDA graph: refused before anything is
+  // enqueued, and the communicator goes on (the calls below).
+  d.capture(true);
+  refused(weftAllReduce(dev, res, kCount, weftFloat32, weftSum, c.comm, d.stream()), weftInvalidUsage,
+          "captured into a CUDA graph", "an all-reduce on a capturing stream");
+  if (n > 1) {
+    weftGroupStart();
+    weftSend(dev, kCount, weftFloat32, (me + 1) % n, c.comm, d.stream());
+    weftRecv(res, kCount, weftFloat32, (me + n - 1) % n, c.comm, d.stream());
+    refused(weftGroupEnd(), weftInvalidUsage, "captured into a CUDA graph", "send/recv on a capturing stream");
+  }
+  d.capture(false);
   weftRequest_t req = nullptr;
   refused(weftBroadcastAsync(dev, dev, kCount, weftFloat32, 0, c.comm, &req), weftInvalidArgument,
           "is device memory", "a non-blocking broadcast of device memory");

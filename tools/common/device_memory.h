@@ -30,6 +30,7 @@ class DeviceMemory {
     host_alloc_ = reinterpret_cast<int (*)(void**, size_t, unsigned)>(dlsym(lib_, "cuMemHostAlloc"));
     host_free_ = reinterpret_cast<int (*)(void*)>(dlsym(lib_, "cuMemFreeHost"));
     hold_ = reinterpret_cast<void (*)(void*, int)>(dlsym(lib_, "fake_cuda_stream_hold"));
+    capture_ = reinterpret_cast<void (*)(void*, int)>(dlsym(lib_, "fake_cuda_stream_capture"));
     touching_pair_ = reinterpret_cast<void* (*)(size_t)>(dlsym(lib_, "fake_cuda_alloc_touching_pair"));
     fail_next_ = reinterpret_cast<void (*)(const char*)>(dlsym(lib_, "fake_cuda_fail_next"));
     int devices = 0, dev = 0;
@@ -68,6 +69,7 @@ class DeviceMemory {
   bool synchronize(void* stream) { return cu(sync_(stream), "cuStreamSynchronize"); }
   // The stand-in driver's controls (is_fake() only).
   void hold(bool on) { hold_(stream_, on ? 1 : 0); }
+  void capture(bool on) { capture_(stream_, on ? 1 : 0); }
   void fail_next(const char* fn) { fail_next_(fn); }
   // Two allocations of `bytes` side by side, never freed.
   void* alloc_touching_pair(size_t bytes) { return touching_pair_(bytes); }
@@ -102,6 +104,7 @@ class DeviceMemory {
   int (*host_alloc_)(void**, size_t, unsigned) = nullptr;
   int (*host_free_)(void*) = nullptr;
   void (*hold_)(void*, int) = nullptr;
+  void (*capture_)(void*, int) = nullptr;
   void* (*touching_pair_)(size_t) = nullptr;
   void (*fail_next_)(const char*) = nullptr;
 };

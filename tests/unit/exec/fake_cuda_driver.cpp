@@ -8,7 +8,8 @@
 //
 // Test controls: fake_cuda_mark, fake_cuda_alloc_touching_pair (two allocations
 // side by side), fake_cuda_stream_hold (a held stream runs nothing until
-// released), fake_cuda_fail_next (the next call of an entry point fails with
+// released), fake_cuda_stream_capture (cuStreamIsCapturing then says the stream
+// is being captured into a graph), fake_cuda_fail_next (the next call of an entry point fails with
 // CUDA_ERROR_INVALID_VALUE). As the driver, a copy may not span two allocations.
 //
 // IPC as the driver's between processes of one host: cuMemAlloc'd memory is a
@@ -82,6 +83,7 @@ class Stream {
     held_ = on;
     cv_.notify_all();
   }
+  std::atomic<bool> capturing{false};
   void synchronize() {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
@@ -140,6 +142,12 @@ EXPORT void* fake_cuda_alloc_touching_pair(size_t bytes) {
   return p;
 }
 EXPORT void fake_cuda_stream_hold(void* stream, int on) { stream_of(stream)->hold(on != 0); }
+EXPORT void fake_cuda_stream_capture(void* stream, int on) { stream_of(stream)->capturing = on != 0; }
+// CU_STREAM_CAPTURE_STATUS_NONE 0, _ACTIVE 1.
+EXPORT int cuStreamIsCapturing(void* s, int* status) {
+  *status = stream_of(s)->capturing ? 1 : 0;
+  return kSuccess;
+}
 EXPORT void fake_cuda_fail_next(const char* fn) {
   std::lock_guard<std::mutex> lock(g_mu);
   g_fail_next = fn;
