@@ -614,11 +614,12 @@ void run_device_stuck_peer(Checker& c) {
   d.release(dev);
 }
 
-// --windows with the stand-in driver: a window is unmapped only after every
-// stream has finished the calls on it. Rank 1's stream is held for 300 ms over
-// an all-reduce on a window, and every rank deregisters it at once; rank 1's
-// deregistration must take the hold's time, and the sums must be right (a
-// mapping closed under a stream that still reads it faults or reads wrong data).
+// --windows with the stand-in driver over cuda_p2p, where windows are shared: a
+// window is unmapped only after every stream has finished the calls on it. Rank
+// 1's stream is held for 300 ms over an all-reduce on a window, and every rank
+// deregisters it at once; rank 1's deregistration must take the hold's time, and
+// the sums must be right (a mapping closed under a stream that still reads it
+// faults or reads wrong data).
 void run_window_release(Checker& c) {
   DeviceMemory& d = *c.device;
   constexpr size_t kCount = 16384, kBytes = kCount * sizeof(float);
@@ -729,7 +730,9 @@ int main(int argc, char** argv) {
   }
   if (c.device != nullptr && device.is_fake() && c.n == 1) run_device_faults(c);
   if (c.device != nullptr && device.is_fake() && c.n == 2) run_device_stuck_peer(c);
-  if (c.windows && device.is_fake() && c.n >= 2) run_window_release(c);
+  const char* no_p2p = std::getenv("WEFT_P2P_DISABLE");
+  const bool shared_windows = c.windows && (no_p2p == nullptr || std::string(no_p2p) != "1");
+  if (shared_windows && device.is_fake() && c.n >= 2) run_window_release(c);
   std::string algo_note;
   for (const auto& [coll, name] : c.expect) algo_note += (algo_note.empty() ? ", forced " : ", ") + coll + "=" + name;
   if (!c.expect.empty()) algo_note += ": " + std::to_string(c.checked_algo) + " call shapes checked";
