@@ -408,7 +408,9 @@ transport::cuda_p2p::Pairs& Communicator::device_pairs(const exec::cuda::Api& d)
     o.same_host = same_host_;
     o.buffer_bytes = static_cast<size_t>(std::max<int64_t>(0, params::P2P_BUFFER_BYTES()));
     o.same_gpu_only = params::P2P_LEVEL() == "LOC";
-    if (params::P2P_DISABLE() != 0) o.disabled_by = "WEFT_P2P_DISABLE=1";
+    // Without peer access, areas in host memory, as the collectives' buffers.
+    o.host_area = params::P2P_DISABLE() != 0 && params::SHM_DISABLE() == 0;
+    if (params::P2P_DISABLE() != 0 && !o.host_area) o.disabled_by = "WEFT_P2P_DISABLE=1 WEFT_SHM_DISABLE=1";
     o.timeout_ms = timeout_ms_;
     o.on_timeout = [this](const Status& st) { fail(st); };
     pairs_ = std::make_unique<transport::cuda_p2p::Pairs>(d, std::move(o));

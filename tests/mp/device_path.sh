@@ -4,7 +4,7 @@
 # collective, dtype and op checked on the host; and every rank must say at INFO
 # that its device collectives took PATH ("cuda_p2p", "host_buffers": cuda_p2p
 # with its buffers in host memory, or "staged"), and so did its point-to-point
-# calls with each other rank (all-to-all-v meets every pair; staged with host_buffers). With
+# calls with each other rank (all-to-all-v meets every pair). With
 # MAX_SLOT_BYTES set, no rank may pin a staging slot larger than that for a
 # collective, and with MAX_P2P_SLOT_BYTES, for a point-to-point call (its slot
 # holds a chunk of each of its messages). With WINDOWED (a list of collectives),
@@ -21,7 +21,8 @@ rc=$?
 grep -v ' INFO ' "$log"
 case $path in
   cuda_p2p) line='device collectives over cuda_p2p' pairs='over cuda_p2p' ;;
-  host_buffers) line='device collectives over cuda_p2p (.*buffers in pinned host memory' pairs='staged through pinned host memory' ;;
+  host_buffers) line='device collectives over cuda_p2p (.*buffers in pinned host memory'
+    pairs='over cuda_p2p (its area in pinned host memory)' ;;
   staged) line='device collectives staged through pinned host memory' pairs='staged through pinned host memory' ;;
   *) echo "device_path.sh: PATH is cuda_p2p, host_buffers or staged, not $path"; exit 2 ;;
 esac

@@ -53,8 +53,9 @@ struct Pairs::Card {
   int32_t ready = 0;  // 0: why_not says why this rank cannot take part
   uint64_t region_bytes = 0;
   char bus_id[32] = {};
-  exec::cuda::IpcHandle handle{};
-  char why_not[112] = {};
+  exec::cuda::IpcHandle handle{};  // its area (device memory)
+  int32_t area_fd = -1;            // its area (host_area)
+  char why_not[108] = {};
 };
 
 Pairs::Pairs(const exec::cuda::Api& d, Options o) : d_(d), o_(std::move(o)), peers_(static_cast<size_t>(o_.nranks)) {}
@@ -81,8 +82,13 @@ std::string Pairs::prepare() {
   region_ = std::max<size_t>(8192, per);
   exec::cuda::DevicePtr base = 0;
   const size_t bytes = region_ * static_cast<size_t>(o_.nranks);
-  if (int rc = d_.mem_alloc(&base, bytes))
+  if (o_.host_area) {
+    Status st = create_flag_page(bytes, &area_fd_);
+    if (st.ok()) st = map_flag_page(d_, area_fd_, bytes, &area_host_, &base);
+    if (!st.ok()) return "its area in host memory: " + st.message();
+  } else if (int rc = d_.mem_alloc(&base, bytes)) {
     return "cuMemAlloc of " + std::to_string(bytes) + " bytes: " + exec::cuda::error_text(rc);
+  }
   area_ = reinterpret_cast<unsigned char*>(base);
   Status st = create_flag_page(kPageBytes, &memfd_);
   if (st.ok()) st = map_flag_page(d_, memfd_, kPageBytes, &flags_, &flags_dev_);
@@ -91,6 +97,14 @@ std::string Pairs::prepare() {
 
 std::string Pairs::connect(Peer& p, const Card& c) {
   if (c.region_bytes != region_) return "its WEFT_P2P_BUFFER_BYTES differs";
+  if (o_.host_area) {
+    exec::cuda::DevicePtr base = 0;
+    Status st = map_peer_flag_page(d_, c.pid, c.area_fd, region_ * static_cast<size_t>(o_.nranks), &p.area_host, &base);
+    if (!st.ok()) return "its area in host memory: " + st.message();
+    p.area = reinterpret_cast<unsigned char*>(base);
+    st = map_peer_flag_page(d_, c.pid, c.flags_fd, kPageBytes, &p.flags, &p.flags_dev);
+    return st.ok() ? "" : st.message();
+  }
   int mine = -1;
   char bus[32] = {};
   if (d_.ctx_get_device(&mine) != 0 || d_.pci_bus_id(bus, sizeof bus, mine) != 0)
@@ -126,9 +140,10 @@ Status Pairs::route(int peer, const Swap& swap, bool* p2p) {
     mine.region_bytes = region_;
     mine.ready = unusable_.empty() ? 1 : 0;
     std::snprintf(mine.why_not, sizeof mine.why_not, "%s", unusable_.c_str());
+    mine.area_fd = area_fd_;
     if (mine.ready) {
       if (d_.ctx_get_device(&mine.device) != 0 || d_.pci_bus_id(mine.bus_id, sizeof mine.bus_id, mine.device) != 0 ||
-          d_.ipc_get_handle(&mine.handle, dptr(area_)) != 0) {
+          (!o_.host_area && d_.ipc_get_handle(&mine.handle, dptr(area_)) != 0)) {
         mine.ready = 0;
         std::snprintf(mine.why_not, sizeof mine.why_not, "its GPU or area could not be described");
       }
@@ -149,7 +164,8 @@ Status Pairs::route(int peer, const Swap& swap, bool* p2p) {
     } else {
       std::lock_guard<std::mutex> lock(mu_);
       p.route = Peer::Route::P2P;
-      WEFT_INFO(TRANSPORT, "rank %d: point-to-point on device memory with rank %d over cuda_p2p", o_.rank, peer);
+      WEFT_INFO(TRANSPORT, "rank %d: point-to-point on device memory with rank %d over cuda_p2p%s", o_.rank, peer,
+                o_.host_area ? " (its area in pinned host memory)" : "");
       if (watchdog_ == nullptr) watchdog_ = std::make_unique<Watchdog>(flags_ + kDone, o_.timeout_ms, o_.on_timeout);
     }
   }
@@ -282,8 +298,14 @@ void Pairs::stop_watchdog() {
 
 Pairs::~Pairs() {
   stop_watchdog();
+  const size_t area_bytes = region_ * peers_.size();
+  auto free_area = [&] {
+    if (o_.host_area) unmap_flag_page(d_, area_host_, area_bytes);
+    else if (area_ != nullptr) d_.mem_free(dptr(area_));
+    if (area_fd_ >= 0) close(area_fd_);
+  };
   if (flags_ == nullptr) {  // never prepared, or preparing failed part-way
-    if (area_ != nullptr) d_.mem_free(dptr(area_));
+    free_area();
     if (memfd_ >= 0) close(memfd_);
     return;
   }
@@ -310,10 +332,11 @@ Pairs::~Pairs() {
   }
   for (Peer& p : peers_) {
     unmap_flag_page(d_, p.flags, kPageBytes);
-    if (p.area != nullptr) d_.ipc_close_handle(dptr(p.area));
+    if (o_.host_area) unmap_flag_page(d_, p.area_host, area_bytes);
+    else if (p.area != nullptr) d_.ipc_close_handle(dptr(p.area));
   }
   unmap_flag_page(d_, flags_, kPageBytes);
-  d_.mem_free(dptr(area_));
+  free_area();
   close(memfd_);
 }
 

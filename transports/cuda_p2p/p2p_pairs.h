@@ -23,6 +23,9 @@
 // A pair connects at its first call (route()), as NCCL's do: the two ranks swap
 // what the other maps and agree whether the pair goes over cuda_p2p or is
 // staged through host memory (other hosts, no peer access, WEFT_P2P_DISABLE).
+// With Options::host_area every rank's area is pinned host memory the ranks
+// share instead (a memfd, as the flag pages), and every pair on one host goes
+// over cuda_p2p without peer access, the copies crossing PCIe.
 // That blocks the calling thread until the peer's call with this rank.
 //
 // The sizes of a send and its receive are not compared here (NCCL does not
@@ -51,7 +54,8 @@ class Pairs {
     std::vector<bool> same_host;  // by rank: shares memory with this one (others are staged, unasked)
     size_t buffer_bytes = 0;    // WEFT_P2P_BUFFER_BYTES: the area, split among the peers
     bool same_gpu_only = false;  // WEFT_P2P_LEVEL=LOC
-    std::string disabled_by;     // non-empty: every pair is staged (WEFT_P2P_DISABLE=1)
+    std::string disabled_by;     // non-empty: every pair is staged (WEFT_P2P_DISABLE=1 WEFT_SHM_DISABLE=1)
+    bool host_area = false;      // the areas in pinned host memory (WEFT_P2P_DISABLE=1)
     int64_t timeout_ms = 300000;
     std::function<void(const Status&)> on_timeout;  // a call its stream has not finished by the deadline
   };
@@ -95,7 +99,8 @@ class Pairs {
   struct Card;
   struct Peer {
     enum class Route : uint8_t { Unknown, P2P, Staged } route = Route::Unknown;
-    unsigned char* area = nullptr;  // its area, mapped here
+    unsigned char* area = nullptr;  // its area, mapped here (as the GPU addresses it)
+    uint32_t* area_host = nullptr;  // host_area: its mapping in this process
     uint32_t* flags = nullptr;      // its flag page, mapped here
     exec::cuda::DevicePtr flags_dev = 0;
     uint64_t posted = 0, taken = 0;         // running totals: this rank's posts to it, takes of its posts
@@ -116,7 +121,9 @@ class Pairs {
   size_t region_ = 0;  // per peer, two slots
   bool prepared_ = false;
   std::string unusable_;  // why this rank cannot take part ("" if it can)
-  unsigned char* area_ = nullptr;
+  unsigned char* area_ = nullptr;  // as the GPU addresses it
+  uint32_t* area_host_ = nullptr;  // host_area: its mapping
+  int area_fd_ = -1;               // host_area: its memfd
   uint32_t* flags_ = nullptr;
   exec::cuda::DevicePtr flags_dev_ = 0;
   int memfd_ = -1;
