@@ -11,6 +11,7 @@
 #include "algorithms/pairwise.h"
 #include "algorithms/reducescatter_gather.h"
 #include "algorithms/ring.h"
+#include "algorithms/rings.h"
 #include "algorithms/scatter_allgather.h"
 #include "algorithms/tree.h"
 
@@ -35,6 +36,7 @@ const Algorithm kAlgorithms[] = {
     {"hierarchical", Coll::AllReduce, hierarchical::allreduce, hierarchical::supports, hierarchical::cost, kSliced,
      kTwoLevel, kDomainLevel, hierarchical::variants, hierarchical::describe_levels},
     {"chain_tree", Coll::AllReduce, chain_tree::allreduce, chain_tree::supports, chain_tree::cost, kSliced, kTwoLevel},
+    {"rings", Coll::AllReduce, rings::allreduce, rings::supports, rings::cost, kSliced, kTwoLevel},
 
     {"ring", Coll::Broadcast, ring::broadcast, nullptr, ring::cost, kSliced},
     {"tree", Coll::Broadcast, tree::broadcast, nullptr, tree::cost, kSliced},

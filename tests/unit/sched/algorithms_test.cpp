@@ -179,7 +179,7 @@ TEST_P(TwoLevel, EveryNodeSize) {
   EXPECT_FALSE(supports(*alg, flat)) << "local_size 0 means unknown topology";
 }
 
-INSTANTIATE_TEST_SUITE_P(Algorithms, TwoLevel, ::testing::Values("hierarchical", "chain_tree"));
+INSTANTIATE_TEST_SUITE_P(Algorithms, TwoLevel, ::testing::Values("hierarchical", "chain_tree", "rings"));
 
 // Nodes cut into NUMA domains: every (ranks, node, domain) shape up to 24 ranks.
 TEST(Algorithms, HierarchicalEveryDomainSize) {

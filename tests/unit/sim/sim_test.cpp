@@ -277,6 +277,30 @@ TEST(Sim, ChainTreeKeepsTheHeadsBusy) {
   EXPECT_GT(t, 1.5 * N * g.inter.beta_s_per_byte);
 }
 
+// rings (NCCL's channels) on 2 hosts x 4 ranks, each rank its own network port,
+// links inside hosts 100x faster: the ring crosses each host boundary from one
+// rank, which sends 2(n-1)/n N = 1.75 N across; the 4 rings leave each host from 4
+// different ranks with a quarter each, 0.4375 N, so the call takes 0.4375 N beta
+// of the network (0.875 if a port's sends and receives took turns) plus the fill,
+// against the ring's 1.75 N beta.
+TEST(Sim, RingsCrossHostsFromDifferentRanks) {
+  Generator g;
+  g.nodes = 2;
+  g.per_node = 4;
+  g.nics = 0;
+  g.intra = {1e-7, 1e-11, 0};
+  g.cross = g.intra;
+  g.inter = {1e-7, 1e-9, 0};
+  const uint64_t slice = 16384, count = 4 * 8 * 64 * slice;
+  const double N = count * 4.0, b = g.inter.beta_s_per_byte;
+  const double ring = simulated(Coll::AllReduce, "ring", 8, count, generate(g), 4, slice);
+  const double rings = simulated(Coll::AllReduce, "rings", 8, count, generate(g), 4, slice);
+  EXPECT_GT(ring, 1.75 * N * b);
+  EXPECT_LT(ring, 1.1 * 1.75 * N * b);
+  EXPECT_GT(rings, 0.4375 * N * b);
+  EXPECT_LT(rings, 1.1 * 0.875 * N * b);
+}
+
 // Hierarchical with its levels overlapped in rounds, 2 hosts x 2 ranks, rings,
 // no latency or reduction cost, every link b per byte and a port per rank and
 // level. Round j's phases (reduce-scatter in the host: N/2R, across: N/4R each
