@@ -46,10 +46,11 @@ TreeNode node_of(int n, int rank, int which) {
 
 int depth(int n) { return n <= 1 ? 0 : static_cast<int>(std::floor(std::log2(static_cast<double>(n)))); }
 
-// The vector is split in two halves; half t is reduced up tree t (children into
+// The vector is split in one part per tree (two for a double tree); part t is
+// reduced up tree t (children into
 // our Recv, then to the parent) and broadcast back down it, slice by slice. NCCL
 // runs each tree's two directions on threads of their own; a weft rank has one
-// sequence of steps, so it orders its four streams (up and down each tree) by
+// sequence of steps, so it orders its streams (up and down each tree) by
 // when their input is due if every hop takes one slice period: slice j of tree t
 // comes up from the children at j + d - depth and down from the parent at
 // j + d + depth (depth: our hops from t's root). A rank deep in one tree and high
@@ -58,16 +59,18 @@ int depth(int n) { return n <= 1 ? 0 : static_cast<int>(std::floor(std::log2(sta
 // by slice was 4.5x slower at 16 x 8 in weft-sim; weighting slices or hops twice
 // was slower than equal weights on flat and two-level fabrics). Every message's
 // key is its sender's plus one, so the messages between two ranks come in the
-// same order at both ends (ties: reduce first, then tree 0), and no rank waits on
-// one that waits on it: the orders cannot deadlock.
-RankPlan two_tree_allreduce(const BuildArgs& a, const TreeNode nodes[2], int d) {
+// same order at both ends (ties: reduce first, then the lower tree), and no rank
+// waits on one that waits on it: the orders cannot deadlock.
+RankPlan trees_allreduce(const BuildArgs& a, std::span<const TreeNode> nodes, int d) {
   PlanBuilder b;
   if (a.nranks == 1) {
     b.copy(recv_buf(0, a.count), send_buf(0, a.count));
     return b.take();
   }
-  const Part halves[2] = {even_part(a.count, 2, 0), even_part(a.count, 2, 1)};
-  const uint64_t k = num_slices(halves[0].count, a.slice_elems);
+  const auto T = static_cast<int>(nodes.size());
+  std::vector<Part> parts;
+  for (int t = 0; t < T; ++t) parts.push_back(even_part(a.count, static_cast<uint64_t>(T), static_cast<uint64_t>(t)));
+  const uint64_t k = num_slices(parts[0].count, a.slice_elems);
   struct Op {
     int64_t key;
     bool down;
@@ -75,31 +78,31 @@ RankPlan two_tree_allreduce(const BuildArgs& a, const TreeNode nodes[2], int d) 
     uint64_t slice;
   };
   std::vector<Op> ops;
-  ops.reserve(4 * k);
-  for (int t = 0; t < 2; ++t)
+  ops.reserve(2 * static_cast<size_t>(T) * k);
+  for (int t = 0; t < T; ++t)
     for (uint64_t j = 0; j < k; ++j) {
       const int64_t at = static_cast<int64_t>(j) + d;
-      ops.push_back({at - nodes[t].depth, false, t, j});
-      ops.push_back({at + nodes[t].depth, true, t, j});
+      ops.push_back({at - nodes[static_cast<size_t>(t)].depth, false, t, j});
+      ops.push_back({at + nodes[static_cast<size_t>(t)].depth, true, t, j});
     }
   std::sort(ops.begin(), ops.end(), [](const Op& x, const Op& y) {
     return std::tie(x.key, x.down, x.tree, x.slice) < std::tie(y.key, y.down, y.tree, y.slice);
   });
   for (const Op& op : ops) {
     const int t = op.tree;
-    const Part p = slice_of(halves[t], a.slice_elems, op.slice);
+    const Part p = slice_of(parts[static_cast<size_t>(t)], a.slice_elems, op.slice);
     if (!op.down) {
       Range cur = send_buf(p.offset, p.count);
-      for (int child : nodes[t].child) {
+      for (int child : nodes[static_cast<size_t>(t)].child) {
         if (child < 0) continue;
         b.recv_reduce(child, recv_buf(p.offset, p.count), cur);
         cur = recv_buf(p.offset, p.count);
       }
-      if (nodes[t].parent >= 0) b.send(nodes[t].parent, cur);
+      if (nodes[static_cast<size_t>(t)].parent >= 0) b.send(nodes[static_cast<size_t>(t)].parent, cur);
       else if (cur.buf == Buf::Send) b.copy(recv_buf(p.offset, p.count), cur);  // childless root
     } else {
-      if (nodes[t].parent >= 0) b.recv(nodes[t].parent, recv_buf(p.offset, p.count));
-      for (int child : nodes[t].child)
+      if (nodes[static_cast<size_t>(t)].parent >= 0) b.recv(nodes[static_cast<size_t>(t)].parent, recv_buf(p.offset, p.count));
+      for (int child : nodes[static_cast<size_t>(t)].child)
         if (child >= 0) b.send(child, recv_buf(p.offset, p.count));
     }
   }
@@ -111,12 +114,13 @@ RankPlan two_tree_allreduce(const BuildArgs& a, const TreeNode nodes[2], int d) 
 //   T = 2(d + k - 1) alpha + 2 (1 + (d-1)/k) N beta + N gamma,   d = floor(lg n)
 RankPlan allreduce(const BuildArgs& a, int r) {
   const TreeNode nodes[2] = {node_of(a.nranks, r, 0), node_of(a.nranks, r, 1)};
-  return two_tree_allreduce(a, nodes, depth(a.nranks));
+  return trees_allreduce(a, nodes, depth(a.nranks));
 }
 
-double tree_cost(double d, const BuildArgs& a, size_t elem_size, const LinkCost& c) {
+double tree_cost(double d, const BuildArgs& a, size_t elem_size, const LinkCost& c, int trees) {
   const double N = static_cast<double>(a.count) * static_cast<double>(elem_size);
-  const double k = static_cast<double>(std::max<uint64_t>(1, num_slices((a.count + 1) / 2, a.slice_elems)));
+  const auto T = static_cast<uint64_t>(trees);
+  const double k = static_cast<double>(std::max<uint64_t>(1, num_slices((a.count + T - 1) / T, a.slice_elems)));
   return 2 * (d + k - 1) * c.alpha_s + 2 * (1 + (d - 1) / k) * N * c.beta_s_per_byte + N * c.gamma_s_per_byte;
 }
 

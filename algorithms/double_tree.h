@@ -3,6 +3,8 @@
 // leaves in the other. Latency like a tree (depth ~lg n), bandwidth close to ring.
 #pragma once
 
+#include <span>
+
 #include "algorithms/registry.h"
 
 namespace weft::algo::double_tree {
@@ -21,12 +23,12 @@ TreeNode node_of(int n, int rank, int which);
 int depth(int n);
 
 sched::RankPlan allreduce(const sched::BuildArgs& args, int rank);
-// The all-reduce over any two trees of depth d, given this rank's node in each:
-// half t of the vector is reduced up tree t and broadcast back down, pipelined
-// by slices.
-sched::RankPlan two_tree_allreduce(const sched::BuildArgs& args, const TreeNode nodes[2], int d);
+// The all-reduce over any trees of depth d, given this rank's node in each:
+// part t of the vector (one per tree) is reduced up tree t and broadcast back
+// down, pipelined by slices.
+sched::RankPlan trees_allreduce(const sched::BuildArgs& args, std::span<const TreeNode> nodes, int d);
 // Its cost for trees of depth d (the comment above allreduce in double_tree.cpp).
-double tree_cost(double d, const sched::BuildArgs& args, size_t elem_size, const LinkCost& c);
+double tree_cost(double d, const sched::BuildArgs& args, size_t elem_size, const LinkCost& c, int trees = 2);
 
 double cost(const sched::BuildArgs& args, size_t elem_size, const LinkCost& c);
 
