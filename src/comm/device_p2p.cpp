@@ -238,14 +238,14 @@ bool p2p_serves(const CollArgs& a) {
 
 Status p2p_collective(Group& g, const CollArgs& c, exec::cuda::Stream s, bool oneshot, bool windows) {
   return g.call(sched::coll_name(c.coll), s, [&]() -> Status {
-    if (windows) return p2p_on_windows(g, c, s, oneshot);
+    namespace w = p2p_windows;
     switch (c.coll) {
-      case sched::Coll::AllReduce: return all_reduce(g, c, s, oneshot);
-      case sched::Coll::AllGather: return all_gather(g, c, s);
-      case sched::Coll::ReduceScatter: return reduce_scatter(g, c, s);
-      case sched::Coll::Broadcast: return broadcast(g, c, s);
-      case sched::Coll::Reduce: return reduce_to_root(g, c, s);
-      case sched::Coll::AllToAll: return all_to_all(g, c, s);
+      case sched::Coll::AllReduce: return windows ? w::all_reduce(g, c, s, oneshot) : all_reduce(g, c, s, oneshot);
+      case sched::Coll::AllGather: return windows ? w::all_gather(g, c, s) : all_gather(g, c, s);
+      case sched::Coll::ReduceScatter: return windows ? w::reduce_scatter(g, c, s) : reduce_scatter(g, c, s);
+      case sched::Coll::Broadcast: return windows ? w::broadcast(g, c, s) : broadcast(g, c, s);
+      case sched::Coll::Reduce: return windows ? w::reduce_to_root(g, c, s) : reduce_to_root(g, c, s);
+      case sched::Coll::AllToAll: return windows ? w::all_to_all(g, c, s) : all_to_all(g, c, s);
       default: return Error(weftInternalError, "cuda_p2p does not run %s", sched::coll_name(c.coll));
     }
   });

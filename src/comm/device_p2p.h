@@ -23,10 +23,20 @@ using transport::cuda_p2p::WindowUse;
 WindowUse p2p_window_use(const transport::cuda_p2p::Group& g, const CollArgs& a);
 
 // Enqueues the call on the stream over the group; an all-reduce one-shot or
-// two-shot; on the windows (device_p2p_windows.cpp) where `windows`.
+// two-shot; on the windows where `windows`.
 Status p2p_collective(transport::cuda_p2p::Group& g, const CollArgs& a, exec::cuda::Stream s, bool oneshot,
                       bool windows);
-Status p2p_on_windows(transport::cuda_p2p::Group& g, const CollArgs& a, exec::cuda::Stream s, bool oneshot);
+
+// The schedules on symmetric windows (device_p2p_windows.cpp).
+namespace p2p_windows {
+using transport::cuda_p2p::Group;
+Status all_reduce(Group& g, const CollArgs& c, exec::cuda::Stream s, bool oneshot);
+Status all_gather(Group& g, const CollArgs& c, exec::cuda::Stream s);
+Status reduce_scatter(Group& g, const CollArgs& c, exec::cuda::Stream s);
+Status broadcast(Group& g, const CollArgs& c, exec::cuda::Stream s);
+Status reduce_to_root(Group& g, const CollArgs& c, exec::cuda::Stream s);
+Status all_to_all(Group& g, const CollArgs& c, exec::cuda::Stream s);
+}  // namespace p2p_windows
 
 // The second half of an all-gather across hosts: each of the group's ranks
 // (local rank p of its host) holds `blocks` blocks of `count` elements at `in`,

@@ -46,6 +46,10 @@ bool two_shot(const CollArgs& c, bool oneshot, size_t bytes) {
   return !oneshot || overlap(c.send, bytes, c.recv, bytes);
 }
 
+}  // namespace
+
+namespace p2p_windows {
+
 Status all_reduce(Group& g, const CollArgs& c, exec::cuda::Stream s, bool oneshot) {
   const size_t esize = reduce::dtype_size(c.dtype);
   if (!two_shot(c, oneshot, c.count * esize)) {
@@ -117,7 +121,7 @@ Status all_to_all(Group& g, const CollArgs& c, exec::cuda::Stream s) {
   return g.barrier(s);
 }
 
-}  // namespace
+}  // namespace p2p_windows
 
 WindowUse p2p_window_use(const Group& g, const CollArgs& c) {
   if (c.count == 0) return WindowUse::None;
@@ -137,18 +141,6 @@ WindowUse p2p_window_use(const Group& g, const CollArgs& c) {
     case sched::Coll::AllToAll:
       return any_if(g.in_window(c.send, n * bytes) && !overlap(c.send, n * bytes, c.recv, n * bytes));
     default: return WindowUse::None;
-  }
-}
-
-Status p2p_on_windows(Group& g, const CollArgs& c, exec::cuda::Stream s, bool oneshot) {
-  switch (c.coll) {
-    case sched::Coll::AllReduce: return all_reduce(g, c, s, oneshot);
-    case sched::Coll::AllGather: return all_gather(g, c, s);
-    case sched::Coll::ReduceScatter: return reduce_scatter(g, c, s);
-    case sched::Coll::Broadcast: return broadcast(g, c, s);
-    case sched::Coll::Reduce: return reduce_to_root(g, c, s);
-    case sched::Coll::AllToAll: return all_to_all(g, c, s);
-    default: return Error(weftInternalError, "cuda_p2p does not run %s on windows", sched::coll_name(c.coll));
   }
 }
 
