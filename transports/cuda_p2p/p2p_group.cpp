@@ -67,7 +67,7 @@ void Group::prepare(const exec::cuda::Api& d, const Options& o, Card* card) {
     int rc = d.mem_alloc(&base, 2 * buffer_bytes_);
     if (rc != 0)
       return refuse("cuMemAlloc of " + std::to_string(2 * buffer_bytes_) + " bytes: " + exec::cuda::error_text(rc));
-    me.buffers = reinterpret_cast<unsigned char*>(base);
+    me.buffers = reinterpret_cast<unsigned char*>(base);  // freed by release() from here on
     rc = d.ipc_get_handle(&card->handle, base);
     if (rc != 0) return refuse("cuIpcGetMemHandle: " + exec::cuda::error_text(rc));
   }
