@@ -47,8 +47,8 @@ TreeNode node_of(int n, int rank, int which) {
 int depth(int n) { return n <= 1 ? 0 : static_cast<int>(std::floor(std::log2(static_cast<double>(n)))); }
 
 // The vector is split in one part per tree (two for a double tree); part t is
-// reduced up tree t (children into
-// our Recv, then to the parent) and broadcast back down it, slice by slice. NCCL
+// reduced up tree t (children into our Recv, then to the parent) and broadcast
+// back down it, slice by slice. NCCL
 // runs each tree's two directions on threads of their own; a weft rank has one
 // sequence of steps, so it orders its streams (up and down each tree) by
 // when their input is due if every hop takes one slice period: slice j of tree t
@@ -82,27 +82,29 @@ RankPlan trees_allreduce(const BuildArgs& a, std::span<const TreeNode> nodes, in
   for (int t = 0; t < T; ++t)
     for (uint64_t j = 0; j < k; ++j) {
       const int64_t at = static_cast<int64_t>(j) + d;
-      ops.push_back({at - nodes[static_cast<size_t>(t)].depth, false, t, j});
-      ops.push_back({at + nodes[static_cast<size_t>(t)].depth, true, t, j});
+      const int depth = nodes[static_cast<size_t>(t)].depth;
+      ops.push_back({at - depth, false, t, j});
+      ops.push_back({at + depth, true, t, j});
     }
   std::sort(ops.begin(), ops.end(), [](const Op& x, const Op& y) {
     return std::tie(x.key, x.down, x.tree, x.slice) < std::tie(y.key, y.down, y.tree, y.slice);
   });
   for (const Op& op : ops) {
-    const int t = op.tree;
-    const Part p = slice_of(parts[static_cast<size_t>(t)], a.slice_elems, op.slice);
+    const auto t = static_cast<size_t>(op.tree);
+    const TreeNode& node = nodes[t];
+    const Part p = slice_of(parts[t], a.slice_elems, op.slice);
     if (!op.down) {
       Range cur = send_buf(p.offset, p.count);
-      for (int child : nodes[static_cast<size_t>(t)].child) {
+      for (int child : node.child) {
         if (child < 0) continue;
         b.recv_reduce(child, recv_buf(p.offset, p.count), cur);
         cur = recv_buf(p.offset, p.count);
       }
-      if (nodes[static_cast<size_t>(t)].parent >= 0) b.send(nodes[static_cast<size_t>(t)].parent, cur);
+      if (node.parent >= 0) b.send(node.parent, cur);
       else if (cur.buf == Buf::Send) b.copy(recv_buf(p.offset, p.count), cur);  // childless root
     } else {
-      if (nodes[static_cast<size_t>(t)].parent >= 0) b.recv(nodes[static_cast<size_t>(t)].parent, recv_buf(p.offset, p.count));
-      for (int child : nodes[static_cast<size_t>(t)].child)
+      if (node.parent >= 0) b.recv(node.parent, recv_buf(p.offset, p.count));
+      for (int child : node.child)
         if (child >= 0) b.send(child, recv_buf(p.offset, p.count));
     }
   }

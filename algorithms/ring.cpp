@@ -11,8 +11,6 @@ using namespace weft::sched;
 // slice rounds, alpha/beta/gamma per message / byte sent / byte reduced.
 
 namespace {
-uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
-
 // Slice rounds of the all-reduce ring: chunks are count/n elements (rounded up),
 // cut into slices of slice_elems; every round moves one slice of every chunk.
 uint64_t allreduce_rounds(const BuildArgs& a) {

@@ -11,18 +11,20 @@ using namespace weft::sched;
 
 namespace {
 
-uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
-
 // Ring c: L ranks a node, its order within each node shifted by `shift`.
 struct Ring {
-  int n, L, shift;
+  int L, shift;
   int at(int pos) const { return pos / L * L + (pos % L + shift) % L; }      // the rank at a position
   int pos(int rank) const { return rank / L * L + mod(rank % L - shift, L); }  // a rank's position
 };
 
-// Slice rounds of ring c's all-reduce: its region in n parts, cut into slices.
-uint64_t rounds(const BuildArgs& a, int C, int c) {
-  const Part region = even_part(a.count, static_cast<uint64_t>(C), static_cast<uint64_t>(c));
+// Ring c's region of the vector.
+Part region(const BuildArgs& a, int C, int c) {
+  return even_part(a.count, static_cast<uint64_t>(C), static_cast<uint64_t>(c));
+}
+
+// Slice rounds of a ring's all-reduce: its region in n parts, cut into slices.
+uint64_t rounds(const BuildArgs& a, Part region) {
   return num_slices(ceil_div(region.count, static_cast<uint64_t>(a.nranks)), a.slice_elems);
 }
 
@@ -54,10 +56,10 @@ RankPlan allreduce(const BuildArgs& a, int r) {
   std::vector<Channel> ch;
   uint64_t k = 0;
   for (int c = 0; c < C; ++c) {
-    const Ring ring{n, L, c * L / C};
+    const Ring ring{L, c * L / C};
     const int i = ring.pos(r);
-    ch.push_back({even_part(a.count, static_cast<uint64_t>(C), static_cast<uint64_t>(c)), i, ring.at(mod(i + 1, n)),
-                  ring.at(mod(i - 1, n)), rounds(a, C, c)});
+    const Part reg = region(a, C, c);
+    ch.push_back({reg, i, ring.at(mod(i + 1, n)), ring.at(mod(i - 1, n)), rounds(a, reg)});
     k = std::max(k, ch.back().rounds);
   }
   auto piece = [&](const Channel& c, int part, uint64_t j) {
@@ -101,7 +103,7 @@ double cost(const BuildArgs& a, size_t elem_size, const LinkCost& c) {
   const double n = a.nranks, N = static_cast<double>(a.count) * static_cast<double>(elem_size);
   const int C = channels(a);
   uint64_t k = 1;
-  for (int ch = 0; ch < C; ++ch) k = std::max(k, rounds(a, C, ch));
+  for (int ch = 0; ch < C; ++ch) k = std::max(k, rounds(a, region(a, C, ch)));
   return 2 * (n - 1) * static_cast<double>(k) * C * c.alpha_s + 2 * (n - 1) / n * N * c.beta_s_per_byte +
          (n - 1) / n * N * c.gamma_s_per_byte;
 }

@@ -14,13 +14,7 @@ using transport::cuda_p2p::Group;
 // (dst may be that buffer's own range).
 Status reduce_from_all(Group& g, void* dst, size_t offset, size_t count, const CollArgs& c, int which,
                        exec::cuda::Stream s) {
-  std::vector<const void*> srcs;
-  srcs.reserve(static_cast<size_t>(g.nranks()));
-  srcs.push_back(g.buffer(g.rank(), which) + offset);
-  for (int p = 0; p < g.nranks(); ++p)
-    if (p != g.rank()) srcs.push_back(g.buffer(p, which) + offset);
-  WEFT_TRY(reduce_on_stream(g.driver(), dst, srcs.data(), g.nranks(), count, c.dtype, reduce::elementwise_op(c.op), s));
-  return c.op == weftAvg ? divide_on_stream(g.driver(), dst, count, c.dtype, g.nranks(), s) : Status::Ok();
+  return p2p_reduce(g, dst, [&](int p) -> const void* { return g.buffer(p, which) + offset; }, count, c, s);
 }
 
 // Rounds over each block's elements: a round copies its elements of the
@@ -227,6 +221,17 @@ Status p2p_transpose_by_host(Group& g, void* buf, size_t count, weftDataType_t d
     const auto nb = static_cast<size_t>(blocks);
     return regroup(g, data, data, count, dtype, L * nb, nb, [&](size_t j) { return j * L + me; }, s);
   });
+}
+
+Status p2p_reduce(Group& g, void* dst, const std::function<const void*(int)>& at, size_t count, const CollArgs& c,
+                  exec::cuda::Stream s) {
+  std::vector<const void*> srcs;
+  srcs.reserve(static_cast<size_t>(g.nranks()));
+  srcs.push_back(at(g.rank()));
+  for (int p = 0; p < g.nranks(); ++p)
+    if (p != g.rank()) srcs.push_back(at(p));
+  WEFT_TRY(reduce_on_stream(g.driver(), dst, srcs.data(), g.nranks(), count, c.dtype, reduce::elementwise_op(c.op), s));
+  return c.op == weftAvg ? divide_on_stream(g.driver(), dst, count, c.dtype, g.nranks(), s) : Status::Ok();
 }
 
 bool p2p_serves(const CollArgs& a) {

@@ -9,12 +9,19 @@
 // skip the buffers and read the peers' windows in place.
 #pragma once
 
+#include <functional>
+
 #include "base/status.h"
 #include "comm/communicator.h"
 #include "exec/cuda_driver.h"
 #include "transports/cuda_p2p/p2p_group.h"
 
 namespace weft {
+
+// dst = the reduction by c.op (a built-in op or avg) of `count` elements at at(p)
+// for every group rank p, this rank's first (dst may be its own range).
+Status p2p_reduce(transport::cuda_p2p::Group& g, void* dst, const std::function<const void*(int)>& at, size_t count,
+                  const CollArgs& c, exec::cuda::Stream s);
 
 // Whether cuda_p2p runs this call (else it is staged).
 bool p2p_serves(const CollArgs& a);

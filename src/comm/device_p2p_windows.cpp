@@ -12,9 +12,7 @@
 // buffered schedule (device_p2p.cpp) adds 2 S to copy the input in and reads
 // the result back out of the buffers, about twice as much in all.
 #include <algorithm>
-#include <vector>
 
-#include "comm/device_kernels.h"
 #include "comm/device_p2p.h"
 
 namespace weft {
@@ -33,11 +31,7 @@ bool overlap(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
 
 // dst = the op over every rank's copy of `mine` (count elements), this rank's first.
 Status reduce_peers(Group& g, void* dst, const void* mine, size_t count, const CollArgs& c, exec::cuda::Stream s) {
-  std::vector<const void*> srcs{mine};
-  for (int p = 0; p < g.nranks(); ++p)
-    if (p != g.rank()) srcs.push_back(g.peer_address(p, mine));
-  WEFT_TRY(reduce_on_stream(g.driver(), dst, srcs.data(), g.nranks(), count, c.dtype, reduce::elementwise_op(c.op), s));
-  return c.op == weftAvg ? divide_on_stream(g.driver(), dst, count, c.dtype, g.nranks(), s) : Status::Ok();
+  return p2p_reduce(g, dst, [&](int p) -> const void* { return g.peer_address(p, mine); }, count, c, s);
 }
 
 // In place, or a one-shot whose output overlaps its input, needs the two-shot

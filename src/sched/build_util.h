@@ -27,6 +27,8 @@ inline Part even_part(uint64_t count, uint64_t n, uint64_t k) {
   return {k * base + std::min(k, rem), base + (k < rem ? 1 : 0)};
 }
 
+inline uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
 // Number of pipeline slices of a piece of `count` elements; slice_elems 0 means the
 // whole piece is one slice.
 inline uint64_t num_slices(uint64_t count, uint64_t slice_elems) {

@@ -175,7 +175,6 @@ class Tuner {
   // (collective, ranks, count, element size, root, slice, local size) -> pick, so the
   // per-call cost of choosing is one map lookup.
   using PickKey = std::tuple<int, int, uint64_t, size_t, int, uint64_t, int, int>;
-
   static PickKey pick_key(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size);
   std::map<PickKey, const algo::Algorithm*> picks_;
   OnlineOptions online_;

@@ -122,10 +122,8 @@ struct Twins {
     const size_t size = std::max<size_t>(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
     void** twin[2] = {&c.dev_a, &c.dev_b};
     for (int i = 0; i < 2; ++i) {
-      raw[i] = c.device->alloc(c.windows ? size + kAlign : bytes);
-      ok = ok && raw[i] != nullptr;
-      const auto at = reinterpret_cast<uintptr_t>(raw[i]);
-      *twin[i] = c.windows ? reinterpret_cast<void*>((at + kAlign - 1) / kAlign * kAlign) : raw[i];
+      *twin[i] = c.windows ? c.device->alloc_aligned(size, kAlign, &raw[i]) : (raw[i] = c.device->alloc(bytes));
+      ok = ok && *twin[i] != nullptr;
     }
     if (!ok) c.ok(weftUnhandledCudaError, "device buffers of " + std::to_string(bytes) + " bytes");
     // Every rank registers, the failed ones too (a NULL buffer): the call is collective.
@@ -623,10 +621,9 @@ void run_device_stuck_peer(Checker& c) {
 void run_window_release(Checker& c) {
   DeviceMemory& d = *c.device;
   constexpr size_t kCount = 16384, kBytes = kCount * sizeof(float);
-  void* raw = d.alloc(kBytes + WEFT_WIN_REQUIRED_ALIGNMENT);
-  if (raw == nullptr) return (void)c.ok(weftUnhandledCudaError, "a window buffer");
-  auto* buf = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(raw) + WEFT_WIN_REQUIRED_ALIGNMENT - 1) /
-                                       WEFT_WIN_REQUIRED_ALIGNMENT * WEFT_WIN_REQUIRED_ALIGNMENT);
+  void* raw = nullptr;
+  auto* buf = static_cast<float*>(d.alloc_aligned(kBytes, WEFT_WIN_REQUIRED_ALIGNMENT, &raw));
+  if (buf == nullptr) return (void)c.ok(weftUnhandledCudaError, "a window buffer");
   weftWindow_t win = nullptr;
   if (c.ok(weftCommWindowRegister(c.comm, buf, kBytes, &win, WEFT_WIN_COLL_SYMMETRIC), "register a window")) {
     std::vector<float> host(kCount);

@@ -54,6 +54,14 @@ class DeviceMemory {
     return cu(alloc_(&p, bytes < 1 ? 1 : bytes), "cuMemAlloc") ? reinterpret_cast<void*>(p) : nullptr;
   }
   void release(void* p) { free_(reinterpret_cast<uintptr_t>(p)); }
+  // `bytes` starting at a multiple of `align` (a power of two; a symmetric
+  // window's WEFT_WIN_REQUIRED_ALIGNMENT), inside an allocation *raw that
+  // release() takes; nullptr on failure.
+  void* alloc_aligned(size_t bytes, size_t align, void** raw) {
+    *raw = alloc(bytes + align);
+    if (*raw == nullptr) return nullptr;
+    return reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(*raw) + align - 1) & ~(uintptr_t{align} - 1));
+  }
   // Page-locked host memory (for copy bandwidth bounds); nullptr on failure.
   void* alloc_pinned(size_t bytes) {
     void* p = nullptr;

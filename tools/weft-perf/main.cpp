@@ -147,10 +147,6 @@ size_t WindowBytes(size_t bytes) {
   constexpr size_t kAlign = WEFT_WIN_REQUIRED_ALIGNMENT;
   return std::max<size_t>(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
 }
-void* WindowStart(void* p) {
-  constexpr uintptr_t kAlign = WEFT_WIN_REQUIRED_ALIGNMENT;
-  return reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(p) + kAlign - 1) / kAlign * kAlign);
-}
 
 void Release(void* p, bool memalloc) {
   if (memalloc)
@@ -278,9 +274,9 @@ int Main(int argc, char** argv) {
     buffers.host_recv = buffers.recv;
     for (int i = 0; i < 2; ++i) {
       const size_t bytes = i == 0 ? buffers.send_bytes : buffers.recv_bytes;
-      raw[i] = device.alloc(opt.window ? WindowBytes(bytes) + WEFT_WIN_REQUIRED_ALIGNMENT : bytes);
-      if (raw[i] == nullptr) DieOnApiError(job, "cuMemAlloc of the device buffers", weftUnhandledCudaError);
-      void* at = opt.window ? WindowStart(raw[i]) : raw[i];
+      void* at = opt.window ? device.alloc_aligned(WindowBytes(bytes), WEFT_WIN_REQUIRED_ALIGNMENT, &raw[i])
+                            : (raw[i] = device.alloc(bytes));
+      if (at == nullptr) DieOnApiError(job, "cuMemAlloc of the device buffers", weftUnhandledCudaError);
       (i == 0 ? buffers.send : buffers.recv) = at;
       if (opt.window && (rc = weftCommWindowRegister(job.comm, at, WindowBytes(bytes), &windows[i],
                                                      WEFT_WIN_COLL_SYMMETRIC)) != weftSuccess)
