@@ -18,6 +18,9 @@
 // cpu_share x alpha of a core (system calls, copies, waking up), the rest of alpha
 // staying on the link, and reductions and copies take a core for their time. With
 // a core per rank nothing changes: the model is the plain alpha-beta-gamma one.
+// There a network message also takes its receiver net_rx_s_per_byte of a core per
+// byte: the kernel's side of it (the virtual link's and the shaper's softirqs, the
+// TCP receive, the copy out), which on one machine comes out of the same cores.
 #pragma once
 
 #include <array>
@@ -57,11 +60,19 @@ struct Fabric {
   std::vector<int> machine;        // per rank; empty: every rank has a core of its own
   std::vector<int> machine_cores;  // per machine: the cores its ranks share
   double cpu_share = kCpuShare;
+  double net_rx_s_per_byte = kNetRxSPerByte;
 
   // bench/topology's netns hosts (8 ranks on 2 cores, TCP): the share that
   // predicted the small sizes of three runs best (0.45: 245 of 264 within 2x, 228
   // without the cores).
   static constexpr double kCpuShare = 0.45;
+  // The same namespaces: fitted to two runs of bench/topology (170 of 176 points
+  // >= 1 MiB within 20%, against 164 without; 0.4 and 1.0 ns: 167 and 163), then
+  // checked on two later runs: 185 of 192 (180 without). Measured on this VM, the
+  // kernel spent 0.45 ns of a core per byte one iperf3 stream moved (sending,
+  // forwarding and receiving) and 1.3-1.7 ns per byte 8 ranks of weft moved (their
+  // waits' system calls included; bench-results/2026-11-28e-kernel-cpu.md).
+  static constexpr double kNetRxSPerByte = 0.8e-9;
 
   Level level(int a, int b) const;
   // How many distinct levels occur between two ranks (1: flat, one link class).

@@ -301,6 +301,8 @@ class Sim {
           }
           const Level lv = f_.level(s.peer, r);
           double work = overhead(r, lv);
+          if (shared_cores_[size_t(r)] && lv == Level::Network)
+            work += static_cast<double>(m.count * elem_) * f_.net_rx_s_per_byte;
           if (s.kind == Kind::RecvReduce)
             work += static_cast<double>(m.count * elem_) * f_.cost[static_cast<size_t>(lv)].gamma_s_per_byte;
           st.t = compute(r, st.t, work);

@@ -61,6 +61,8 @@ const char* kUsage =
     "  --gamma NS                nanoseconds per byte reduced (0.1)\n"
     "  --cpu-share F             on a machine with fewer cores than ranks: the share of each message's\n"
     "                            alpha its sender and its receiver each spend on a core (0.45)\n"
+    "  --net-rx-cpu NS           there too: nanoseconds of a core per byte received over the network\n"
+    "                            (the kernel's receive; 0.8)\n"
     "  --slice BYTES             pipeline slice (1M, WEFT_CHUNK_BYTES's default)\n"
     "  --max-messages M          skip an algorithm whose schedule would need more messages (5e7)\n"
     "  --verify                  run the symbolic verifier on every schedule (64 ranks at most)\n"
@@ -162,7 +164,7 @@ int main(int argc, char** argv) {
   std::string topo_file, coll_name = "allreduce", algo, hier_levels, csv;
   int hier_rounds = -1;
   double min_b = 8, max_b = 4.0 * 1024 * 1024 * 1024, factor = 2, gamma_ns = 0.1, slice = 1 << 20, max_msgs = 5e7;
-  double cross_link = 0, cpu_share = sim::Fabric::kCpuShare;
+  double cross_link = 0, cpu_share = sim::Fabric::kCpuShare, net_rx_ns = sim::Fabric::kNetRxSPerByte * 1e9;
   sim::Port burst;  // its burst_bytes and line_bytes_per_s, for every network port
   int elem = 4;
   for (int i = 1; i < argc; ++i) {
@@ -192,6 +194,7 @@ int main(int argc, char** argv) {
     }
     else if (a == "--shared-cores") gen.shared_cores = std::atoi(v.c_str()), ok = gen.shared_cores > 0;
     else if (a == "--cpu-share") cpu_share = std::atof(v.c_str()), ok = cpu_share >= 0 && cpu_share <= 0.5;
+    else if (a == "--net-rx-cpu") net_rx_ns = std::atof(v.c_str()), ok = net_rx_ns >= 0 && net_rx_ns < 1000;
     else if (a == "--topo") topo_file = v;
     else if (a == "--coll") coll_name = v;
     else if (a == "--algo") algo = v;
@@ -251,6 +254,7 @@ int main(int argc, char** argv) {
     }
   }
   fabric.cpu_share = cpu_share;
+  fabric.net_rx_s_per_byte = net_rx_ns * 1e-9;
   if (burst.burst_bytes > 0) {
     for (sim::Port& p : fabric.nics) p.burst_bytes = burst.burst_bytes, p.line_bytes_per_s = burst.line_bytes_per_s;
     std::snprintf(buf, sizeof buf, "network ports burst %s at %.4g GB/s, calls back to back; ",
@@ -258,8 +262,10 @@ int main(int argc, char** argv) {
     where += buf;
   }
   if (generated && gen.shared_cores > 0) {
-    std::snprintf(buf, sizeof buf, "one machine of %d cores (%.2g of alpha on a core at each end); ",
-                  gen.shared_cores, cpu_share);
+    std::snprintf(buf, sizeof buf,
+                  "one machine of %d cores (%.2g of alpha on a core at each end, %.2g ns a byte received over the "
+                  "network); ",
+                  gen.shared_cores, cpu_share, net_rx_ns);
     where += buf;
   }
   // As a communicator runs them: relabelable collectives in host-grouped order;
