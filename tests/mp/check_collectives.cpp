@@ -574,9 +574,10 @@ void run_device_stuck_peer(Checker& c) {
   // `waits`, or rank 1's watchdog fired first (rank 1 may have enqueued seconds
   // earlier) and rank 1's abort, saying its stream has not reached the call,
   // reached rank 0 first.
-  auto beside_held_stream = [&](const char* what, const char* waits, auto call) {
+  auto beside_held_stream = [&](const char* what, const char* waits, auto call, auto on_split, auto before_destroy) {
     weftComm_t comm = nullptr;
     if (!c.ok(weftCommSplit(c.comm, 0, c.rank, &comm, nullptr), std::string("split for ") + what)) return;
+    on_split(comm);
     c.ok(call(comm), std::string(what) + " before the hold");
     c.ok(d.synchronize() ? weftSuccess : weftUnhandledCudaError, "synchronize");
     if (c.rank == 1) d.hold(true);
@@ -596,18 +597,51 @@ void run_device_stuck_peer(Checker& c) {
                                   ", the next call " + weftGetErrorString(next) + ": " + why);
     if (c.rank == 1) d.hold(false);
     d.synchronize();
+    before_destroy(comm);
     weftCommDestroy(comm);
     std::printf("rank %d: %s beside a held stream fails: %s\n", c.rank, what, why.c_str());
   };
-  beside_held_stream("all-reduce", "rank(s) 1", [&](weftComm_t comm) {
-    return weftAllReduce(dev, dev, kCount, weftFloat32, weftSum, comm, d.stream());
-  });
-  beside_held_stream("send/recv", "waits for rank 1 (has not sent", [&](weftComm_t comm) {
-    weftGroupStart();
-    weftSend(dev, kCount, weftFloat32, 1 - c.rank, comm, d.stream());
-    weftRecv(dev2, kCount, weftFloat32, 1 - c.rank, comm, d.stream());
-    return weftGroupEnd();
-  });
+  auto nothing = [](weftComm_t) {};
+  beside_held_stream(
+      "all-reduce", "rank(s) 1",
+      [&](weftComm_t comm) { return weftAllReduce(dev, dev, kCount, weftFloat32, weftSum, comm, d.stream()); },
+      nothing, nothing);
+  beside_held_stream(
+      "send/recv", "waits for rank 1 (has not sent",
+      [&](weftComm_t comm) {
+        weftGroupStart();
+        weftSend(dev, kCount, weftFloat32, 1 - c.rank, comm, d.stream());
+        weftRecv(dev2, kCount, weftFloat32, 1 - c.rank, comm, d.stream());
+        return weftGroupEnd();
+      },
+      nothing, nothing);
+  // --windows: the same for an all-reduce on a symmetric window, which reads the
+  // peer's window in place between two barriers. Deregistering it on the failed
+  // communicator fails at once with the communicator's error (no wait for the
+  // deadline); destroying the communicator then unmaps it.
+  if (c.windows) {
+    void* raw = nullptr;
+    auto* buf = static_cast<float*>(d.alloc_aligned(kCount * sizeof(float), WEFT_WIN_REQUIRED_ALIGNMENT, &raw));
+    weftWindow_t win = nullptr;
+    beside_held_stream(
+        "all-reduce on a window", "rank(s) 1",
+        [&](weftComm_t comm) { return weftAllReduce(buf, buf, kCount, weftFloat32, weftSum, comm, d.stream()); },
+        [&](weftComm_t comm) {
+          c.ok(weftCommWindowRegister(comm, buf, kCount * sizeof(float), &win, WEFT_WIN_COLL_SYMMETRIC),
+               "register a window");
+        },
+        [&](weftComm_t comm) {
+          const auto t0 = std::chrono::steady_clock::now();
+          const weftResult_t rc = weftCommWindowDeregister(comm, win);
+          const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+          if (rc == weftSuccess || ms > 1000)
+            c.ok(weftInternalError, "deregistering a window of a failed communicator: " +
+                                        std::string(weftGetErrorString(rc)) + " after " + std::to_string(ms) + " ms");
+          std::printf("rank %d: deregistering the failed communicator's window: %s in %.0f ms\n", c.rank,
+                      weftGetErrorString(rc), ms);
+        });
+    d.release(raw);
+  }
   d.release(dev2);
   d.release(dev);
 }
