@@ -61,6 +61,9 @@ struct Fabric {
   std::vector<int> machine_cores;  // per machine: the cores its ranks share
   double cpu_share = kCpuShare;
   double net_rx_s_per_byte = kNetRxSPerByte;
+  // A network message goes this much when sent and the rest once its receiver
+  // reads (simulate.h): Linux's largest TCP send buffer by default (tcp_wmem).
+  uint64_t eager_bytes = kEagerBytes;
 
   // bench/topology's netns hosts (8 ranks on 2 cores, TCP): the share that
   // predicted the small sizes of three runs best (0.45: 245 of 264 within 2x, 228
@@ -73,6 +76,7 @@ struct Fabric {
   // forwarding and receiving) and 1.3-1.7 ns per byte 8 ranks of weft moved (their
   // waits' system calls included; bench-results/2026-11-28e-kernel-cpu.md).
   static constexpr double kNetRxSPerByte = 0.8e-9;
+  static constexpr uint64_t kEagerBytes = 4 << 20;
 
   Level level(int a, int b) const;
   // How many distinct levels occur between two ranks (1: flat, one link class).

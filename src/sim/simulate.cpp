@@ -58,8 +58,10 @@ Lanes shared_port(const Port& p, double own_beta) {
 }
 
 struct Message {
-  double arrival;
+  double arrival;  // of what went when sent (the whole message, or its eager part)
   uint64_t count;
+  uint64_t later_bytes = 0;  // the rest, which goes once the receiver is there
+  double sent_at = 0;
 };
 
 // In-flight messages of one ordered pair of ranks, oldest first.
@@ -86,7 +88,11 @@ class Sim {
     egress_.assign(n * kLevels, 0.0);
     ingress_.assign(n * kLevels, 0.0);
     for (const Port& p : f.nics) nics_out_.push_back(shared_port(p, f.cost[2].beta_s_per_byte));
+    // A token bucket shapes what its host sends (tc's tbf on the host's
+    // interface); what the host receives passes at the line rate.
     nics_in_ = nics_out_;
+    for (Lanes& l : nics_in_)
+      if (l.bucket()) l.s_per_byte = l.line_s_per_byte * static_cast<double>(l.free_at.size()), l.burst = 0;
     if (drained)
       for (std::vector<Lanes>* ports : {&nics_out_, &nics_in_})
         for (Lanes& l : *ports) l.tokens = 0;
@@ -272,8 +278,10 @@ class Sim {
       switch (s.kind) {
         case Kind::Send: {
           st.t = compute(r, st.t, overhead(r, f_.level(r, s.peer)));
-          const double arrival = transfer(r, s.peer, s.src.count * elem_, st.t);
-          channels_[key(r, s.peer)].q.push_back({arrival, s.src.count});
+          const uint64_t bytes = s.src.count * elem_;
+          const uint64_t now = f_.level(r, s.peer) == Level::Network ? std::min(bytes, f_.eager_bytes) : bytes;
+          const double arrival = transfer(r, s.peer, now, st.t);
+          channels_[key(r, s.peer)].q.push_back({arrival, s.src.count, bytes - now, st.t});
           RankState& peer = ranks_[static_cast<size_t>(s.peer)];
           if (peer.waiting_on == r) {
             peer.waiting_on = -1;
@@ -287,6 +295,11 @@ class Sim {
           if (ch.head == ch.q.size()) {
             st.waiting_on = s.peer;
             return Status::Ok();
+          }
+          if (Message& w = ch.q[ch.head]; w.later_bytes > 0) {
+            // The receiver is here: the rest of the message may go now.
+            w.arrival = std::max(w.arrival, transfer(s.peer, r, w.later_bytes, std::max(w.sent_at, st.t)));
+            w.later_bytes = 0;
           }
           const Message m = ch.q[ch.head++];
           if (m.count != s.dst.count)

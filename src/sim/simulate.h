@@ -15,6 +15,10 @@
 // receive), and a reduction or copy takes a core for its time: the machine's cores
 // are lanes its ranks queue for, as the ports' are.
 //
+// A network message larger than Fabric::eager_bytes sends that much when it is
+// sent and the rest once its receiver has reached the receive (what TCP's socket
+// buffers hold goes ahead; the rest waits for the receiver to read).
+//
 // Each port serves its queue on its own and a message arrives when the last of its
 // ports has carried it: concurrent messages share the links as the executor's queued
 // sends on separate links (TCP streams, shm channels) do, rather than reserving a
@@ -25,7 +29,8 @@
 //
 // A network port may be a token bucket (Port::burst_bytes: a shaper such as tc's
 // tbf): a message passes at the line rate while the tokens saved up last, then at
-// the sustained rate. The ranks' own ports then move bytes at the line rate. As the
+// the sustained rate. It shapes what its host sends: what the host receives passes
+// at the line rate. The ranks' own ports then move bytes at the line rate. As the
 // tokens carry over from call to call, such a fabric is simulated for 8 calls back
 // to back (each starting when every rank has finished the one before; calls do not
 // overlap), and the result is the mean of the last 4: from full buckets, or from
@@ -34,8 +39,9 @@
 // On a flat fabric (every pair one level, no shared port) without slices this
 // gives exactly the closed-form cost above each builder wherever the formula is the
 // schedule's critical path (tests/unit/sim). Not modelled: the executor's wait before
-// overwriting a range an undelivered Send still reads, eager versus rendezvous
-// protocols, and CPU time where every rank has a core (it is part of alpha).
+// overwriting a range an undelivered Send still reads, shared memory's in-place
+// reads (large messages there go when sent), and CPU time where every rank has a
+// core (it is part of alpha).
 #pragma once
 
 #include <array>

@@ -63,6 +63,8 @@ const char* kUsage =
     "                            alpha its sender and its receiver each spend on a core (0.45)\n"
     "  --net-rx-cpu NS           there too: nanoseconds of a core per byte received over the network\n"
     "                            (the kernel's receive; 0.8)\n"
+    "  --eager BYTES|all         a network message sends this much at once and the rest when its\n"
+    "                            receiver reads (4M, TCP's send buffer; all: every byte at once)\n"
     "  --slice BYTES             pipeline slice (1M, WEFT_CHUNK_BYTES's default)\n"
     "  --max-messages M          skip an algorithm whose schedule would need more messages (5e7)\n"
     "  --verify                  run the symbolic verifier on every schedule (64 ranks at most)\n"
@@ -165,6 +167,7 @@ int main(int argc, char** argv) {
   int hier_rounds = -1;
   double min_b = 8, max_b = 4.0 * 1024 * 1024 * 1024, factor = 2, gamma_ns = 0.1, slice = 1 << 20, max_msgs = 5e7;
   double cross_link = 0, cpu_share = sim::Fabric::kCpuShare, net_rx_ns = sim::Fabric::kNetRxSPerByte * 1e9;
+  uint64_t eager = sim::Fabric::kEagerBytes;
   sim::Port burst;  // its burst_bytes and line_bytes_per_s, for every network port
   int elem = 4;
   for (int i = 1; i < argc; ++i) {
@@ -195,6 +198,11 @@ int main(int argc, char** argv) {
     else if (a == "--shared-cores") gen.shared_cores = std::atoi(v.c_str()), ok = gen.shared_cores > 0;
     else if (a == "--cpu-share") cpu_share = std::atof(v.c_str()), ok = cpu_share >= 0 && cpu_share <= 0.5;
     else if (a == "--net-rx-cpu") net_rx_ns = std::atof(v.c_str()), ok = net_rx_ns >= 0 && net_rx_ns < 1000;
+    else if (a == "--eager") {
+      double b = 0;
+      ok = v == "all" || (parse_size(v, &b) && b >= 0 && b < 1e18);
+      eager = v == "all" ? UINT64_MAX : static_cast<uint64_t>(b);
+    }
     else if (a == "--topo") topo_file = v;
     else if (a == "--coll") coll_name = v;
     else if (a == "--algo") algo = v;
@@ -255,6 +263,7 @@ int main(int argc, char** argv) {
   }
   fabric.cpu_share = cpu_share;
   fabric.net_rx_s_per_byte = net_rx_ns * 1e-9;
+  fabric.eager_bytes = eager;
   if (burst.burst_bytes > 0) {
     for (sim::Port& p : fabric.nics) p.burst_bytes = burst.burst_bytes, p.line_bytes_per_s = burst.line_bytes_per_s;
     std::snprintf(buf, sizeof buf, "network ports burst %s at %.4g GB/s, calls back to back; ",

@@ -514,6 +514,54 @@ TEST(Sim, TokenBucketPacesBackToBackCalls) {
   for (uint64_t m : {4096u, 65536u}) expect_near_rel(period(m, 0), alpha + m / rate, "no bucket");
 }
 
+// Rank 0 sends 10 MB across hosts (alpha 10 us, beta 1 ns a byte) to rank 1,
+// which copies for 20 ms (2 ns a byte of 10 MB) before it receives. 4 MB go
+// when sent; the other 6 MB once rank 1 reads, at 20 ms: they arrive at
+// 20 ms + 10 us + 6 ms. With every byte eager the message is there at 10.01 ms
+// and rank 1 is done when its copy is, at 20 ms.
+TEST(Sim, LargeNetworkMessagesWaitForTheReceiver) {
+  using sched::Buf;
+  using sched::Kind;
+  const sched::Range msg{Buf::Recv, 0, 2500000}, scratch{Buf::Send, 0, 2500000};  // x 4 bytes
+  const sched::Schedule s = two_rank({{Kind::Send, 1, {}, msg}}, {{Kind::Copy, -1, scratch, msg}, {Kind::Recv, 0, msg, {}}});
+  for (const auto& [eager, want] : std::vector<std::pair<uint64_t, double>>{{4000000, 26.01e-3}, {UINT64_MAX, 20e-3}}) {
+    Fabric f = Fabric::host_blocks(2, 1);
+    f.cost = {kCost, kCost, algo::LinkCost{10e-6, 1e-9, 0}};
+    f.copy_s_per_byte = 2e-9;
+    f.eager_bytes = eager;
+    Result r;
+    const Status st = simulate(s, f, 4, &r);
+    ASSERT_TRUE(st.ok()) << st.message();
+    expect_near_rel(r.rank_seconds[1], want, "eager " + std::to_string(eager) + " bytes");
+  }
+}
+
+// A token bucket shapes what its host sends (tc's tbf on the host's interface),
+// not what it receives: two hosts each sending 1 MB to a third at once, calls
+// back to back, take alpha + m / r a call (each sender's own bucket; its 1-byte
+// burst changes that by at most a byte's time), not the 2 m / r of the third's
+// port carrying both at the sustained rate.
+TEST(Sim, TokenBucketShapesWhatAHostSends) {
+  using sched::Buf;
+  using sched::Kind;
+  const double alpha = 25e-6, rate = 239e6, line = 2e9, m = 1e6;
+  const sched::Range all{Buf::Recv, 0, 250000};  // x 4 bytes
+  sched::Schedule s;
+  s.args = BuildArgs{Coll::AllReduce, 3, 250000, 0, 0};
+  s.algo = "hand-made";
+  s.ranks.resize(3);
+  s.ranks[0].steps = {{Kind::Recv, 1, all, {}}, {Kind::Recv, 2, all, {}}};
+  s.ranks[1].steps = {{Kind::Send, 0, {}, all}};
+  s.ranks[2].steps = {{Kind::Send, 0, {}, all}};
+  Fabric f = Fabric::host_blocks(3, 1);
+  f.cost = {kCost, kCost, algo::LinkCost{alpha, 1 / rate, 0}};
+  for (Port& p : f.nics) p.burst_bytes = 1, p.line_bytes_per_s = line;
+  Result r;
+  const Status st = simulate(s, f, 4, &r);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_NEAR(r.seconds, alpha + m / rate, 2 / rate);
+}
+
 TEST(Sim, ThousandRanksGigabyteRingIsFast) {
   // 1,024 ranks on 128 hosts of 8, 1 GiB of fp32, ring with 1 MiB slices:
   // ~2 million messages. The bound is loose for a loaded 2-core VM.
