@@ -48,10 +48,9 @@ int depth(int n) { return n <= 1 ? 0 : static_cast<int>(std::floor(std::log2(sta
 
 // The vector is split in one part per tree (two for a double tree); part t is
 // reduced up tree t (children into our Recv, then to the parent) and broadcast
-// back down it, slice by slice. NCCL
-// runs each tree's two directions on threads of their own; a weft rank has one
-// sequence of steps, so it orders its streams (up and down each tree) by
-// when their input is due if every hop takes one slice period: slice j of tree t
+// back down it, slice by slice. NCCL runs each tree's two directions on threads
+// of their own; a weft rank has one sequence of steps, so it orders its streams
+// (up and down each tree) by when their input is due if every hop takes one slice period: slice j of tree t
 // comes up from the children at j + d - depth and down from the parent at
 // j + d + depth (depth: our hops from t's root). A rank deep in one tree and high
 // in the other (a chain's ranks) then works on different slices of the two trees

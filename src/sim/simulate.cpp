@@ -277,9 +277,10 @@ class Sim {
       const Step& s = steps[st.step];
       switch (s.kind) {
         case Kind::Send: {
-          st.t = compute(r, st.t, overhead(r, f_.level(r, s.peer)));
+          const Level lv = f_.level(r, s.peer);
+          st.t = compute(r, st.t, overhead(r, lv));
           const uint64_t bytes = s.src.count * elem_;
-          const uint64_t now = f_.level(r, s.peer) == Level::Network ? std::min(bytes, f_.eager_bytes) : bytes;
+          const uint64_t now = lv == Level::Network ? std::min(bytes, f_.eager_bytes) : bytes;
           const double arrival = transfer(r, s.peer, now, st.t);
           channels_[key(r, s.peer)].q.push_back({arrival, s.src.count, bytes - now, st.t});
           RankState& peer = ranks_[static_cast<size_t>(s.peer)];

@@ -523,7 +523,8 @@ TEST(Sim, LargeNetworkMessagesWaitForTheReceiver) {
   using sched::Buf;
   using sched::Kind;
   const sched::Range msg{Buf::Recv, 0, 2500000}, scratch{Buf::Send, 0, 2500000};  // x 4 bytes
-  const sched::Schedule s = two_rank({{Kind::Send, 1, {}, msg}}, {{Kind::Copy, -1, scratch, msg}, {Kind::Recv, 0, msg, {}}});
+  const sched::Schedule s =
+      two_rank({{Kind::Send, 1, {}, msg}}, {{Kind::Copy, -1, scratch, msg}, {Kind::Recv, 0, msg, {}}});
   for (const auto& [eager, want] : std::vector<std::pair<uint64_t, double>>{{4000000, 26.01e-3}, {UINT64_MAX, 20e-3}}) {
     Fabric f = Fabric::host_blocks(2, 1);
     f.cost = {kCost, kCost, algo::LinkCost{10e-6, 1e-9, 0}};
