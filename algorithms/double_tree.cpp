@@ -47,19 +47,19 @@ TreeNode node_of(int n, int rank, int which) {
 int depth(int n) { return n <= 1 ? 0 : static_cast<int>(std::floor(std::log2(static_cast<double>(n)))); }
 
 // The vector is split in one part per tree (two for a double tree); part t is
-// reduced up tree t (children into our Recv, then to the parent) and broadcast
-// back down it, slice by slice. NCCL runs each tree's two directions on threads
-// of their own; a weft rank has one sequence of steps, so it orders its streams
-// (up and down each tree) by when their input is due if every hop takes one slice period: slice j of tree t
-// comes up from the children at j + d - depth and down from the parent at
-// j + d + depth (depth: our hops from t's root). A rank deep in one tree and high
-// in the other (a chain's ranks) then works on different slices of the two trees
-// at once instead of waiting for each slice to pass through both chains (slice
-// by slice was 4.5x slower at 16 x 8 in weft-sim; weighting slices or hops twice
-// was slower than equal weights on flat and two-level fabrics). Every message's
-// key is its sender's plus one, so the messages between two ranks come in the
-// same order at both ends (ties: reduce first, then the lower tree), and no rank
-// waits on one that waits on it: the orders cannot deadlock.
+// reduced up tree t (children into our Recv, then to the parent) and broadcast back
+// down it, slice by slice. NCCL runs each tree's two directions on threads of their
+// own; a weft rank has one sequence of steps, so it orders its streams (up and down
+// each tree) by when their input is due if every hop takes one slice period: slice j
+// of tree t comes up from the children at j + d - depth and down from the parent at
+// j + d + depth (depth: our hops from t's root). A rank deep in one tree and high in
+// the other (a chain's ranks) then works on different slices of the two trees at
+// once instead of waiting for each slice to pass through both chains (slice by slice
+// was 4.5x slower at 16 x 8 in weft-sim; weighting slices or hops twice was slower
+// than equal weights on flat and two-level fabrics). Every message's key is its
+// sender's plus one, so the messages between two ranks come in the same order at
+// both ends (ties: reduce first, then the lower tree), and no rank waits on one that
+// waits on it: the orders cannot deadlock.
 RankPlan trees_allreduce(const BuildArgs& a, std::span<const TreeNode> nodes, int d) {
   PlanBuilder b;
   if (a.nranks == 1) {
