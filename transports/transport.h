@@ -27,7 +27,8 @@ constexpr size_t kCardBlobBytes = 48;
 struct Card {
   int32_t rank;
   int32_t pid;
-  uint64_t host_hash;  // equal for ranks that share memory (same host and netns)
+  uint64_t host_hash;     // equal for ranks that share memory (same host and netns)
+  uint64_t machine_hash;  // equal for ranks on one kernel (network namespaces share its cores)
   uint64_t nonce;      // random: the hash of all nonces names the communicator
   // The family (communicators split from one, at any depth, share what their
   // transports allow): the first communicator's hash and this rank's rank in

@@ -73,12 +73,11 @@ double ms_since(uint64_t earlier) {
 void note_progress() { g_progress.fetch_add(1, std::memory_order_relaxed); }
 uint64_t progress_count() { return g_progress.load(std::memory_order_relaxed); }
 
-void set_local_ranks(int local_ranks) {
+void set_machine_ranks(int ranks) {
   int64_t forced = params::SPIN_COUNT();
-  uint32_t limit = forced >= 0 ? static_cast<uint32_t>(forced)
-                               : (local_ranks <= usable_cpus() ? polls_for_us(1.5) : 5u);
+  uint32_t limit = forced >= 0 ? static_cast<uint32_t>(forced) : (ranks <= usable_cpus() ? polls_for_us(1.5) : 5u);
   g_spin_limit.store(limit, std::memory_order_relaxed);
-  WEFT_INFO(INIT, "waiting: %u busy polls before yielding (%d local ranks, %d usable cores)", limit, local_ranks,
+  WEFT_INFO(INIT, "waiting: %u busy polls before yielding (%d ranks on this machine, %d usable cores)", limit, ranks,
             usable_cpus());
 }
 

@@ -73,8 +73,9 @@ inline void cpu_relax() {
 // 2,000 on one VM; on another 4 ranks 2.7 us at 5 polls, 3.2 at 0, 3.9 at 20,
 // and 8 ranks 9.1 us at 5, 12.8 at 20, larger messages no slower at 5).
 uint32_t spin_limit();
-// Called by a communicator once it knows how many ranks share this host.
-void set_local_ranks(int local_ranks);
+// Called by a communicator once it knows how many of its ranks run on this
+// kernel (network namespaces and containers on it share its cores).
+void set_machine_ranks(int ranks);
 
 // A count of steps that moved data (a step of a collective's plan, a
 // point-to-point operation started or received), any communicator: the

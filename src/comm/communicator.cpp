@@ -182,6 +182,8 @@ Status Communicator::connect_transports(const boot::UniqueId& id) {
   mine.pid = getpid();
   std::string ident = boot::host_identity();
   mine.host_hash = fnv1a(ident.data(), ident.size());
+  const std::string machine = boot::machine_identity();
+  mine.machine_hash = fnv1a(machine.data(), machine.size());
   if (getrandom(&mine.nonce, sizeof(mine.nonce), 0) != sizeof(mine.nonce)) return SysError(errno, "getrandom");
   gethostname(mine.host, sizeof(mine.host) - 1);
   mine.family = lineage_.family;
@@ -201,9 +203,14 @@ Status Communicator::connect_transports(const boot::UniqueId& id) {
 
   // Ranks sharing this host; two-level algorithms need hosts of equal size
   // holding consecutive ranks.
-  int same_host = 0;
-  for (const transport::Card& c : cards) same_host += c.host_hash == mine.host_hash ? 1 : 0;
-  set_local_ranks(same_host);
+  int same_host = 0, same_machine = 0;
+  for (const transport::Card& c : cards) {
+    same_host += c.host_hash == mine.host_hash ? 1 : 0;
+    same_machine += c.machine_hash == mine.machine_hash ? 1 : 0;
+  }
+  // Waiters spin only where every rank of this kernel can have a core: ranks of
+  // other network namespaces on it take the same cores.
+  set_machine_ranks(same_machine);
   local_ranks_on_host_ = same_host;
   local_rank_ = 0;
   for (int r = 0; r < rank_; ++r) local_rank_ += cards[static_cast<size_t>(r)].host_hash == mine.host_hash ? 1 : 0;
