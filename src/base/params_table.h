@@ -12,7 +12,7 @@ WEFT_PARAM_INT(PROGRESS_THREADS, 1, "progress engine threads that drive non-bloc
 WEFT_PARAM_INT(ENGINE_NAP_AFTER_US, 1000, "a progress thread whose pending operations moved no data for this long naps between passes instead of yielding (their peers are elsewhere: the core goes to the caller's compute); -1: never")
 WEFT_PARAM_INT(ENGINE_NAP_MAX_US, 200, "longest such nap (naps double from 10 us); a new operation posted ends one at once")
 WEFT_PARAM_INT(CHECK, 0, "1: verify count, datatype and op agree across ranks on every call")
-WEFT_PARAM_INT(SPIN_COUNT, -1, "busy-poll iterations before a waiting thread yields the core; -1: about 1.5 us of pauses (20-1000) when every local rank has a core, else 5")
+WEFT_PARAM_INT(SPIN_COUNT, -1, "busy-poll iterations before a waiting thread yields the core; -1: about 1.5 us of pauses (20-1000) when every rank on this machine has a core (network namespaces and containers of one kernel count together), else 5")
 WEFT_PARAM_STR(COMM_ID, "", "rendezvous address host:port of the bootstrap root")
 WEFT_PARAM_STR(RENDEZVOUS_FILE, "", "without WEFT_COMM_ID or MASTER_ADDR/PORT: a file on a shared file system where rank 0 publishes the rendezvous")
 WEFT_PARAM_STR(ALGO, "", "force an algorithm: ring, or per collective allreduce:tree,broadcast:ring (^a,b excludes); weftConfig_t.algo overrides it per communicator")
