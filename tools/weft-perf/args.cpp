@@ -61,6 +61,8 @@ void PrintPerfUsage(FILE* out) {
       "                       every sample\n"
       "      --rounds N       -a all: rounds per (algorithm, size), each point the median\n"
       "                       (default 3; more for a noisy machine)\n"
+      "      --round-ms MS    -a all: at each size more rounds, up to 99, until every\n"
+      "                       algorithm has been timed for about MS ms (default 0: none)\n"
       "      --memalloc       buffers from weftMemAlloc instead of malloc\n"
       "      --device cuda    buffers in GPU memory, each call enqueued on a CUDA stream\n"
       "                       and timed to the stream's end; the header gives the\n"
@@ -167,6 +169,9 @@ bool ParsePerfArgs(int argc, char** argv, PerfOptions* opt, bool* help, std::str
     } else if (name == "--rounds") {
       ok = ParseInt(value, 1, 99, &v);
       opt->rounds = static_cast<int>(v);
+    } else if (name == "--round-ms") {
+      ok = ParseInt(value, 0, 1000000, &v);
+      opt->round_ms = static_cast<int>(v);
     } else if (name == "--json") {
       opt->json_path = value;
     } else if (name == "--csv") {
@@ -206,8 +211,8 @@ bool ParsePerfArgs(int argc, char** argv, PerfOptions* opt, bool* help, std::str
     }
     opt->algo = "all";
   }
-  if (opt->rounds != 3 && opt->algo != "all") {
-    *error = "--rounds is for -a all (and --calibrate)";
+  if ((opt->rounds != 3 || opt->round_ms != 0) && opt->algo != "all") {
+    *error = "--rounds and --round-ms are for -a all (and --calibrate)";
     return false;
   }
   if (opt->algo == "all" && (opt->types.size() != 1 || opt->ops.size() != 1 || !opt->csv_path.empty())) {

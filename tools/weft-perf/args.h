@@ -29,7 +29,8 @@ struct PerfOptions {
   std::string device;  // --device: the CUDA driver library to load ("cuda": libcuda.so.1)
   bool window = false;   // --window: the device buffers are symmetric windows
   bool explain = false;  // --explain: WEFT_EXPLAIN=1
-  int rounds = 3;  // --rounds: -a all's interleaved measurements per (algorithm, size)
+  int rounds = 3;  // --rounds: -a all's interleaved measurements per (algorithm, size) ...
+  int round_ms = 0;  // --round-ms: ... or more, up to 99, until each has measured this long
   std::string json_path;
   std::string csv_path;
   std::string calibrate_path;  // --calibrate: fit the tuner instead of the sweep table

@@ -24,6 +24,7 @@ namespace tune = weft::tune;
 
 constexpr double kBatchSeconds = 0.01;  // each measurement times calls worth ~10 ms
 constexpr int kMaxBatch = 1000;
+constexpr int kMaxRounds = 99;
 constexpr double kNear = 1.10;          // "within 10% of the fastest"
 // Size segments of the fit: the shared-memory transport's protocol changes (eager
 // FIFO up to WEFT_SHM_EAGER_MAX = 64 KiB, then in-place reads; pipelined slices past
@@ -134,7 +135,8 @@ struct Results {
   std::vector<Contender> forced;
   Contender automatic;
   std::vector<const weft::algo::Algorithm*> auto_picks;  // per point: what auto ran, once tuned
-  int rounds = 3;   // measurements per (algorithm, size), interleaved; median kept
+  int rounds = 3;   // measurements per (algorithm, size), interleaved; median kept ...
+  bool more = false;  // ... or more at some sizes (--round-ms)
   std::string key;  // "# weft-perf --calibrate <coll> <n> ranks <class>"
   tune::LinkClass cls = tune::LinkClass::Shm;
 };
@@ -206,7 +208,8 @@ bool Calibrate(const Job& job, const PerfOptions& opt, const Results& r, const P
 void PrintTable(const PerfOptions& opt, const Results& r, const std::vector<const weft::algo::Algorithm*>& picks,
                 const std::vector<const weft::algo::Algorithm*>& new_picks) {
   const bool calibrated = !new_picks.empty();
-  std::printf("#\n# %s: us per call, median of %d interleaved rounds\n#%11s", r.key.c_str() + sizeof(kBlockTag), r.rounds, "size");
+  std::printf("#\n# %s: us per call, median of %d%s interleaved rounds\n#%11s", r.key.c_str() + sizeof(kBlockTag),
+              r.rounds, r.more ? " or more" : "", "size");
   for (const Contender& f : r.forced) std::printf(" %12.12s", f.name());
   std::printf(" %12s %12s %10s %9s", "fastest", "auto pick", "auto us", "auto/best");
   if (calibrated) std::printf(" %12s %9s", "new pick", "new/best");
@@ -276,7 +279,8 @@ bool WriteJson(const Job& job, const PerfOptions& opt, const Results& r,
 }
 
 // Size by size: warm-up and batch sizing, then r.rounds rounds over every contender
-// that can run the size, each round starting one contender later. Neighbouring
+// that can run the size (with --round-ms more, until the slowest contender's
+// batches add up to that time), each round starting one contender later. Neighbouring
 // measurements of one size are seconds apart, not a whole sweep, so drift barely
 // separates the contenders, and the rotation keeps any one of them from always
 // following the same other one.
@@ -289,6 +293,7 @@ void Measure(const Job& job, const Collective& coll, const PerfOptions& opt, con
   r->auto_picks.assign(r->points.size(), nullptr);
   for (size_t i = 0; i < r->points.size(); ++i) {
     const Point& p = r->points[i];
+    double longest = 0;  // the slowest contender's batch, the same on every rank (agreed times)
     for (Contender* c : all) {
       if (!c->ran(i)) continue;
       for (int w = 0; w < std::max(opt.warmup, 1); ++w) TimeCalls(job, coll, buffers, p, c->comm, 1);
@@ -304,8 +309,13 @@ void Measure(const Job& job, const Collective& coll, const PerfOptions& opt, con
       const double one = TimeCalls(job, coll, buffers, p, c->comm, 1);
       c->calls[i] = static_cast<int>(
           std::clamp(std::ceil(kBatchSeconds / std::max(one, 1e-9)), 1.0, static_cast<double>(kMaxBatch)));
+      longest = std::max(longest, one * c->calls[i]);
     }
-    for (int round = 0; round < r->rounds; ++round)
+    int rounds = r->rounds;
+    if (opt.round_ms > 0 && longest > 0)
+      rounds = static_cast<int>(std::clamp(std::ceil(opt.round_ms * 1e-3 / longest), static_cast<double>(r->rounds),
+                                           static_cast<double>(kMaxRounds)));
+    for (int round = 0; round < rounds; ++round)
       for (size_t k = 0; k < all.size(); ++k) {
         Contender* c = all[(k + static_cast<size_t>(round)) % all.size()];
         if (c->ran(i)) c->seconds[i].push_back(TimeCalls(job, coll, buffers, p, c->comm, c->calls[i]));
@@ -347,6 +357,7 @@ int RunAlgoComparison(const Job& job, const Collective& coll, const PerfOptions&
   }
   r.esize = Info(opt.types[0]).size;
   r.rounds = opt.rounds;
+  r.more = opt.round_ms > 0;
   r.cls = where.local_ranks >= job.nranks ? tune::LinkClass::Shm : tune::LinkClass::Net;
   r.key = std::string(kBlockTag) + " " + weft::sched::coll_name(r.coll) + " " + std::to_string(job.nranks) +
           " ranks " + tune::link_class_name(r.cls);
@@ -370,8 +381,10 @@ int RunAlgoComparison(const Job& job, const Collective& coll, const PerfOptions&
   r.automatic.calls.assign(r.points.size(), 1);
   r.automatic.comm = Open(job, "");
   if (job.rank == 0) {
-    std::printf("# %zu algorithms and auto x %zu sizes, %d interleaved rounds of ~%.0f ms batches\n",
-                r.forced.size(), r.points.size(), r.rounds, kBatchSeconds * 1e3);
+    std::printf("# %zu algorithms and auto x %zu sizes, %d%s interleaved rounds of ~%.0f ms batches\n",
+                r.forced.size(), r.points.size(), r.rounds,
+                r.more ? (" or more (until each has been timed for " + std::to_string(opt.round_ms) + " ms)").c_str() : "",
+                kBatchSeconds * 1e3);
     std::fflush(stdout);
   }
   Measure(job, coll, opt, buffers, &r);

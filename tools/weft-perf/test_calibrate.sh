@@ -59,6 +59,21 @@ for p in d["points"]:
 PY
 then pass "-a all: table and JSON"; else fail "-a all: exit $rc $(tail -3 "$TMP/err")"; fi
 [ "$before" = "$(md5sum <"$FILE")" ] || fail "-a all changed the tuning file"
+# --round-ms: 8-byte calls' batches take ~10 ms at most, so 200 ms of them needs more
+# than --rounds 2; every algorithm gets the same number of rounds.
+timeout -s KILL 100 "$WR" -n 2 --timeout 90 -- "$PERF" allreduce -b 8 -e 8 -a all -c 0 --rounds 2 --round-ms 200 \
+  --json "$TMP/more.json" >"$TMP/out" 2>"$TMP/err"
+rc=$?
+if [ $rc = 0 ] && python3 - "$TMP/more.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+counts = {len(v) for v in d["points"][0]["samples_us"].values()}
+assert len(counts) == 1 and counts.pop() > 2, d["points"][0]["samples_us"]
+PY
+then pass "--round-ms: more rounds, the same for every algorithm"; else fail "--round-ms: exit $rc $(tail -3 "$TMP/err")"; fi
+timeout -s KILL 60 "$WR" -n 2 --timeout 50 -- "$PERF" allreduce -b 8 -e 8 --round-ms 100 >"$TMP/out" 2>"$TMP/err"
+[ $? = 2 ] && grep -q "are for -a all" "$TMP/err" && pass "--round-ms without -a all refused" ||
+  fail "--round-ms without -a all: $(cat "$TMP/err")"
 calibrate 2 reducescatter -b 1K -e 1M -f 8 -w 1 -c 1 || fail "reducescatter calibration: $(tail -3 "$TMP/err")"
 calibrate 3 allreduce -b 64 -e 1M -f 16 -w 1 -c 0 || fail "3-rank repeat: $(tail -3 "$TMP/err")"
 [ "$(block allreduce 3)" = 1 ] && [ "$(block allreduce 2)" = 1 ] && [ "$(block reducescatter 2)" = 1 ] &&
