@@ -215,6 +215,7 @@ Status Communicator::connect_transports(const boot::UniqueId& id) {
   local_rank_ = 0;
   for (int r = 0; r < rank_; ++r) local_rank_ += cards[static_cast<size_t>(r)].host_hash == mine.host_hash ? 1 : 0;
   host_hash_ = mine.host_hash;
+  machine_hash_ = mine.machine_hash;
   same_host_.resize(cards.size());
   for (size_t r = 0; r < cards.size(); ++r) same_host_[r] = cards[r].host_hash == mine.host_hash;
 
@@ -693,7 +694,7 @@ Status Communicator::plan_layout() {
     int64_t numa;
     uint64_t machine;   // equal for ranks of one kernel (hosts that share its CPUs)
     uint64_t cpus[16];  // the CPUs the rank may run on, 0-1023, as bits
-  } mine{host_hash_, topo::numa_node_of_binding(), 0, {}};
+  } mine{host_hash_, topo::numa_node_of_binding(), machine_hash_, {}};
   auto set_cpus = [&mine](const std::vector<int>& cpus) {
     for (int c : cpus)
       if (c >= 0 && c < 1024) mine.cpus[c / 64] |= uint64_t{1} << (c % 64);
@@ -719,8 +720,6 @@ Status Communicator::plan_layout() {
             fnv1a(machine.data(), machine.size()), {}};
     set_cpus(topo::parse_cpu_list(where.cpus));
   } else {
-    const std::string machine = boot::machine_identity();
-    mine.machine = fnv1a(machine.data(), machine.size());
     set_cpus(topo::bound_cpus());
   }
   std::vector<Place> all(static_cast<size_t>(nranks_));

@@ -299,7 +299,8 @@ class Communicator final : public exec::Health {
   std::vector<int> order_;
   int position_ = 0, grouped_local_size_ = 0, grouped_domain_size_ = 0;
   int local_rank_ = 0, local_ranks_on_host_ = 1;  // this rank among those on its host (any layout)
-  uint64_t host_hash_ = 0;  // this rank's card's: equal for ranks sharing memory
+  uint64_t host_hash_ = 0;     // this rank's card's: equal for ranks sharing memory
+  uint64_t machine_hash_ = 0;  // this rank's card's: equal for ranks on one kernel
   std::vector<bool> same_host_;  // by rank: whether it shares memory with this one
   std::string name_;
   boot::UniqueId id_{};  // the family's first rendezvous (its job secret)
