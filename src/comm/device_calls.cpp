@@ -50,21 +50,29 @@ Status stream_driver(const char* what, void* stream, const exec::cuda::Api** out
   return Status::Ok();
 }
 
-// A stream being captured into a CUDA graph: refused. A call's stream barriers
-// carry numbers counted at enqueue, so a replayed graph would find its waits
-// already met and read peers' buffers before they are ready; staged calls would
-// wait for a stream that does not run during capture.
-Status refuse_capture(const exec::cuda::Api& d, const char* what, void* stream) {
+// Whether the stream is being captured into a CUDA graph.
+Status capture_status(const exec::cuda::Api& d, const char* what, void* stream, bool* on) {
+  *on = false;
   if (d.stream_is_capturing == nullptr) return Status::Ok();
   int status = 0;
   const int rc = d.stream_is_capturing(stream, &status);
   if (rc != 0)
     return Error(weftInvalidUsage, "%s on stream %p: cuStreamIsCapturing: %s (a stream capture elsewhere in the "
                  "process?)", what, stream, exec::cuda::error_text(rc).c_str());
-  if (status != 0)
+  *on = status != 0;
+  return Status::Ok();
+}
+
+// Point-to-point calls cannot be captured: their flags carry totals counted at
+// enqueue, so a replayed graph would find its waits already met; staged calls
+// would wait for a stream that does not run during capture.
+Status refuse_capture(const exec::cuda::Api& d, const char* what, void* stream) {
+  bool on = false;
+  WEFT_TRY(capture_status(d, what, stream, &on));
+  if (on)
     return Error(weftInvalidUsage, "%s on stream %p: the stream is being captured into a CUDA graph, and weft's device "
-                 "calls cannot be captured yet (their stream barriers are numbered when enqueued); call it outside "
-                 "the capture", what, stream);
+                 "point-to-point calls cannot be captured yet (their flags count messages when enqueued); call it "
+                 "outside the capture", what, stream);
   return Status::Ok();
 }
 
@@ -176,6 +184,7 @@ Status Communicator::choose_device_path(const exec::cuda::Api& d) {
     if (const char* missing = kernels_missing(d)) o.kernels_missing = missing;
     o.timeout_ms = timeout_ms_;
     o.on_timeout = [this](const Status& st) { fail(st); };
+    o.graph_barrier = [&d](const cuda::GraphBarrier* b, exec::cuda::Stream s) { return graph_barrier_on_stream(d, b, s); };
     o.same_gpu_only = level == "LOC";
     o.host_buffers = host_buffers;
     if (!host_buffers && params::P2P_DISABLE() != 0) o.disabled_by = "WEFT_P2P_DISABLE=1";
@@ -289,13 +298,19 @@ Status Communicator::enqueue(const CollArgs& dev, void* stream) {
   WEFT_TRY(async_error());
   const exec::cuda::Api* d = nullptr;
   WEFT_TRY(stream_driver(sched::coll_name(dev.coll), stream, &d));
-  WEFT_TRY(refuse_capture(*d, sched::coll_name(dev.coll), stream));
+  const char* what = sched::coll_name(dev.coll);
+  bool captured = false;
+  WEFT_TRY(capture_status(*d, what, stream, &captured));
+  if (captured && !device_path_chosen_)
+    return Error(weftInvalidUsage, "%s on stream %p: the stream is being captured into a CUDA graph before this "
+                 "communicator's first device collective, which maps the peers' memory (not allowed during a capture); "
+                 "run one device collective outside the capture first (a warm-up iteration)", what, stream);
   if (!device_path_chosen_) WEFT_TRY(choose_device_path(*d));
   if (p2p_.active() && p2p_serves(dev)) {
     const WindowUse use = p2p_window_use(p2p_, dev);
     const bool on_windows = use != WindowUse::None;
     Status st = p2p_collective(p2p_, dev, stream, dev.coll == sched::Coll::AllReduce && p2p_oneshot(dev, use),
-                               on_windows);
+                               on_windows, captured);
     if (!st.ok()) fail(st);  // the stream is out of step with the peers' now
     const uint32_t bit = 1u << static_cast<unsigned>(dev.coll);
     if (st.ok() && on_windows && (windowed_said_.fetch_or(bit) & bit) == 0)
@@ -303,6 +318,12 @@ Status Communicator::enqueue(const CollArgs& dev, void* stream) {
                 sched::coll_name(dev.coll));
     return st;
   }
+  if (captured)
+    return Error(weftInvalidUsage, "%s on stream %p: the stream is being captured into a CUDA graph, and only "
+                 "collectives over cuda_p2p can be captured (%s); call it outside the capture", what, stream,
+                 !p2p_.active()  ? "this communicator's device calls are staged through pinned host memory"
+                 : dev.op >= weftNumOps ? "pre-multiplied sums are staged through pinned host memory"
+                                        : "this collective is staged through pinned host memory");
   if (device_levels_.load(std::memory_order_relaxed) &&
       ((dev.coll == sched::Coll::AllReduce && dev.op < weftNumOps) || dev.coll == sched::Coll::Broadcast ||
        dev.coll == sched::Coll::AllGather || dev.coll == sched::Coll::AllToAll ||

@@ -1,6 +1,11 @@
 #include "comm/device_kernels.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "weft_config.h"
@@ -21,8 +26,7 @@ struct HostWork {
   int64_t divisor;
 };
 
-void run_host_work(void* p) {
-  HostWork* w = static_cast<HostWork*>(p);
+void run_host_work(const HostWork* w) {
   if (w->srcs.empty()) {
     reduce::divide(w->dst, w->dst, w->count, w->dtype, w->divisor);
   } else {
@@ -37,11 +41,30 @@ void run_host_work(void* p) {
       reduce::reduce(w->dst, group.data(), static_cast<int>(group.size()), w->count, w->dtype, w->op);
     }
   }
-  delete w;
+}
+
+bool capturing(const exec::cuda::Api& d, exec::cuda::Stream stream) {
+  int status = 0;
+  return d.stream_is_capturing != nullptr && d.stream_is_capturing(stream, &status) == 0 && status != 0;
+}
+
+// Work captured into a graph runs at every replay: it is kept for the life of
+// the process (reachable, so leak checkers do not report it).
+void keep(HostWork* w) {
+  static std::mutex mu;
+  static auto* kept = new std::vector<std::unique_ptr<HostWork>>;
+  std::lock_guard<std::mutex> lock(mu);
+  kept->emplace_back(w);
 }
 
 Status on_host(const exec::cuda::Api& d, HostWork* w, exec::cuda::Stream stream) {
-  const int rc = d.launch_host_func(stream, run_host_work, w);
+  const bool captured = capturing(d, stream);
+  const int rc = captured ? d.launch_host_func(stream, [](void* p) { run_host_work(static_cast<HostWork*>(p)); }, w)
+                          : d.launch_host_func(stream, [](void* p) {
+                              run_host_work(static_cast<HostWork*>(p));
+                              delete static_cast<HostWork*>(p);
+                            }, w);
+  if (rc == 0 && captured) keep(w);
   if (rc != 0) {
     delete w;
     return Error(weftUnhandledCudaError, "enqueuing a reduction on stream %p: %s", stream,
@@ -53,6 +76,31 @@ Status on_host(const exec::cuda::Api& d, HostWork* w, exec::cuda::Stream stream)
 Status kernel_result(weftResult_t rc, const char* what, exec::cuda::Stream stream) {
   if (rc == weftSuccess) return Status::Ok();
   return Error(rc, "launching the %s kernel on stream %p failed (logged above)", what, stream);
+}
+
+// The stand-in driver's graph barrier (graph_barrier.h), on its stream's thread.
+void run_graph_barrier(void* p) {
+  const auto* b = static_cast<const cuda::GraphBarrier*>(p);
+  auto word = [](uint32_t* w) { return std::atomic_ref<uint32_t>(*w); };
+  const uint32_t n = word(b->own + cuda::kGraphArrived).load(std::memory_order_acquire) + 1;
+  word(b->own + cuda::kGraphArrived).store(n, std::memory_order_release);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(b->timeout_ns);
+  for (int q = 0; q < b->nranks; ++q) {
+    if (q == b->rank) continue;
+    auto* peer = reinterpret_cast<uint32_t*>(static_cast<uintptr_t>(b->peers[q]));
+    while (static_cast<int32_t>(word(peer + cuda::kGraphArrived).load(std::memory_order_acquire) - n) < 0 &&
+           word(b->own + cuda::kGraphUnblock).load(std::memory_order_acquire) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        // A host function cannot fail its stream as the kernel's trap does: the
+        // record fails the communicator (weftCommGetAsyncError).
+        uint32_t none = 0;
+        if (word(b->own + cuda::kGraphStuckRank).compare_exchange_strong(none, static_cast<uint32_t>(q + 1)))
+          word(b->own + cuda::kGraphStuckAt).store(n, std::memory_order_release);
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
 }
 
 }  // namespace
@@ -98,6 +146,21 @@ Status divide_on_stream(const exec::cuda::Api& d, void* dst, size_t count, weftD
                        "division", stream);
 #else
   (void)dst, (void)dtype, (void)divisor;
+  return Error(weftInternalError, "%s", kernels_missing(d));
+#endif
+}
+
+
+Status graph_barrier_on_stream(const exec::cuda::Api& d, const cuda::GraphBarrier* b, exec::cuda::Stream stream) {
+  if (d.host_memory) {
+    const int rc = d.launch_host_func(stream, run_graph_barrier, const_cast<cuda::GraphBarrier*>(b));
+    if (rc == 0) return Status::Ok();
+    return Error(weftUnhandledCudaError, "enqueuing a graph barrier on stream %p: %s", stream,
+                 exec::cuda::error_text(rc).c_str());
+  }
+#if WEFT_HAVE_CUDA
+  return kernel_result(cuda::graph_barrier(*b, static_cast<CUstream_st*>(stream)), "graph barrier", stream);
+#else
   return Error(weftInternalError, "%s", kernels_missing(d));
 #endif
 }

@@ -241,7 +241,7 @@ bool p2p_serves(const CollArgs& a) {
   return coll && a.op < weftNumOps;  // pre-multiplied sums are staged
 }
 
-Status p2p_collective(Group& g, const CollArgs& c, exec::cuda::Stream s, bool oneshot, bool windows) {
+Status p2p_collective(Group& g, const CollArgs& c, exec::cuda::Stream s, bool oneshot, bool windows, bool captured) {
   return g.call(sched::coll_name(c.coll), s, [&]() -> Status {
     namespace w = p2p_windows;
     switch (c.coll) {
@@ -253,7 +253,7 @@ Status p2p_collective(Group& g, const CollArgs& c, exec::cuda::Stream s, bool on
       case sched::Coll::AllToAll: return windows ? w::all_to_all(g, c, s) : all_to_all(g, c, s);
       default: return Error(weftInternalError, "cuda_p2p does not run %s", sched::coll_name(c.coll));
     }
-  });
+  }, captured);
 }
 
 }  // namespace weft

@@ -30,9 +30,10 @@ using transport::cuda_p2p::WindowUse;
 WindowUse p2p_window_use(const transport::cuda_p2p::Group& g, const CollArgs& a);
 
 // Enqueues the call on the stream over the group; an all-reduce one-shot or
-// two-shot; on the windows where `windows`.
+// two-shot; on the windows where `windows`; into the graph the stream is
+// being captured into where `captured`.
 Status p2p_collective(transport::cuda_p2p::Group& g, const CollArgs& a, exec::cuda::Stream s, bool oneshot,
-                      bool windows);
+                      bool windows, bool captured);
 
 // The schedules on symmetric windows (device_p2p_windows.cpp).
 namespace p2p_windows {

@@ -6,7 +6,8 @@
 // against exact expectations (exact_values.h).
 //
 //   weft-check-collectives [--counts 0,1,7,1023] [--dtypes all|...] [--ops all|...]
-//                          [--expect-algo coll=NAME[,coll=NAME...]] [--device DRIVER [--windows]]
+//                          [--expect-algo coll=NAME[,coll=NAME...]]
+//                          [--device DRIVER [--windows] [--graph captured|refused]]
 //
 // --device: the collectives (and an all-reduce per op) run on device copies of
 // the buffers, enqueued on a CUDA stream, through DRIVER: libcuda.so.1 on a GPU
@@ -19,6 +20,9 @@
 // --windows (with --device): the device twins are registered as symmetric
 // windows (weftCommWindowRegister, WEFT_WIN_COLL_SYMMETRIC) for as long as a
 // test runs, so that the collectives over cuda_p2p read the peers' windows in place.
+//
+// --graph (with --device): collectives captured into a CUDA graph and replayed
+// (captured: over cuda_p2p), or refused during capture (refused: staged).
 //
 // --expect-algo: before every call of a listed collective (allreduce, broadcast,
 // reduce, allgather, reducescatter, alltoall), weftCommGetAlgorithm must report
@@ -462,18 +466,6 @@ void run_device_rules(Checker& c) {
       d.synchronize(nullptr) && d.copy(out.data(), res, bytes) && d.synchronize())
     c.check("all-reduce on the legacy default stream", out.data(), kCount, weftFloat32,
             [&](size_t i, void* w) { expected(weftFloat32, weftSum, n, i, w); });
-  // A stream being captured into a CUDA graph: refused before anything is
-  // enqueued, and the communicator goes on (the calls below).
-  d.capture(true);
-  refused(weftAllReduce(dev, res, kCount, weftFloat32, weftSum, c.comm, d.stream()), weftInvalidUsage,
-          "captured into a CUDA graph", "an all-reduce on a capturing stream");
-  if (n > 1) {
-    weftGroupStart();
-    weftSend(dev, kCount, weftFloat32, (me + 1) % n, c.comm, d.stream());
-    weftRecv(res, kCount, weftFloat32, (me + n - 1) % n, c.comm, d.stream());
-    refused(weftGroupEnd(), weftInvalidUsage, "captured into a CUDA graph", "send/recv on a capturing stream");
-  }
-  d.capture(false);
   weftRequest_t req = nullptr;
   refused(weftBroadcastAsync(dev, dev, kCount, weftFloat32, 0, c.comm, &req), weftInvalidArgument,
           "is device memory", "a non-blocking broadcast of device memory");
@@ -515,6 +507,112 @@ void run_device_rules(Checker& c) {
   refused(weftGroupEnd(), weftInvalidUsage, "mix host and device memory", "a group mixing host and device memory");
   d.release(dev);
   d.release(res);
+}
+
+// --graph captured|refused: device collectives enqueued while the stream is
+// captured into a CUDA graph (global mode). captured (cuda_p2p): the graph of an
+// out-of-place and an in-place all-reduce, an all-gather and a broadcast is
+// replayed three times on new inputs, with an eager all-reduce after each
+// replay, every element checked; refused (staged): the collective is refused
+// naming why. Either way point-to-point on a capturing stream is refused, and
+// so is a communicator's first device collective (it maps the peers' memory).
+void run_device_graph(Checker& c, bool captured) {
+  DeviceMemory& d = *c.device;
+  const int n = c.n, me = c.rank;
+  if (!d.can_capture()) {
+    c.ok(weftInternalError, "the CUDA driver lacks the stream capture and graph entry points");
+    return;
+  }
+  auto refused = [&](weftResult_t rc, weftComm_t comm, const char* says, const std::string& what) {
+    std::string why = weftGetLastError(comm);
+    if (rc != weftInvalidUsage || why.find(says) == std::string::npos)
+      c.ok(weftInternalError, what + " returned " + weftGetErrorString(rc) + ": " + why);
+  };
+  auto end_empty_capture = [&] {
+    if (void* g = d.end_capture()) d.destroy_graph(g);
+  };
+  weftComm_t fresh = nullptr;
+  auto* small = static_cast<float*>(d.alloc(64 * sizeof(float)));
+  if (small != nullptr && c.ok(weftCommSplit(c.comm, 0, me, &fresh, nullptr), "split for the capture") &&
+      d.begin_capture()) {
+    refused(weftAllReduce(small, small, 64, weftFloat32, weftSum, fresh, d.stream()), fresh,
+            "before this communicator's first device collective", "a first device all-reduce during capture");
+    if (n > 1) {
+      weftGroupStart();
+      weftSend(small, 64, weftFloat32, (me + 1) % n, c.comm, d.stream());
+      weftRecv(small, 64, weftFloat32, (me + n - 1) % n, c.comm, d.stream());
+      refused(weftGroupEnd(), c.comm, "captured into a CUDA graph", "send/recv during capture");
+    }
+    end_empty_capture();
+  }
+  if (fresh != nullptr) weftCommDestroy(fresh);
+
+  constexpr size_t kCount = 20000;
+  const size_t un = static_cast<size_t>(n);
+  // a: the input, the broadcast's buffer, the in-place all-reduce's buffer;
+  // b: the all-reduce's result, then the all-gather's; windows with --windows.
+  const size_t elems = std::max<size_t>(3, un + 1) * kCount, bytes = elems * sizeof(float);
+  std::vector<float> a(elems), b(elems), e(kCount);
+  Twins twins(c, bytes);
+  auto* eager = static_cast<float*>(d.alloc(kCount * sizeof(float)));
+  if (!twins.ok || eager == nullptr) return;
+  auto* da = static_cast<float*>(c.dev_a);
+  auto* db = static_cast<float*>(c.dev_b);
+  // The first device collective outside the capture (the warm-up).
+  c.ok(weftAllReduce(da, db, kCount, weftFloat32, weftSum, c.comm, d.stream()), "the all-reduce before the capture");
+  if (!d.synchronize() || !d.begin_capture()) return;
+  const weftResult_t r1 = weftAllReduce(da, db, kCount, weftFloat32, weftSum, c.comm, d.stream());
+  const std::string why = weftGetLastError(c.comm);
+  const weftResult_t r2 = weftAllGather(da, db + kCount, kCount, weftFloat32, c.comm, d.stream());
+  const weftResult_t r3 = weftBroadcast(da + kCount, da + kCount, kCount, weftFloat32, 0, c.comm, d.stream());
+  const weftResult_t r4 = weftAllReduce(da + 2 * kCount, da + 2 * kCount, kCount, weftFloat32, weftSum, c.comm,
+                                        d.stream());
+  void* graph = d.end_capture();
+  if (!captured) {
+    if (r1 != weftInvalidUsage || why.find("only collectives over cuda_p2p can be captured") == std::string::npos)
+      c.ok(weftInternalError, std::string("a staged all-reduce during capture returned ") + weftGetErrorString(r1) +
+                                  ": " + why);
+    if (graph != nullptr) d.destroy_graph(graph);
+    d.release(eager);
+    return;
+  }
+  const bool built = c.ok(r1, "all-reduce during capture") && c.ok(r2, "all-gather during capture") &&
+                     c.ok(r3, "broadcast during capture") && c.ok(r4, "in-place all-reduce during capture") &&
+                     graph != nullptr;
+  for (int k = 0; built && k < 3; ++k) {
+    const float kk = static_cast<float>(k + 1);
+    for (size_t i = 0; i < kCount; ++i) {
+      a[i] = static_cast<float>(me + 1) * kk + static_cast<float>(i % 5);
+      a[kCount + i] = me == 0 ? 100.0f * kk + static_cast<float>(i % 3) : -1.0f;
+      a[2 * kCount + i] = static_cast<float>(me + k) + static_cast<float>(i % 3);
+    }
+    const std::string replay = "graph replay " + std::to_string(k);
+    if (!d.copy(da, a.data(), 3 * kCount * sizeof(float)) || !d.launch(graph)) break;
+    c.ok(weftAllReduce(da, eager, kCount, weftFloat32, weftSum, c.comm, d.stream()), "eager all-reduce after " + replay);
+    if (!d.copy(a.data(), da, bytes) || !d.copy(b.data(), db, bytes) || !d.copy(e.data(), eager, e.size() * 4) ||
+        !d.synchronize()) {
+      c.ok(weftUnhandledCudaError, replay);
+      break;
+    }
+    c.calls += 5;
+    const float fn = static_cast<float>(n);
+    auto sum = [&](size_t i, void* w) {
+      store(w, weftFloat32, 0, static_cast<double>(kk * fn * (fn + 1) / 2 + fn * static_cast<float>(i % 5)));
+    };
+    c.check(replay + ": all-reduce", b.data(), kCount, weftFloat32, sum);
+    c.check(replay + ": eager all-reduce", e.data(), kCount, weftFloat32, sum);
+    c.check(replay + ": all-gather", b.data() + kCount, un * kCount, weftFloat32, [&](size_t g, void* w) {
+      store(w, weftFloat32, 0, static_cast<double>(static_cast<float>(g / kCount + 1) * kk + static_cast<float>(g % kCount % 5)));
+    });
+    c.check(replay + ": broadcast", a.data() + kCount, kCount, weftFloat32, [&](size_t i, void* w) {
+      store(w, weftFloat32, 0, static_cast<double>(100.0f * kk + static_cast<float>(i % 3)));
+    });
+    c.check(replay + ": in-place all-reduce", a.data() + 2 * kCount, kCount, weftFloat32, [&](size_t i, void* w) {
+      store(w, weftFloat32, 0, static_cast<double>(fn * (fn - 1) / 2 + fn * static_cast<float>(k + static_cast<int>(i % 3))));
+    });
+  }
+  if (graph != nullptr) d.destroy_graph(graph);
+  d.release(eager);
 }
 
 // --device with the stand-in driver and one rank: a stream that never reaches a
@@ -693,11 +791,14 @@ int main(int argc, char** argv) {
   std::map<std::string, std::string> expect;
   std::string driver;
   bool c_windows = false;
+  std::string graph;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--counts" && i + 1 < argc) counts = split(argv[++i]);
     else if (a == "--device" && i + 1 < argc) driver = argv[++i];
     else if (a == "--windows") c_windows = true;
+    else if (a == "--graph" && i + 1 < argc && (std::string(argv[i + 1]) == "captured" ||
+                                                std::string(argv[i + 1]) == "refused")) graph = argv[++i];
     else if (a == "--probe-device" && i + 1 < argc) {
       // For the GPU tests: 77 (a skip) where the driver or a device is missing.
       DeviceMemory probe;
@@ -724,7 +825,7 @@ int main(int argc, char** argv) {
       }
     } else {
       std::fprintf(stderr, "usage: %s [--counts a,b] [--dtypes ...] [--ops ...] [--expect-algo coll=NAME,...] "
-                           "[--device DRIVER [--windows]] | --probe-device DRIVER\n",
+                           "[--device DRIVER [--windows] [--graph captured|refused]] | --probe-device DRIVER\n",
                    argv[0]);
       return 2;
     }
@@ -759,6 +860,7 @@ int main(int argc, char** argv) {
     for (int t : {weftFloat32, weftInt32, weftBfloat16}) run_premul_scalar_device(c, t, count);
     c.ok(weftBarrier(c.comm), "barrier");
   }
+  if (c.device != nullptr && !graph.empty()) run_device_graph(c, graph == "captured");
   if (c.device != nullptr && device.is_fake() && c.n == 1) run_device_faults(c);
   if (c.device != nullptr && device.is_fake() && c.n == 2) run_device_stuck_peer(c);
   const char* no_p2p = std::getenv("WEFT_P2P_DISABLE");

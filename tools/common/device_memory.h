@@ -30,7 +30,12 @@ class DeviceMemory {
     host_alloc_ = reinterpret_cast<int (*)(void**, size_t, unsigned)>(dlsym(lib_, "cuMemHostAlloc"));
     host_free_ = reinterpret_cast<int (*)(void*)>(dlsym(lib_, "cuMemFreeHost"));
     hold_ = reinterpret_cast<void (*)(void*, int)>(dlsym(lib_, "fake_cuda_stream_hold"));
-    capture_ = reinterpret_cast<void (*)(void*, int)>(dlsym(lib_, "fake_cuda_stream_capture"));
+    begin_capture_ = reinterpret_cast<int (*)(void*, int)>(dlsym(lib_, "cuStreamBeginCapture_v2"));
+    end_capture_ = reinterpret_cast<int (*)(void*, void**)>(dlsym(lib_, "cuStreamEndCapture"));
+    instantiate_ = reinterpret_cast<int (*)(void**, void*, unsigned long long)>(dlsym(lib_, "cuGraphInstantiateWithFlags"));
+    launch_ = reinterpret_cast<int (*)(void*, void*)>(dlsym(lib_, "cuGraphLaunch"));
+    exec_destroy_ = reinterpret_cast<int (*)(void*)>(dlsym(lib_, "cuGraphExecDestroy"));
+    graph_destroy_ = reinterpret_cast<int (*)(void*)>(dlsym(lib_, "cuGraphDestroy"));
     touching_pair_ = reinterpret_cast<void* (*)(size_t)>(dlsym(lib_, "fake_cuda_alloc_touching_pair"));
     fail_next_ = reinterpret_cast<void (*)(const char*)>(dlsym(lib_, "fake_cuda_fail_next"));
     int devices = 0, dev = 0;
@@ -75,9 +80,23 @@ class DeviceMemory {
   }
   bool synchronize() { return synchronize(stream_); }
   bool synchronize(void* stream) { return cu(sync_(stream), "cuStreamSynchronize"); }
+  // CUDA graphs: the stream's work between begin_capture and end_capture
+  // (global capture mode, PyTorch's default) instantiated; nullptr on failure.
+  bool can_capture() const {
+    return begin_capture_ && end_capture_ && instantiate_ && launch_ && exec_destroy_ && graph_destroy_;
+  }
+  bool begin_capture() { return cu(begin_capture_(stream_, 0), "cuStreamBeginCapture"); }
+  void* end_capture() {
+    void *graph = nullptr, *exec = nullptr;
+    if (!cu(end_capture_(stream_, &graph), "cuStreamEndCapture")) return nullptr;
+    const bool ok = cu(instantiate_(&exec, graph, 0), "cuGraphInstantiateWithFlags");
+    graph_destroy_(graph);
+    return ok ? exec : nullptr;
+  }
+  bool launch(void* exec) { return cu(launch_(exec, stream_), "cuGraphLaunch"); }
+  void destroy_graph(void* exec) { exec_destroy_(exec); }
   // The stand-in driver's controls (is_fake() only).
   void hold(bool on) { hold_(stream_, on ? 1 : 0); }
-  void capture(bool on) { capture_(stream_, on ? 1 : 0); }
   void fail_next(const char* fn) { fail_next_(fn); }
   // Two allocations of `bytes` side by side, never freed.
   void* alloc_touching_pair(size_t bytes) { return touching_pair_(bytes); }
@@ -112,7 +131,12 @@ class DeviceMemory {
   int (*host_alloc_)(void**, size_t, unsigned) = nullptr;
   int (*host_free_)(void*) = nullptr;
   void (*hold_)(void*, int) = nullptr;
-  void (*capture_)(void*, int) = nullptr;
+  int (*begin_capture_)(void*, int) = nullptr;
+  int (*end_capture_)(void*, void**) = nullptr;
+  int (*instantiate_)(void**, void*, unsigned long long) = nullptr;
+  int (*launch_)(void*, void*) = nullptr;
+  int (*exec_destroy_)(void*) = nullptr;
+  int (*graph_destroy_)(void*) = nullptr;
   void* (*touching_pair_)(size_t) = nullptr;
   void (*fail_next_)(const char*) = nullptr;
 };

@@ -18,6 +18,10 @@ using exec::cuda::dptr;
 
 constexpr size_t kPage = 4096;
 constexpr int kDoneWord = kMaxRanks;  // the owner's stream: the last barrier whose call it finished
+// A flag page: the eager barriers' words and the done word in the first 4 KiB,
+// the graph barrier's area (cuda/graph_barrier.h) at the start of the second.
+constexpr size_t kFlagBytes = 2 * kPage;
+constexpr int kGraphArea = static_cast<int>(kPage / sizeof(uint32_t));
 
 void set_text(char* dst, size_t cap, const std::string& s) { std::snprintf(dst, cap, "%s", s.c_str()); }
 
@@ -72,8 +76,8 @@ void Group::prepare(const exec::cuda::Api& d, const Options& o, Card* card) {
     if (rc != 0) return refuse("cuIpcGetMemHandle: " + exec::cuda::error_text(rc));
   }
   me.buffers = reinterpret_cast<unsigned char*>(base);
-  Status st = create_flag_page(kPage, &memfd_);
-  if (st.ok()) st = map_flag_page(d, memfd_, kPage, &me.flags, &me.flags_dev);
+  Status st = create_flag_page(kFlagBytes, &memfd_);
+  if (st.ok()) st = map_flag_page(d, memfd_, kFlagBytes, &me.flags, &me.flags_dev);
   if (!st.ok()) return refuse(st.message());
   card->flags_fd = memfd_;
   card->buffer_bytes = buffer_bytes_;
@@ -96,7 +100,7 @@ std::string Group::connect(const std::vector<Card>& cards) {
       Status st = map_peer_flag_page(*d_, c.pid, c.buffers_fd, 2 * buffer_bytes_, &peer.host_buffers, &base);
       if (!st.ok()) return who + "'s host buffers: " + st.message();
       peer.buffers = reinterpret_cast<unsigned char*>(base);
-      st = map_peer_flag_page(*d_, c.pid, c.flags_fd, kPage, &peer.flags, &peer.flags_dev);
+      st = map_peer_flag_page(*d_, c.pid, c.flags_fd, kFlagBytes, &peer.flags, &peer.flags_dev);
       if (!st.ok()) return who + ": " + st.message();
       continue;
     }
@@ -111,7 +115,7 @@ std::string Group::connect(const std::vector<Card>& cards) {
     int rc = d_->ipc_open_handle(&base, c.handle, exec::cuda::kIpcLazyEnablePeerAccess);
     if (rc != 0) return who + "'s buffers: cuIpcOpenMemHandle: " + exec::cuda::error_text(rc);
     peer.buffers = reinterpret_cast<unsigned char*>(base);
-    Status st = map_peer_flag_page(*d_, c.pid, c.flags_fd, kPage, &peer.flags, &peer.flags_dev);
+    Status st = map_peer_flag_page(*d_, c.pid, c.flags_fd, kFlagBytes, &peer.flags, &peer.flags_dev);
     if (!st.ok()) return who + ": " + st.message();
   }
   // How: "4 ranks on GPU 0000:3b:00.0" or "4 ranks on 4 GPUs with peer access".
@@ -128,6 +132,7 @@ std::string Group::connect(const std::vector<Card>& cards) {
 
 void Group::settle(bool ok) {
   if (ok) {
+    prepare_graph_barrier();
     watchdog_ = std::make_unique<Watchdog>(peers_[static_cast<size_t>(o_.rank)].flags + kDoneWord, o_.timeout_ms,
                                            o_.on_timeout);
     active_.store(true, std::memory_order_release);
@@ -136,8 +141,47 @@ void Group::settle(bool ok) {
   release();
 }
 
+void Group::prepare_graph_barrier() {
+  if (!o_.graph_barrier) {
+    graph_missing_ = "weft cannot enqueue its graph barrier here";
+    return;
+  }
+  const size_t bytes = peers_.size() * sizeof(uint64_t);
+  void* table = nullptr;
+  exec::cuda::DevicePtr table_dev = 0;
+  int rc = d_->host_alloc(&table, bytes, exec::cuda::kHostAllocPortable | exec::cuda::kHostAllocDeviceMap);
+  if (rc == 0) {
+    graph_peers_ = static_cast<uint64_t*>(table);
+    rc = d_->host_device_pointer(&table_dev, table, 0);
+  }
+  if (rc != 0) {
+    graph_missing_ = "the graph barrier's table: " + exec::cuda::error_text(rc);
+    return;
+  }
+  for (size_t p = 0; p < peers_.size(); ++p) graph_peers_[p] = peers_[p].flags_dev + kGraphArea * sizeof(uint32_t);
+  graph_.own = reinterpret_cast<uint32_t*>(graph_peers_[static_cast<size_t>(o_.rank)]);
+  graph_.peers = reinterpret_cast<const uint64_t*>(table_dev);
+  graph_.rank = o_.rank;
+  graph_.nranks = o_.nranks;
+  graph_.timeout_ns = static_cast<uint64_t>(std::max<int64_t>(1, o_.timeout_ms)) * 1000000;
+  graph_missing_.clear();
+}
+
+std::string Group::graph_stuck() const {
+  if (!active() || graph_peers_ == nullptr) return "";
+  const uint32_t* area = peers_[static_cast<size_t>(o_.rank)].flags + kGraphArea;
+  const uint32_t who = load_flag(area + cuda::kGraphStuckRank);
+  if (who == 0) return "";
+  return "barrier " + std::to_string(load_flag(area + cuda::kGraphStuckAt)) +
+         " of the calls captured into CUDA graphs waited " + std::to_string(o_.timeout_ms) + " ms for rank " +
+         std::to_string(who - 1) + ", which did not reach it";
+}
+
 void Group::release() {
   if (d_ == nullptr) return;
+  if (graph_peers_ != nullptr) d_->host_free(graph_peers_);
+  graph_peers_ = nullptr;
+  graph_missing_ = "the group is released";
   for (const Mapping& m : mappings_) d_->ipc_close_handle(m.base);
   mappings_.clear();
   {
@@ -146,7 +190,7 @@ void Group::release() {
   }
   for (size_t p = 0; p < peers_.size(); ++p) {
     Peer& peer = peers_[p];
-    unmap_flag_page(*d_, peer.flags, kPage);
+    unmap_flag_page(*d_, peer.flags, kFlagBytes);
     if (o_.host_buffers) unmap_flag_page(*d_, peer.host_buffers, 2 * buffer_bytes_);
     else if (peer.buffers != nullptr) {
       if (static_cast<int>(p) == o_.rank) d_->mem_free(dptr(peer.buffers));
@@ -200,6 +244,7 @@ void Group::unblock() {
   uint32_t* own = peers_[static_cast<size_t>(o_.rank)].flags;
   for (int p = 0; p < o_.nranks; ++p)
     if (p != o_.rank) store_flag(own + p, ahead);
+  store_flag(own + kGraphArea + cuda::kGraphUnblock, 1);
 }
 
 // Which ranks the stream waits for: those that have not yet written the call's
@@ -236,6 +281,11 @@ Status Group::copy(void* dst, const void* src, size_t bytes, exec::cuda::Stream 
 // write orders after the stream's earlier work, memory included (the default
 // flags of cuStreamWriteValue32).
 Status Group::barrier(exec::cuda::Stream s) {
+  if (capturing_) {
+    Status st = o_.graph_barrier(&graph_, s);
+    if (!st.ok()) broken_ = true;
+    return st;
+  }
   const uint32_t n = phase_.fetch_add(1, std::memory_order_relaxed) + 1;
   // Into this rank's word of every page, its own included: there nobody waits, and
   // unblock() leaves it, so it tells the watchdog how far this rank's stream got.
@@ -250,9 +300,24 @@ Status Group::barrier(exec::cuda::Stream s) {
   return Status::Ok();
 }
 
-Status Group::call(const char* what, exec::cuda::Stream s, const std::function<Status()>& body) {
+Status Group::call(const char* what, exec::cuda::Stream s, const std::function<Status()>& body, bool captured) {
   std::lock_guard<std::mutex> lock(mu_);
   if (broken_) return Error(weftInternalError, "cuda_p2p: an earlier call failed part-way on this communicator");
+  if (captured) {
+    if (!graph_missing_.empty())
+      return Error(weftInvalidUsage, "cuda_p2p %s on stream %p: the stream is being captured into a CUDA graph, but %s",
+                   what, s, graph_missing_.c_str());
+    // The barrier before: every peer has finished the calls before (an eager
+    // call's last reads of the buffers have no barrier after them); after:
+    // nobody writes the buffers again before every peer has finished this one.
+    capturing_ = true;
+    Status st = barrier(s);
+    if (st.ok()) st = body();
+    if (st.ok()) st = barrier(s);
+    capturing_ = false;
+    if (!st.ok()) broken_ = true;
+    return st;
+  }
   const uint32_t first_barrier = phase_.load(std::memory_order_relaxed) + 1;
   Status st = body();
   if (!st.ok()) {

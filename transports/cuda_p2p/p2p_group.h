@@ -14,6 +14,13 @@
 // writes only its own buffer; the two buffers are used in turn, so a round's
 // writes come after every peer has left the round before the last one (they
 // passed the previous round's barrier).
+//
+// A call enqueued while its stream is captured into a CUDA graph meets the
+// peers at graph barriers instead (cuda/graph_barrier.h: counted by the GPU at
+// every replay), with one more before it and one after it, so that neither the
+// calls around it nor the next replay need its buffers' turns. The watchdog
+// does not see it: a replayed barrier past the deadline records the rank it
+// waited for and fails its stream (graph_stuck()).
 #pragma once
 
 #include <cstddef>
@@ -27,6 +34,7 @@
 
 #include "base/status.h"
 #include "base/wait.h"
+#include "cuda/graph_barrier.h"
 #include "exec/cuda_driver.h"
 #include "transports/cuda_p2p/watchdog.h"
 
@@ -71,6 +79,9 @@ class Group {
     int64_t timeout_ms = 300000;  // a call's deadline from its enqueue; also how long destroy waits
     // Called (from the watchdog thread) when a call misses its deadline.
     std::function<void(const Status&)> on_timeout;
+    // Enqueues a graph barrier (comm/device_kernels.h); none: calls cannot be
+    // captured into graphs.
+    std::function<Status(const cuda::GraphBarrier*, exec::cuda::Stream)> graph_barrier;
   };
 
   Group() = default;
@@ -98,7 +109,12 @@ class Group {
   // the group's lock); then the stream marks the call done for the watchdog. A
   // failed body leaves the stream out of step with the peers': the caller fails
   // the communicator, and the group refuses later calls.
-  Status call(const char* what, exec::cuda::Stream s, const std::function<Status()>& body);
+  // `captured`: the stream is being captured into a CUDA graph.
+  Status call(const char* what, exec::cuda::Stream s, const std::function<Status()>& body, bool captured = false);
+  // Why calls cannot be captured into graphs on this group; "" when they can.
+  const std::string& graph_missing() const { return graph_missing_; }
+  // "" unless a replayed graph barrier ran past the deadline; else what it waited for.
+  std::string graph_stuck() const;
 
   // The primitives of a call's body.
   int rank() const { return o_.rank; }
@@ -162,6 +178,8 @@ class Group {
   std::string map_allocation(int rank, const exec::cuda::IpcHandle& h, exec::cuda::DevicePtr* base);
   void unmap_allocation(int rank, exec::cuda::DevicePtr base);
   void release();
+  // The graph barrier's table of peers' areas (pinned host memory the GPU reads).
+  void prepare_graph_barrier();
   // Why a call whose first barrier is `first_barrier` is not finished.
   std::string stuck_at(uint32_t first_barrier) const;
 
@@ -177,6 +195,10 @@ class Group {
   std::mutex mu_;        // one call's enqueue at a time (the counters below)
   std::atomic<uint32_t> phase_{0};  // barriers enqueued so far (every rank counts the same); read by unblock()
   uint64_t round_ = 0;   // buffer uses so far (which buffer: round_ % 2)
+  bool capturing_ = false;  // the call being enqueued is captured into a graph (under mu_)
+  cuda::GraphBarrier graph_;  // once settled; read by the stand-in driver's replays too
+  uint64_t* graph_peers_ = nullptr;  // graph_.peers as this process sees it (cuMemHostAlloc'd)
+  std::string graph_missing_ = "the group is not settled";
   std::unique_ptr<Watchdog> watchdog_;  // once settled
   std::vector<Mapping> mappings_;       // guarded by mu_
   mutable std::mutex windows_mu_;       // lookups happen outside calls too

@@ -8,9 +8,12 @@
 //
 // Test controls: fake_cuda_mark, fake_cuda_alloc_touching_pair (two allocations
 // side by side), fake_cuda_stream_hold (a held stream runs nothing until
-// released), fake_cuda_stream_capture (cuStreamIsCapturing then says the stream
-// is being captured into a graph), fake_cuda_fail_next (the next call of an entry point fails with
+// released), fake_cuda_fail_next (the next call of an entry point fails with
 // CUDA_ERROR_INVALID_VALUE). As the driver, a copy may not span two allocations.
+//
+// Stream capture as the driver's: between cuStreamBeginCapture and
+// cuStreamEndCapture the work enqueued on a stream is recorded instead of run,
+// and cuGraphLaunch enqueues the recorded work again at each launch.
 //
 // IPC as the driver's between processes of one host: cuMemAlloc'd memory is a
 // memfd mapping, and a handle names the exporter's pid and descriptor, which
@@ -70,20 +73,44 @@ bool failing(const char* fn) {
   return true;
 }
 
+// A captured graph (CUgraph) and its instantiation (CUgraphExec) alike.
+struct Graph {
+  std::vector<std::function<void()>> work;
+};
+
 class Stream {
  public:
   Stream() : worker_([this] { run(); }) { worker_.detach(); }
   void enqueue(std::function<void()> work) {
     std::lock_guard<std::mutex> lock(mu_);
+    if (capture_ != nullptr) {
+      capture_->work.push_back(std::move(work));
+      return;
+    }
     queue_.push_back(std::move(work));
     cv_.notify_all();
+  }
+  bool begin_capture() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (capture_ != nullptr) return false;
+    capture_ = new Graph;
+    return true;
+  }
+  Graph* end_capture() {
+    std::lock_guard<std::mutex> lock(mu_);
+    Graph* g = capture_;
+    capture_ = nullptr;
+    return g;
+  }
+  bool capturing() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return capture_ != nullptr;
   }
   void hold(bool on) {
     std::lock_guard<std::mutex> lock(mu_);
     held_ = on;
     cv_.notify_all();
   }
-  std::atomic<bool> capturing{false};
   void synchronize() {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
@@ -110,6 +137,7 @@ class Stream {
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
   bool held_ = false, busy_ = false;
+  Graph* capture_ = nullptr;  // being captured into
   std::thread worker_;
 };
 
@@ -142,10 +170,36 @@ EXPORT void* fake_cuda_alloc_touching_pair(size_t bytes) {
   return p;
 }
 EXPORT void fake_cuda_stream_hold(void* stream, int on) { stream_of(stream)->hold(on != 0); }
-EXPORT void fake_cuda_stream_capture(void* stream, int on) { stream_of(stream)->capturing = on != 0; }
 // CU_STREAM_CAPTURE_STATUS_NONE 0, _ACTIVE 1.
 EXPORT int cuStreamIsCapturing(void* s, int* status) {
-  *status = stream_of(s)->capturing ? 1 : 0;
+  *status = stream_of(s)->capturing() ? 1 : 0;
+  return kSuccess;
+}
+// As the driver: not on the legacy default stream, nor twice.
+EXPORT int cuStreamBeginCapture_v2(void* s, int) {
+  if (reinterpret_cast<uintptr_t>(s) <= 2) return 906;  // CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
+  return stream_of(s)->begin_capture() ? kSuccess : 900;  // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+}
+EXPORT int cuStreamEndCapture(void* s, void** graph) {
+  Graph* g = stream_of(s)->end_capture();
+  if (g == nullptr) return 901;  // CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+  *graph = g;
+  return kSuccess;
+}
+EXPORT int cuGraphInstantiateWithFlags(void** exec, void* graph, unsigned long long) {
+  *exec = new Graph(*static_cast<Graph*>(graph));
+  return kSuccess;
+}
+EXPORT int cuGraphLaunch(void* exec, void* s) {
+  for (const auto& work : static_cast<Graph*>(exec)->work) stream_of(s)->enqueue(work);
+  return kSuccess;
+}
+EXPORT int cuGraphExecDestroy(void* exec) {
+  delete static_cast<Graph*>(exec);
+  return kSuccess;
+}
+EXPORT int cuGraphDestroy(void* graph) {
+  delete static_cast<Graph*>(graph);
   return kSuccess;
 }
 EXPORT void fake_cuda_fail_next(const char* fn) {
