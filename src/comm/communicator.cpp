@@ -396,7 +396,7 @@ Status Communicator::async_error() {
   if (!failed_.load(std::memory_order_acquire)) {
     // A replayed graph's barrier that ran past the deadline (its stream failed).
     if (const std::string stuck = p2p_.graph_stuck(); !stuck.empty())
-      fail(Error(weftTimeout, "rank %d: cuda_p2p: %s", rank_, stuck.c_str()));
+      fail(Error(weftTimeout, "cuda_p2p: %s", stuck.c_str()));
     // A level's failure (a stuck stream, a lost peer) is this communicator's.
     if (device_levels_.load(std::memory_order_acquire))
       for (Communicator* level : {device_local_.get(), device_cross_.get()}) {

@@ -89,10 +89,12 @@ void run_graph_barrier(void* p) {
     if (q == b->rank) continue;
     auto* peer = reinterpret_cast<uint32_t*>(static_cast<uintptr_t>(b->peers[q]));
     while (static_cast<int32_t>(word(peer + cuda::kGraphArrived).load(std::memory_order_acquire) - n) < 0 &&
-           word(b->own + cuda::kGraphUnblock).load(std::memory_order_acquire) == 0) {
+           word(b->own + cuda::kGraphUnblock).load(std::memory_order_acquire) == 0 &&
+           word(b->own + cuda::kGraphStuckRank).load(std::memory_order_acquire) == 0) {
       if (std::chrono::steady_clock::now() > deadline) {
         // A host function cannot fail its stream as the kernel's trap does: the
-        // record fails the communicator (weftCommGetAsyncError).
+        // record fails the communicator (weftCommGetAsyncError), and the later
+        // barriers of the replay pass at once.
         uint32_t none = 0;
         if (word(b->own + cuda::kGraphStuckRank).compare_exchange_strong(none, static_cast<uint32_t>(q + 1)))
           word(b->own + cuda::kGraphStuckAt).store(n, std::memory_order_release);

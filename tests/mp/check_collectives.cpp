@@ -615,6 +615,53 @@ void run_device_graph(Checker& c, bool captured) {
   d.release(eager);
 }
 
+// --graph captured with the stand-in driver and two ranks: a replayed graph
+// whose barrier waits for rank 1's held stream ends at the deadline; rank 0's
+// communicator fails naming rank 1, rank 1's learns of it from rank 0, and
+// the next call fails on both. (On a GPU the barrier kernel traps, failing the
+// stream and with it the process's CUDA context: not run there.)
+void run_device_graph_stuck(Checker& c) {
+  DeviceMemory& d = *c.device;
+  constexpr size_t kCount = 1000;
+  auto* x = static_cast<float*>(d.alloc(kCount * sizeof(float)));
+  weftComm_t sub = nullptr;
+  if (x == nullptr || !c.ok(weftCommSplit(c.comm, 0, c.rank, &sub, nullptr), "split for a stuck graph")) return;
+  void* graph = nullptr;
+  if (c.ok(weftAllReduce(x, x, kCount, weftFloat32, weftSum, sub, d.stream()), "all-reduce before the capture") &&
+      d.synchronize() && d.begin_capture()) {
+    const weftResult_t rc = weftAllReduce(x, x, kCount, weftFloat32, weftSum, sub, d.stream());
+    graph = d.end_capture();
+    c.ok(rc, "all-reduce during capture");
+  }
+  if (graph == nullptr) {
+    weftCommDestroy(sub);
+    return;
+  }
+  if (c.rank == 1) d.hold(true);
+  const auto t0 = std::chrono::steady_clock::now();
+  c.ok(d.launch(graph) ? weftSuccess : weftUnhandledCudaError, "graph launch");
+  weftResult_t async = weftSuccess;
+  for (int i = 0; i < 200 && async == weftSuccess; ++i) {
+    weftCommGetAsyncError(sub, &async);
+    if (async == weftSuccess) usleep(50000);
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const weftResult_t next = weftAllReduce(x, x, kCount, weftFloat32, weftSum, sub, d.stream());
+  const std::string why = weftGetLastError(sub);
+  const bool named = c.rank != 0 || (async == weftTimeout && why.find("for rank 1, which did not reach it") !=
+                                                                  std::string::npos && secs > 2.5);
+  if (async == weftSuccess || next == weftSuccess || !named)
+    c.ok(weftInternalError, std::string("a replayed graph beside a held stream: async error ") +
+                                weftGetErrorString(async) + " after " + std::to_string(secs) + " s, the next call " +
+                                weftGetErrorString(next) + ": " + why);
+  if (c.rank == 1) d.hold(false);
+  d.synchronize();
+  d.destroy_graph(graph);
+  weftCommDestroy(sub);
+  d.release(x);
+  std::printf("rank %d: a replayed graph beside a held stream fails after %.1f s: %s\n", c.rank, secs, why.c_str());
+}
+
 // --device with the stand-in driver and one rank: a stream that never reaches a
 // call fails it at the deadline, and a copy the driver refuses fails the call
 // and the communicator, each with a message that says so.
@@ -861,6 +908,7 @@ int main(int argc, char** argv) {
     c.ok(weftBarrier(c.comm), "barrier");
   }
   if (c.device != nullptr && !graph.empty()) run_device_graph(c, graph == "captured");
+  if (c.device != nullptr && device.is_fake() && c.n == 2 && graph == "captured") run_device_graph_stuck(c);
   if (c.device != nullptr && device.is_fake() && c.n == 1) run_device_faults(c);
   if (c.device != nullptr && device.is_fake() && c.n == 2) run_device_stuck_peer(c);
   const char* no_p2p = std::getenv("WEFT_P2P_DISABLE");
