@@ -72,6 +72,9 @@ void PrintPerfUsage(FILE* out) {
       "                       WEFT_TUNE_ONLINE is set\n"
       "      --window         with --device: the buffers are symmetric windows\n"
       "                       (weftCommWindowRegister), which cuda_p2p reads in place\n"
+      "      --graph          with --device: the -n timed calls of a size are captured\n"
+      "                       into one CUDA graph, which is launched once untimed and\n"
+      "                       then timed (nccl-tests' -G 1; collectives over cuda_p2p)\n"
       "      --explain        rank 0 prints each size's candidates with their predicted\n"
       "                       latency, bandwidth and reduction terms, the pick, and the\n"
       "                       times online tuning measured (sets WEFT_EXPLAIN=1)\n"
@@ -111,6 +114,10 @@ bool ParsePerfArgs(int argc, char** argv, PerfOptions* opt, bool* help, std::str
     }
     if (a == "--window") {
       opt->window = true;
+      continue;
+    }
+    if (a == "--graph") {
+      opt->graph = true;
       continue;
     }
     // Every other option takes a value: "-b 8", "-b8" or "--minbytes=8".
@@ -190,6 +197,10 @@ bool ParsePerfArgs(int argc, char** argv, PerfOptions* opt, bool* help, std::str
   }
   if (!opt->device.empty() && (opt->algo == "all" || !opt->calibrate_path.empty() || opt->memalloc)) {
     *error = "--device runs the table of one collective on device memory: no -a all, --calibrate or --memalloc";
+    return false;
+  }
+  if (opt->graph && opt->device.empty()) {
+    *error = "--graph captures calls on a CUDA stream: it needs --device";
     return false;
   }
   if (opt->window && opt->device.empty()) {

@@ -1,7 +1,7 @@
 // weft-perf's command line, nccl-tests' flags with nccl-tests' meanings:
 //   weft-perf <collective> [-b minbytes] [-e maxbytes] [-f stepfactor] [-i stepbytes]
 //             [-n iters] [-w warmup_iters] [-c 0/1] [-d dtype] [-o op] [-r root] [-a algo]
-//             [--memalloc] [--device cuda [--window]] [--explain] [--json FILE] [--csv FILE]
+//             [--memalloc] [--device cuda [--window] [--graph]] [--explain] [--json FILE] [--csv FILE]
 #pragma once
 
 #include <cstdio>
@@ -28,6 +28,7 @@ struct PerfOptions {
   bool memalloc = false;
   std::string device;  // --device: the CUDA driver library to load ("cuda": libcuda.so.1)
   bool window = false;   // --window: the device buffers are symmetric windows
+  bool graph = false;    // --graph: the timed calls captured into one CUDA graph
   bool explain = false;  // --explain: WEFT_EXPLAIN=1
   int rounds = 3;  // --rounds: -a all's interleaved measurements per (algorithm, size) ...
   int round_ms = 0;  // --round-ms: ... or more, up to 99, until each has measured this long
