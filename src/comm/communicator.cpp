@@ -394,15 +394,12 @@ void Communicator::fail(const Status& st) {
 Status Communicator::async_error() {
   // Checked before every call: the flag spares the common case the lock.
   if (!failed_.load(std::memory_order_acquire)) {
-    // A replayed graph's barrier that ran past the deadline (its stream failed).
-    if (const std::string stuck = p2p_.graph_stuck(); !stuck.empty())
-      fail(Error(weftTimeout, "cuda_p2p: %s", stuck.c_str()));
+    if (!device_levels_.load(std::memory_order_acquire)) return Status::Ok();
     // A level's failure (a stuck stream, a lost peer) is this communicator's.
-    if (device_levels_.load(std::memory_order_acquire))
-      for (Communicator* level : {device_local_.get(), device_cross_.get()}) {
-        Status st = level->async_error();
-        if (!st.ok()) fail(st);
-      }
+    for (Communicator* level : {device_local_.get(), device_cross_.get()}) {
+      Status st = level->async_error();
+      if (!st.ok()) fail(st);
+    }
     if (!failed_.load(std::memory_order_acquire)) return Status::Ok();
   }
   std::lock_guard<std::mutex> lock(err_mu_);

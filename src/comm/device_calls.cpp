@@ -184,7 +184,6 @@ Status Communicator::choose_device_path(const exec::cuda::Api& d) {
     if (const char* missing = kernels_missing(d)) o.kernels_missing = missing;
     o.timeout_ms = timeout_ms_;
     o.on_timeout = [this](const Status& st) { fail(st); };
-    o.graph_barrier = [&d](const cuda::GraphBarrier* b, exec::cuda::Stream s) { return graph_barrier_on_stream(d, b, s); };
     o.same_gpu_only = level == "LOC";
     o.host_buffers = host_buffers;
     if (!host_buffers && params::P2P_DISABLE() != 0) o.disabled_by = "WEFT_P2P_DISABLE=1";

@@ -1,11 +1,8 @@
 #include "comm/device_kernels.h"
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <vector>
 
 #include "weft_config.h"
@@ -78,33 +75,6 @@ Status kernel_result(weftResult_t rc, const char* what, exec::cuda::Stream strea
   return Error(rc, "launching the %s kernel on stream %p failed (logged above)", what, stream);
 }
 
-// The stand-in driver's graph barrier (graph_barrier.h), on its stream's thread.
-void run_graph_barrier(void* p) {
-  const auto* b = static_cast<const cuda::GraphBarrier*>(p);
-  auto word = [](uint32_t* w) { return std::atomic_ref<uint32_t>(*w); };
-  const uint32_t n = word(b->own + cuda::kGraphArrived).load(std::memory_order_acquire) + 1;
-  word(b->own + cuda::kGraphArrived).store(n, std::memory_order_release);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(b->timeout_ns);
-  for (int q = 0; q < b->nranks; ++q) {
-    if (q == b->rank) continue;
-    auto* peer = reinterpret_cast<uint32_t*>(static_cast<uintptr_t>(b->peers[q]));
-    while (static_cast<int32_t>(word(peer + cuda::kGraphArrived).load(std::memory_order_acquire) - n) < 0 &&
-           word(b->own + cuda::kGraphUnblock).load(std::memory_order_acquire) == 0 &&
-           word(b->own + cuda::kGraphStuckRank).load(std::memory_order_acquire) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        // A host function cannot fail its stream as the kernel's trap does: the
-        // record fails the communicator (weftCommGetAsyncError), and the later
-        // barriers of the replay pass at once.
-        uint32_t none = 0;
-        if (word(b->own + cuda::kGraphStuckRank).compare_exchange_strong(none, static_cast<uint32_t>(q + 1)))
-          word(b->own + cuda::kGraphStuckAt).store(n, std::memory_order_release);
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
-  }
-}
-
 }  // namespace
 
 const char* kernels_missing(const exec::cuda::Api& d) {
@@ -148,21 +118,6 @@ Status divide_on_stream(const exec::cuda::Api& d, void* dst, size_t count, weftD
                        "division", stream);
 #else
   (void)dst, (void)dtype, (void)divisor;
-  return Error(weftInternalError, "%s", kernels_missing(d));
-#endif
-}
-
-
-Status graph_barrier_on_stream(const exec::cuda::Api& d, const cuda::GraphBarrier* b, exec::cuda::Stream stream) {
-  if (d.host_memory) {
-    const int rc = d.launch_host_func(stream, run_graph_barrier, const_cast<cuda::GraphBarrier*>(b));
-    if (rc == 0) return Status::Ok();
-    return Error(weftUnhandledCudaError, "enqueuing a graph barrier on stream %p: %s", stream,
-                 exec::cuda::error_text(rc).c_str());
-  }
-#if WEFT_HAVE_CUDA
-  return kernel_result(cuda::graph_barrier(*b, static_cast<CUstream_st*>(stream)), "graph barrier", stream);
-#else
   return Error(weftInternalError, "%s", kernels_missing(d));
 #endif
 }

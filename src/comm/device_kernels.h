@@ -8,7 +8,6 @@
 #include <cstdint>
 
 #include "base/status.h"
-#include "cuda/graph_barrier.h"
 #include "exec/cuda_driver.h"
 #include "reduce/reduce.h"
 #include "weft/weft.h"
@@ -26,10 +25,5 @@ Status reduce_on_stream(const exec::cuda::Api& d, void* dst, const void* const* 
 // dst[i] /= divisor (weftAvg's last step).
 Status divide_on_stream(const exec::cuda::Api& d, void* dst, size_t count, weftDataType_t dtype, int64_t divisor,
                         exec::cuda::Stream stream);
-
-// The graph barrier (cuda/graph_barrier.h): the kernel on a GPU; a host
-// function on the stand-in driver. *b must outlive every replay of a graph that
-// captured it (the stand-in's host function reads it then).
-Status graph_barrier_on_stream(const exec::cuda::Api& d, const cuda::GraphBarrier* b, exec::cuda::Stream stream);
 
 }  // namespace weft

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 
@@ -18,10 +19,14 @@ using exec::cuda::dptr;
 
 constexpr size_t kPage = 4096;
 constexpr int kDoneWord = kMaxRanks;  // the owner's stream: the last barrier whose call it finished
-// A flag page: the eager barriers' words and the done word in the first 4 KiB,
-// the graph barrier's area (cuda/graph_barrier.h) at the start of the second.
-constexpr size_t kFlagBytes = 2 * kPage;
-constexpr int kGraphArea = static_cast<int>(kPage / sizeof(uint32_t));
+// A flag page: the eager barriers' words and the done word in the first 4 KiB;
+// then the graph barriers' where word (2j + 2: the owner's stream waits at slot
+// j; 2j + 3: it passed) and their slots, one word per rank each.
+constexpr size_t kGraphBytes = 512 * 1024;
+constexpr size_t kFlagBytes = kPage + kGraphBytes;
+constexpr size_t kWhereWord = kPage / sizeof(uint32_t);
+constexpr size_t kSlotsWord = kWhereWord + 16;
+constexpr size_t kSlotWords = kGraphBytes / sizeof(uint32_t) - 16;
 
 void set_text(char* dst, size_t cap, const std::string& s) { std::snprintf(dst, cap, "%s", s.c_str()); }
 
@@ -132,7 +137,6 @@ std::string Group::connect(const std::vector<Card>& cards) {
 
 void Group::settle(bool ok) {
   if (ok) {
-    prepare_graph_barrier();
     watchdog_ = std::make_unique<Watchdog>(peers_[static_cast<size_t>(o_.rank)].flags + kDoneWord, o_.timeout_ms,
                                            o_.on_timeout);
     active_.store(true, std::memory_order_release);
@@ -141,47 +145,8 @@ void Group::settle(bool ok) {
   release();
 }
 
-void Group::prepare_graph_barrier() {
-  if (!o_.graph_barrier) {
-    graph_missing_ = "weft cannot enqueue its graph barrier here";
-    return;
-  }
-  const size_t bytes = peers_.size() * sizeof(uint64_t);
-  void* table = nullptr;
-  exec::cuda::DevicePtr table_dev = 0;
-  int rc = d_->host_alloc(&table, bytes, exec::cuda::kHostAllocPortable | exec::cuda::kHostAllocDeviceMap);
-  if (rc == 0) {
-    graph_peers_ = static_cast<uint64_t*>(table);
-    rc = d_->host_device_pointer(&table_dev, table, 0);
-  }
-  if (rc != 0) {
-    graph_missing_ = "the graph barrier's table: " + exec::cuda::error_text(rc);
-    return;
-  }
-  for (size_t p = 0; p < peers_.size(); ++p) graph_peers_[p] = peers_[p].flags_dev + kGraphArea * sizeof(uint32_t);
-  graph_.own = reinterpret_cast<uint32_t*>(graph_peers_[static_cast<size_t>(o_.rank)]);
-  graph_.peers = reinterpret_cast<const uint64_t*>(table_dev);
-  graph_.rank = o_.rank;
-  graph_.nranks = o_.nranks;
-  graph_.timeout_ns = static_cast<uint64_t>(std::max<int64_t>(1, o_.timeout_ms)) * 1000000;
-  graph_missing_.clear();
-}
-
-std::string Group::graph_stuck() const {
-  if (!active() || graph_peers_ == nullptr) return "";
-  const uint32_t* area = peers_[static_cast<size_t>(o_.rank)].flags + kGraphArea;
-  const uint32_t who = load_flag(area + cuda::kGraphStuckRank);
-  if (who == 0) return "";
-  return "barrier " + std::to_string(load_flag(area + cuda::kGraphStuckAt)) +
-         " of the calls captured into CUDA graphs waited " + std::to_string(o_.timeout_ms) + " ms for rank " +
-         std::to_string(who - 1) + ", which did not reach it";
-}
-
 void Group::release() {
   if (d_ == nullptr) return;
-  if (graph_peers_ != nullptr) d_->host_free(graph_peers_);
-  graph_peers_ = nullptr;
-  graph_missing_ = "the group is released";
   for (const Mapping& m : mappings_) d_->ipc_close_handle(m.base);
   mappings_.clear();
   {
@@ -235,6 +200,8 @@ bool Group::streams_finished(Deadline deadline) const {
 
 void Group::stop_watchdog() {
   if (watchdog_ != nullptr) watchdog_->stop();
+  graph_stop_.store(true);
+  if (graph_watcher_.joinable()) graph_watcher_.join();
 }
 
 void Group::unblock() {
@@ -244,7 +211,7 @@ void Group::unblock() {
   uint32_t* own = peers_[static_cast<size_t>(o_.rank)].flags;
   for (int p = 0; p < o_.nranks; ++p)
     if (p != o_.rank) store_flag(own + p, ahead);
-  store_flag(own + kGraphArea + cuda::kGraphUnblock, 1);
+  graph_release_.store(true);
 }
 
 // Which ranks the stream waits for: those that have not yet written the call's
@@ -281,11 +248,7 @@ Status Group::copy(void* dst, const void* src, size_t bytes, exec::cuda::Stream 
 // write orders after the stream's earlier work, memory included (the default
 // flags of cuStreamWriteValue32).
 Status Group::barrier(exec::cuda::Stream s) {
-  if (capturing_) {
-    Status st = o_.graph_barrier(&graph_, s);
-    if (!st.ok()) broken_ = true;
-    return st;
-  }
+  if (capturing_) return graph_barrier(s);
   const uint32_t n = phase_.fetch_add(1, std::memory_order_relaxed) + 1;
   // Into this rank's word of every page, its own included: there nobody waits, and
   // unblock() leaves it, so it tells the watchdog how far this rank's stream got.
@@ -300,13 +263,71 @@ Status Group::barrier(exec::cuda::Stream s) {
   return Status::Ok();
 }
 
+Status Group::graph_barrier(exec::cuda::Stream s) {
+  const size_t n = static_cast<size_t>(o_.nranks), me = static_cast<size_t>(o_.rank);
+  if (graph_slots_ >= kSlotWords / n)
+    return Error(weftInvalidUsage, "cuda_p2p on stream %p: the calls captured into CUDA graphs on this communicator "
+                 "have used all %zu graph barriers a flag page holds at %zu ranks", s, kSlotWords / n, n);
+  const uint32_t j = graph_slots_++;
+  auto slot = [&](size_t owner, size_t from) {
+    return peers_[owner].flags_dev + (kSlotsWord + j * n + from) * sizeof(uint32_t);
+  };
+  const exec::cuda::DevicePtr where = peers_[me].flags_dev + kWhereWord * sizeof(uint32_t);
+  WEFT_TRY(step(d_->write_value32(s, where, 2 * j + 2, 0), s, "signalling a graph barrier"));
+  for (size_t p = 0; p < n; ++p)
+    if (p != me) WEFT_TRY(step(d_->write_value32(s, slot(p, me), 1, 0), s, "signalling a graph barrier"));
+  for (size_t p = 0; p < n; ++p)
+    if (p != me)
+      WEFT_TRY(step(d_->wait_value32(s, slot(me, p), 1, exec::cuda::kWaitValueGeq), s, "waiting at a graph barrier"));
+  for (size_t p = 0; p < n; ++p)
+    if (p != me) WEFT_TRY(step(d_->write_value32(s, slot(me, p), 0, 0), s, "resetting a graph barrier"));
+  return step(d_->write_value32(s, where, 2 * j + 3, 0), s, "leaving a graph barrier");
+}
+
+// Polls this rank's where word: a wait at one graph barrier longer than the
+// deadline fails the communicator naming the ranks it waits for; once the
+// communicator failed, each wait is released (the replay runs on, its results
+// void, rather than hold the stream forever).
+void Group::watch_graphs() {
+  const size_t n = static_cast<size_t>(o_.nranks), me = static_cast<size_t>(o_.rank);
+  uint32_t* own = peers_[me].flags;
+  uint32_t last = load_flag(own + kWhereWord);
+  auto since = std::chrono::steady_clock::now();
+  bool reported = false;
+  while (!graph_stop_.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const uint32_t w = load_flag(own + kWhereWord);
+    const auto now = std::chrono::steady_clock::now();
+    if (w != last) {
+      last = w;
+      since = now;
+      reported = false;
+    }
+    if (w == 0 || w % 2 == 1) continue;
+    const size_t j = w / 2 - 1;
+    if (graph_release_.load()) {
+      for (size_t p = 0; p < n; ++p)
+        if (p != me) store_flag(own + kSlotsWord + j * n + p, 1);
+      continue;
+    }
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - since).count();
+    if (reported || waited < o_.timeout_ms) continue;
+    reported = true;
+    std::string late;
+    for (size_t p = 0; p < n; ++p)
+      if (p != me && load_flag(own + kSlotsWord + j * n + p) == 0)
+        late += (late.empty() ? "" : ", ") + std::to_string(p);
+    o_.on_timeout(Error(weftTimeout, "cuda_p2p: a call captured into a CUDA graph has waited %lld ms (WEFT_TIMEOUT_MS) "
+                        "at graph barrier %zu for rank(s) %s, which have not reached it", static_cast<long long>(waited),
+                        j, late.empty() ? "(none: they arrived just now)" : late.c_str()));
+  }
+}
+
 Status Group::call(const char* what, exec::cuda::Stream s, const std::function<Status()>& body, bool captured) {
   std::lock_guard<std::mutex> lock(mu_);
   if (broken_) return Error(weftInternalError, "cuda_p2p: an earlier call failed part-way on this communicator");
   if (captured) {
-    if (!graph_missing_.empty())
-      return Error(weftInvalidUsage, "cuda_p2p %s on stream %p: the stream is being captured into a CUDA graph, but %s",
-                   what, s, graph_missing_.c_str());
+    if (!graph_watcher_.joinable()) graph_watcher_ = std::thread([this] { watch_graphs(); });
     // The barrier before: every peer has finished the calls before (an eager
     // call's last reads of the buffers have no barrier after them); after:
     // nobody writes the buffers again before every peer has finished this one.

@@ -15,12 +15,18 @@
 // writes come after every peer has left the round before the last one (they
 // passed the previous round's barrier).
 //
-// A call enqueued while its stream is captured into a CUDA graph meets the
-// peers at graph barriers instead (cuda/graph_barrier.h: counted by the GPU at
-// every replay), with one more before it and one after it, so that neither the
-// calls around it nor the next replay need its buffers' turns. The watchdog
-// does not see it: a replayed barrier past the deadline records the rank it
-// waited for and fails its stream (graph_stuck()).
+// A call enqueued while its stream is captured into a CUDA graph cannot use
+// those numbers: a replay repeats what was captured, and from the second replay
+// on its waits would be met at once. Each of its barriers gets a slot of its
+// own instead, a word per rank in every rank's page: a stream writes 1 into its
+// word of the slot in each peer's page, waits for 1 from each peer in its own,
+// and resets its own slot to 0 for the next replay. A peer cannot reach the
+// slot again before this rank has reset it, for that needs this rank at the
+// replay's next barrier, and every captured call has two or more: one before
+// it and one after it besides its own, so that neither the calls around it nor
+// the next replay need its buffers' turns. A graph watcher thread (from the
+// first captured call) fails the communicator when a stream waits at such a
+// barrier longer than the deadline, and once it failed releases the waits.
 #pragma once
 
 #include <cstddef>
@@ -30,11 +36,11 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/status.h"
 #include "base/wait.h"
-#include "cuda/graph_barrier.h"
 #include "exec/cuda_driver.h"
 #include "transports/cuda_p2p/watchdog.h"
 
@@ -79,9 +85,6 @@ class Group {
     int64_t timeout_ms = 300000;  // a call's deadline from its enqueue; also how long destroy waits
     // Called (from the watchdog thread) when a call misses its deadline.
     std::function<void(const Status&)> on_timeout;
-    // Enqueues a graph barrier (comm/device_kernels.h); none: calls cannot be
-    // captured into graphs.
-    std::function<Status(const cuda::GraphBarrier*, exec::cuda::Stream)> graph_barrier;
   };
 
   Group() = default;
@@ -111,10 +114,6 @@ class Group {
   // the communicator, and the group refuses later calls.
   // `captured`: the stream is being captured into a CUDA graph.
   Status call(const char* what, exec::cuda::Stream s, const std::function<Status()>& body, bool captured = false);
-  // Why calls cannot be captured into graphs on this group; "" when they can.
-  const std::string& graph_missing() const { return graph_missing_; }
-  // "" unless a replayed graph barrier ran past the deadline; else what it waited for.
-  std::string graph_stuck() const;
 
   // The primitives of a call's body.
   int rank() const { return o_.rank; }
@@ -178,8 +177,10 @@ class Group {
   std::string map_allocation(int rank, const exec::cuda::IpcHandle& h, exec::cuda::DevicePtr* base);
   void unmap_allocation(int rank, exec::cuda::DevicePtr base);
   void release();
-  // The graph barrier's table of peers' areas (pinned host memory the GPU reads).
-  void prepare_graph_barrier();
+  // A barrier of a call captured into a graph: the next slot.
+  Status graph_barrier(exec::cuda::Stream s);
+  // The graph watcher's loop.
+  void watch_graphs();
   // Why a call whose first barrier is `first_barrier` is not finished.
   std::string stuck_at(uint32_t first_barrier) const;
 
@@ -196,9 +197,10 @@ class Group {
   std::atomic<uint32_t> phase_{0};  // barriers enqueued so far (every rank counts the same); read by unblock()
   uint64_t round_ = 0;   // buffer uses so far (which buffer: round_ % 2)
   bool capturing_ = false;  // the call being enqueued is captured into a graph (under mu_)
-  cuda::GraphBarrier graph_;  // once settled; read by the stand-in driver's replays too
-  uint64_t* graph_peers_ = nullptr;  // graph_.peers as this process sees it (cuMemHostAlloc'd)
-  std::string graph_missing_ = "the group is not settled";
+  uint32_t graph_slots_ = 0;  // graph barriers captured so far (every rank counts the same; under mu_)
+  std::thread graph_watcher_;  // from the first captured call
+  std::atomic<bool> graph_stop_{false};
+  std::atomic<bool> graph_release_{false};  // the communicator failed: the watcher releases the waits
   std::unique_ptr<Watchdog> watchdog_;  // once settled
   std::vector<Mapping> mappings_;       // guarded by mu_
   mutable std::mutex windows_mu_;       // lookups happen outside calls too
