@@ -391,9 +391,12 @@ weftResult_t weftGroupEnd(void);
  * busiest peer: alpha + beta x its bytes both ways, with the generic constants of
  * the link's class) plus each collective as weftCommExplainAlgorithm prices the
  * algorithm it would run (online tuning's measured time once settled, else the
- * prediction), summed. NCCL's ncclGroupSimulateEnd. Local: every rank of a job
- * should end the same group so, as none of them communicates. Refused for calls on
- * device memory and while inner groups are open. */
+ * prediction), summed. On device memory, from the communicator's first device
+ * collective on (it chooses their path; refused before): a collective over cuda_p2p
+ * by its alpha-beta-gamma formula with the device link class's constants, a staged
+ * one as on host memory plus the copies through pinned memory. NCCL's
+ * ncclGroupSimulateEnd. Local: every rank of a job should end the same group so,
+ * as none of them communicates. Refused while inner groups are open. */
 weftResult_t weftGroupSimulateEnd(double* seconds);
 
 /* Pre-multiplied sum: every rank's input is multiplied by *scalar before the sum

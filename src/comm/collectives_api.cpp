@@ -387,20 +387,18 @@ weftResult_t weftGroupSimulateEnd(double* seconds) {
     Use c(comm, "weftGroupSimulateEnd", &rc);
     if (!c) return rc;
     std::vector<weft::exec::P2P> ops;
+    bool device = false;
     for (const Recorded& r : group) {
-      if (r.comm != comm) continue;
-      if (r.stream != nullptr)
-        return with_rank(c.get(), weft::Error(weftInvalidUsage,
-                                              "weftGroupSimulateEnd: calls on device memory have no estimate (their "
-                                              "copies and GPU links are not modelled with the host schedule)"));
-      if (r.p2p) ops.insert(ops.end(), r.batch.ops.begin(), r.batch.ops.end());
+      if (r.comm != comm || !r.p2p) continue;
+      ops.insert(ops.end(), r.batch.ops.begin(), r.batch.ops.end());
+      device = device || r.stream != nullptr;
     }
     double t = 0;
-    weft::Status st = c->estimate_p2p(ops, &t);
+    weft::Status st = c->estimate_p2p(ops, device, &t);
     total += t;
     for (const Recorded& r : group) {
       if (!st.ok() || r.comm != comm || r.p2p) continue;
-      st = c->estimate(r.coll, &t);
+      st = r.stream != nullptr ? c->estimate_device(r.coll, &t) : c->estimate(r.coll, &t);
       total += t;
     }
     if (!st.ok()) return with_rank(c.get(), st);

@@ -1111,16 +1111,21 @@ Status Communicator::estimate(const CollArgs& a, double* seconds) {
                a.count, e.algorithm);
 }
 
-Status Communicator::estimate_p2p(const std::vector<exec::P2P>& ops, double* seconds) const {
+Status Communicator::estimate_p2p(const std::vector<exec::P2P>& ops, bool device, double* seconds) const {
   std::map<int, uint64_t> bytes;  // by peer, both ways
   for (const exec::P2P& op : ops) bytes[op.peer] += op.bytes;
   const bool all_here = std::all_of(same_host_.begin(), same_host_.end(), [](bool b) { return b; });
+  const bool over_p2p = device && p2p_.active();
+  const algo::LinkCost& stg = tuner_->table().base.of(tune::LinkClass::Stg);
   *seconds = 0;
   for (const auto& [peer, b] : bytes) {
     // A receive from any rank may come over the slowest link this rank has.
     const bool here = peer == exec::kAnySource ? all_here : same_host_[static_cast<size_t>(peer)];
-    const algo::LinkCost& k = tuner_->table().base.of(here ? tune::LinkClass::Shm : tune::LinkClass::Net);
-    *seconds = std::max(*seconds, k.alpha_s + static_cast<double>(b) * k.beta_s_per_byte);
+    const algo::LinkCost& k =
+        tuner_->table().base.of(over_p2p ? p2p_link_ : here ? tune::LinkClass::Shm : tune::LinkClass::Net);
+    double t = k.alpha_s + static_cast<double>(b) * k.beta_s_per_byte;
+    if (device && !over_p2p) t += 2 * stg.alpha_s + static_cast<double>(b) * stg.beta_s_per_byte;
+    *seconds = std::max(*seconds, t);
   }
   return Status::Ok();
 }

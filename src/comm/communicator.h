@@ -137,8 +137,15 @@ class Communicator final : public exec::Health {
   Status estimate(const CollArgs& a, double* seconds);
   // ...and for a group's point-to-point operations: they progress together, so the
   // busiest peer's link (alpha + beta x the bytes both ways, the link class's
-  // generic constants: shm on this host, net off it).
-  Status estimate_p2p(const std::vector<exec::P2P>& ops, double* seconds) const;
+  // generic constants: shm on this host, net off it). On device memory
+  // (`device`): over cuda_p2p the device link class's; staged, the host link's
+  // plus the copies through pinned memory (stg).
+  Status estimate_p2p(const std::vector<exec::P2P>& ops, bool device, double* seconds) const;
+  // ...and for a collective on device memory, once the first device collective
+  // has chosen the path: over cuda_p2p tune/device_cost.h's formula for what it
+  // would run (windows, one- or two-shot); staged (also across hosts, where it
+  // overestimates) the host call's estimate plus the copies through pinned memory.
+  Status estimate_device(const CollArgs& dev, double* seconds);
 
   // weftCommWindowRegister / Deregister: after the queued work, every rank's
   // arguments compared through the bootstrap.

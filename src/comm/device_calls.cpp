@@ -331,6 +331,33 @@ Status Communicator::enqueue(const CollArgs& dev, void* stream) {
   return enqueue_staged(dev, stream);
 }
 
+Status Communicator::estimate_device(const CollArgs& dev, double* seconds) {
+  if (!device_path_chosen_)
+    return Error(weftInvalidUsage, "weftGroupSimulateEnd: %s on device memory: no estimate before this communicator's "
+                 "first device collective, which chooses the path of its device calls (collectively)",
+                 sched::coll_name(dev.coll));
+  const uint64_t bytes = dev.count * reduce::dtype_size(dev.dtype);
+  if (p2p_.active() && p2p_serves(dev)) {
+    const WindowUse use = p2p_window_use(p2p_, dev);
+    const algo::LinkCost c = tuner_->table().lookup(p2p_link_, dev.coll, "*", nranks_, bytes);
+    const tune::DeviceTerms t =
+        dev.coll == sched::Coll::AllReduce
+            ? tune::p2p_allreduce_cost(p2p_oneshot(dev, use), nranks_, bytes, p2p_.buffer_bytes(), p2p_link_, c,
+                                       use != WindowUse::None)
+            : tune::p2p_collective_cost(dev.coll, nranks_, bytes, p2p_.buffer_bytes(), p2p_link_, c,
+                                        use != WindowUse::None);
+    *seconds = t.total();
+    return Status::Ok();
+  }
+  double host = 0;
+  WEFT_TRY(estimate(dev, &host));
+  const sched::BuildArgs b{dev.coll, nranks_, dev.count, dev.root, 0};
+  const double moved = static_cast<double>((sched::send_count(b) + sched::recv_count(b)) * reduce::dtype_size(dev.dtype));
+  const algo::LinkCost& stg = tuner_->table().base.of(tune::LinkClass::Stg);
+  *seconds = host + 2 * stg.alpha_s + moved * stg.beta_s_per_byte;
+  return Status::Ok();
+}
+
 // All-reduce, broadcast and reduce larger than WEFT_DEVICE_CHUNK_BYTES go in
 // chunks of that many bytes, element by element. All-gather, reduce-scatter
 // and all-to-all whose larger side is (n blocks of `count`) go by elements

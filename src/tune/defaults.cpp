@@ -38,8 +38,10 @@ gpu * * 0 0 1.7e-04 4.8e-13 4.8e-13
 nvl * * 0 0 1e-05 3.3e-12 4.8e-13
 p2p * * 0 0 1e-05 5e-11 4.8e-13
 # stg: GPUs of one host without peer access, through buffers in pinned host memory
-# the ranks share (guessed, not yet measured): a barrier as p2p's; reads and the
-# reductions' reads cross PCIe, ~20 GB/s.
+# the ranks share (guessed for GPUs of their own): a barrier as p2p's; reads and the
+# reductions' reads cross PCIe, ~20 GB/s. Ranks sharing one H200 measured a barrier
+# as gpu's (0.17 ms; 28 us under MPS) and ~15 GB/s through the one PCIe link they
+# share (bench-results/2026-11-28g-h200-windows-graphs.md).
 stg * * 0 0 1e-05 5e-11 5e-11
 # scripts/calibrate --split 64K,2M --generic-from 4 --from three scripts/bench-algorithms
 # --repeat 2 sweeps, one per VM this project has run on (samples pooled per point):

@@ -22,6 +22,26 @@ DeviceTerms p2p_allreduce_cost(bool oneshot, int nranks, uint64_t bytes, uint64_
   return t;
 }
 
+DeviceTerms p2p_collective_cost(sched::Coll coll, int nranks, uint64_t bytes, uint64_t round_bytes, LinkClass cls,
+                                const algo::LinkCost& c, bool windows) {
+  DeviceTerms t;
+  if (nranks <= 1 || bytes == 0) return t;
+  const double n = nranks, N = static_cast<double>(bytes);
+  const bool blocks = coll == sched::Coll::ReduceScatter || coll == sched::Coll::AllToAll;
+  const uint64_t staged = blocks ? static_cast<uint64_t>(nranks) * bytes : bytes;  // bytes through the buffers
+  const double rounds = round_bytes == 0 ? 1 : static_cast<double>((staged + round_bytes - 1) / round_bytes);
+  const bool reduces = coll == sched::Coll::ReduceScatter || coll == sched::Coll::Reduce;
+  const double moved = coll == sched::Coll::Broadcast ? N : (n - 1) * N;
+  const double at_once = cls != LinkClass::Gpu               ? 1
+                         : coll == sched::Coll::Broadcast ? n - 1
+                         : coll == sched::Coll::Reduce    ? 1
+                                                          : n;
+  t.latency = (windows ? 2 : rounds) * c.alpha_s;
+  t.bandwidth = moved * at_once * c.beta_s_per_byte;
+  t.reduction = reduces ? (n - 1) * N * at_once * c.gamma_s_per_byte : 0;
+  return t;
+}
+
 std::string explain_p2p_allreduce(int nranks, uint64_t bytes, LinkClass cls, const algo::LinkCost& c,
                                   const DeviceTerms terms[2], bool oneshot, int64_t forced,
                                   const std::string& windows) {

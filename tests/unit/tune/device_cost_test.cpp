@@ -43,6 +43,36 @@ TEST(DeviceCost, WindowsHaveOneRoundAndALastBarrier) {
   EXPECT_NEAR(one.bandwidth, 2348.81024e-6, 1e-12);
 }
 
+TEST(DeviceCost, OtherCollectivesByHand) {
+  // 4 ranks on NVLink, N = 1 MiB, 32 MiB buffers (alpha 10 us, beta 4 ps/B, gamma 1 ps/B):
+  //   all-gather: 1 round; 3 x 1,048,576 x 4 ps = 12.582912 us
+  //   reduce-scatter: 4 MiB through the buffers, 1 round; 12.582912 us + 3 x 1,048,576 x 1 ps = 3.145728 us
+  //   all-to-all: as all-gather's bytes; broadcast: 1,048,576 x 4 ps = 4.194304 us;
+  //   reduce: as reduce-scatter's terms.
+  using sched::Coll;
+  const uint64_t N = 1 << 20, B = 32 << 20;
+  const DeviceTerms ag = p2p_collective_cost(Coll::AllGather, 4, N, B, LinkClass::Nvl, kNvl, false);
+  EXPECT_NEAR(ag.latency, 10e-6, 1e-15);
+  EXPECT_NEAR(ag.bandwidth, 12.582912e-6, 1e-15);
+  EXPECT_EQ(ag.reduction, 0);
+  const DeviceTerms rs = p2p_collective_cost(Coll::ReduceScatter, 4, N, B, LinkClass::Nvl, kNvl, false);
+  EXPECT_NEAR(rs.bandwidth, 12.582912e-6, 1e-15);
+  EXPECT_NEAR(rs.reduction, 3.145728e-6, 1e-15);
+  EXPECT_NEAR(p2p_collective_cost(Coll::AllToAll, 4, N, B, LinkClass::Nvl, kNvl, false).total(), 22.582912e-6, 1e-15);
+  EXPECT_NEAR(p2p_collective_cost(Coll::Broadcast, 4, N, B, LinkClass::Nvl, kNvl, false).total(), 14.194304e-6, 1e-15);
+  EXPECT_NEAR(p2p_collective_cost(Coll::Reduce, 4, N, B, LinkClass::Nvl, kNvl, false).total(), 25.72864e-6, 1e-15);
+  // 10 MiB a rank: reduce-scatter and all-to-all stage 40 MiB (2 rounds), the
+  // others 10 MiB (1); on windows 2 barriers whatever the size.
+  EXPECT_NEAR(p2p_collective_cost(Coll::ReduceScatter, 4, 10 * N, B, LinkClass::Nvl, kNvl, false).latency, 20e-6, 1e-15);
+  EXPECT_NEAR(p2p_collective_cost(Coll::AllToAll, 4, 10 * N, B, LinkClass::Nvl, kNvl, false).latency, 20e-6, 1e-15);
+  EXPECT_NEAR(p2p_collective_cost(Coll::AllGather, 4, 10 * N, B, LinkClass::Nvl, kNvl, false).latency, 10e-6, 1e-15);
+  EXPECT_NEAR(p2p_collective_cost(Coll::AllGather, 4, 100 * N, B, LinkClass::Nvl, kNvl, true).latency, 20e-6, 1e-15);
+  // Ranks sharing one GPU: the readers at once, 4 (all-gather), 3 (broadcast), 1 (reduce's root).
+  EXPECT_NEAR(p2p_collective_cost(Coll::AllGather, 4, N, B, LinkClass::Gpu, kNvl, false).bandwidth, 50.331648e-6, 1e-15);
+  EXPECT_NEAR(p2p_collective_cost(Coll::Broadcast, 4, N, B, LinkClass::Gpu, kNvl, false).bandwidth, 12.582912e-6, 1e-15);
+  EXPECT_NEAR(p2p_collective_cost(Coll::Reduce, 4, N, B, LinkClass::Gpu, kNvl, false).bandwidth, 12.582912e-6, 1e-15);
+}
+
 TEST(DeviceCost, RanksSharingOneGpuShareItsMemory) {
   // The same constants as class gpu at 4 ranks: beta and gamma count 4 times.
   // 1 MiB one-shot: 10 + 3 x 4 x 4.194304 + 3 x 4 x 1.048576 us = 10 + 50.331648 + 12.582912.
