@@ -52,14 +52,10 @@ Status stream_driver(const char* what, void* stream, const exec::cuda::Api** out
 
 // Whether the stream is being captured into a CUDA graph.
 Status capture_status(const exec::cuda::Api& d, const char* what, void* stream, bool* on) {
-  *on = false;
-  if (d.stream_is_capturing == nullptr) return Status::Ok();
-  int status = 0;
-  const int rc = d.stream_is_capturing(stream, &status);
+  const int rc = exec::cuda::stream_capturing(d, stream, on);
   if (rc != 0)
     return Error(weftInvalidUsage, "%s on stream %p: cuStreamIsCapturing: %s (a stream capture elsewhere in the "
                  "process?)", what, stream, exec::cuda::error_text(rc).c_str());
-  *on = status != 0;
   return Status::Ok();
 }
 

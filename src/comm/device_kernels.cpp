@@ -40,11 +40,6 @@ void run_host_work(const HostWork* w) {
   }
 }
 
-bool capturing(const exec::cuda::Api& d, exec::cuda::Stream stream) {
-  int status = 0;
-  return d.stream_is_capturing != nullptr && d.stream_is_capturing(stream, &status) == 0 && status != 0;
-}
-
 // Work captured into a graph runs at every replay: it is kept for the life of
 // the process (reachable, so leak checkers do not report it).
 void keep(HostWork* w) {
@@ -55,7 +50,8 @@ void keep(HostWork* w) {
 }
 
 Status on_host(const exec::cuda::Api& d, HostWork* w, exec::cuda::Stream stream) {
-  const bool captured = capturing(d, stream);
+  bool captured = false;
+  exec::cuda::stream_capturing(d, stream, &captured);
   const int rc = captured ? d.launch_host_func(stream, [](void* p) { run_host_work(static_cast<HostWork*>(p)); }, w)
                           : d.launch_host_func(stream, [](void* p) {
                               run_host_work(static_cast<HostWork*>(p));

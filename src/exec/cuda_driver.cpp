@@ -82,4 +82,13 @@ int current_device() {
   return device;
 }
 
+int stream_capturing(const Api& d, Stream s, bool* on) {
+  *on = false;
+  if (d.stream_is_capturing == nullptr) return 0;
+  int status = 0;
+  const int rc = d.stream_is_capturing(s, &status);
+  *on = rc == 0 && status != 0;
+  return rc;
+}
+
 }  // namespace weft::exec::cuda

@@ -84,4 +84,8 @@ std::string error_text(int rc);
 // The device of the calling thread's current context, or -1 (no driver, no context).
 int current_device();
 
+// *on: whether stream `s` is being captured into a CUDA graph. The CUresult of
+// cuStreamIsCapturing (0, not capturing, where the driver lacks it).
+int stream_capturing(const Api& d, Stream s, bool* on);
+
 }  // namespace weft::exec::cuda

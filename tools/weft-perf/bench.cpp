@@ -43,7 +43,6 @@ Measurement Measure(const Job& job, const Collective& coll, const PerfOptions& o
     finish();
   });
   finish();
-  // Start together, so one rank's late arrival is not charged to the collective.
   void* graph = nullptr;
   if (opt.graph) {
     // Captured after the warm-up (a communicator's first device call cannot be);
@@ -54,6 +53,7 @@ Measurement Measure(const Job& job, const Collective& coll, const PerfOptions& o
     if (graph == nullptr || !job.device->launch(graph)) DieOnApiError(job, "capturing the calls", weftUnhandledCudaError);
     finish();
   }
+  // Start together, so one rank's late arrival is not charged to the collective.
   Barrier(job);
   Clock::time_point t0 = Clock::now();
   if (graph != nullptr) {
@@ -62,9 +62,9 @@ Measurement Measure(const Job& job, const Collective& coll, const PerfOptions& o
     for (int i = 0; i < opt.iters; ++i) run();
   }
   finish();
-  if (graph != nullptr) job.device->destroy_graph(graph);
   double local_us =
       std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / opt.iters;
+  if (graph != nullptr) job.device->destroy_graph(graph);
 
   Measurement m;
   m.time_us = MaxOverRanks(job, local_us);
