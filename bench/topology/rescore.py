@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Scores the simulator as it is now against measurements bench/topology/run made
 before: reads the tables run printed (its stdout, kept in bench-results), runs
-weft-sim again on each table's layout with that run's link constants, plus any
-extra weft-sim arguments, and counts what compare.py counts: predictions within 20%
+weft-sim again on each table's layout with that run's link constants (and cores
+share, where it printed one), plus any extra weft-sim arguments (later ones win), and counts what compare.py counts: predictions within 20%
 at >= 1 MiB and within 2x below, and the simulator's pick within 10% of the fastest
 measured. Nothing is timed again, so a change to the model, or a constant, can be
 tried on many runs in seconds, and fitted on some runs and checked on others.
@@ -19,8 +19,8 @@ import tempfile
 
 
 def tables(path):
-    """Yields (hosts, per_host, inter, burst, {bytes: {algo: measured_us}})."""
-    inter = burst = None
+    """Yields (hosts, per_host, inter, burst, cpu_share, {bytes: {algo: measured_us}})."""
+    inter = burst = share = None
     cur = None
     for line in open(path):
         m = re.match(r"# links: .*net alpha ([0-9.e+-]+) s, beta ([0-9.e+-]+) s/B;.*weft-sim (.*)$", line)
@@ -29,17 +29,19 @@ def tables(path):
             inter = "net:%gMB/s:%gus" % (1 / beta / 1e6, alpha * 1e6)
             b = re.search(r"--burst (\S+)", m.group(3))
             burst = b.group(1) if b else None
+            c = re.search(r"--cpu-share (\S+)", m.group(3))
+            share = c.group(1) if c else None
             continue
         m = re.match(r"# (\d+)x(\d+) hosts x ranks", line)
         if m:
-            cur = (int(m.group(1)), int(m.group(2)), inter, burst, {})
+            cur = (int(m.group(1)), int(m.group(2)), inter, burst, share, {})
             continue
         f = line.split()
         if cur and f and f[0] == "bytes":
             algos = [a for a in f[1:] if a not in ("fastest", "pick", "pick/f", "auto/f")]
             continue
         if cur and f and f[0].isdigit():
-            cur[4][int(f[0])] = {a: float(c.split("/")[0]) for a, c in zip(algos, f[1:]) if "/" in c}
+            cur[5][int(f[0])] = {a: float(c.split("/")[0]) for a, c in zip(algos, f[1:]) if "/" in c}
             continue
         if cur and line.startswith("# predictions"):
             yield cur
@@ -59,13 +61,15 @@ def main():
     a = ap.parse_args(argv)
     total = [0] * 6
     for path in a.runs:
-        for hosts, per, inter, burst, meas in tables(path):
+        for hosts, per, inter, burst, share, meas in tables(path):
             sizes = sorted(meas)
             with tempfile.NamedTemporaryFile(suffix=".csv") as out:
                 cmd = [a.sim, "--nodes", str(hosts), "--per-node", str(per), "--inter", inter,
                        "-b", str(sizes[0]), "-e", str(sizes[-1]), "-f", "4", "--shared-cores", "2", "--csv", out.name]
                 if burst:
                     cmd += ["--burst", burst]
+                if share:
+                    cmd += ["--cpu-share", share]
                 subprocess.run(cmd + extra, check=True, stdout=subprocess.DEVNULL, timeout=600)
                 pred, pick = {}, {}
                 for r in csv.DictReader(open(out.name)):

@@ -75,7 +75,7 @@ std::string Fabric::check() const {
   if (nranks < 1) return "no ranks";
   if (host.size() != n || domain.size() != n || nic.size() != n) return "per-rank vectors are not nranks long";
   if (!machine.empty() && machine.size() != n) return "per-rank vectors are not nranks long";
-  if (!(cpu_share >= 0 && cpu_share <= 0.5)) return "cpu_share is not in [0, 0.5]";
+  if (!(cpu_share >= 0 && cpu_share <= 1)) return "cpu_share is not in [0, 1]";
   if (!(net_rx_s_per_byte >= 0 && net_rx_s_per_byte < 1e-6)) return "net_rx_s_per_byte is not in [0, 1 us)";
   for (const Port& p : nics)
     if (p.burst_bytes < 0 || (p.burst_bytes > 0 && !(p.line_bytes_per_s > 0)))

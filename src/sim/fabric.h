@@ -16,7 +16,9 @@
 // namespaces or containers of one kernel, an oversubscribed job), its cores are a
 // shared port too. There a message costs its sender and its receiver each
 // cpu_share x alpha of a core (system calls, copies, waking up), the rest of alpha
-// staying on the link, and reductions and copies take a core for their time. With
+// staying on the link (none where the two ends' share is more than alpha: a slow
+// kernel's messages are all CPU time), and reductions and copies take a core for
+// their time. With
 // a core per rank nothing changes: the model is the plain alpha-beta-gamma one.
 // There a network message also takes its receiver net_rx_s_per_byte of a core per
 // byte: the kernel's side of it (the virtual link's and the shaper's softirqs, the
@@ -67,8 +69,12 @@ struct Fabric {
 
   // bench/topology's netns hosts (8 ranks on 2 cores, TCP): the share that
   // predicted the small sizes of three runs best (0.45: 245 of 264 within 2x, 228
-  // without the cores).
+  // without the cores), on a VM whose veth carried one unshaped TCP stream at
+  // kCpuShareLineBytesPerS. The kernel's time per message scales with its time per
+  // byte: on a VM with half that rate the share is twice as large (bench/topology
+  // measures the rate and scales the share; tune::Table::cores carries it).
   static constexpr double kCpuShare = 0.45;
+  static constexpr double kCpuShareLineBytesPerS = 2262.5e6;
   // The same namespaces: fitted to two runs of bench/topology (170 of 176 points
   // >= 1 MiB within 20%, against 164 without; 0.4 and 1.0 ns: 167 and 163), then
   // checked on two later runs: 185 of 192 (180 without). Measured on this VM, the

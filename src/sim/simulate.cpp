@@ -222,7 +222,7 @@ class Sim {
     for (const Lanes* l : shared)
       if (l && !l->bucket()) beta = std::max(beta, l->s_per_byte);
     // The sender's and the receiver's CPU time, where it is modelled, is not the link's.
-    const double alpha = c.alpha_s - overhead(a, lv) - overhead(b, lv);
+    const double alpha = std::max(0.0, c.alpha_s - overhead(a, lv) - overhead(b, lv));
     const double n = static_cast<double>(bytes);
     double end = t;
     for (double* p : own) {

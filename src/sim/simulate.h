@@ -10,7 +10,7 @@
 //
 // On a machine whose ranks outnumber its cores (fabric.h), each message also takes
 // cpu_share x alpha of a core at its sender before it leaves and at its receiver
-// once it is there (and alpha x (1 - 2 cpu_share) on the link), a network message
+// once it is there (and alpha x (1 - 2 cpu_share), at least 0, on the link), a network message
 // takes its receiver net_rx_s_per_byte per byte of a core more (the kernel's
 // receive), and a reduction or copy takes a core for its time: the machine's cores
 // are lanes its ranks queue for, as the ports' are.

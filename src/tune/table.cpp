@@ -94,6 +94,10 @@ std::string format_table(const Table& t) {
     std::snprintf(line, sizeof(line), "burst net %.6g %.4g\n", t.net_burst.bytes, t.net_burst.line_s_per_byte);
     s += line;
   }
+  if (t.cores.cpu_share >= 0) {
+    std::snprintf(line, sizeof(line), "cores %.4g %.4g\n", t.cores.cpu_share, t.cores.net_rx_s_per_byte);
+    s += line;
+  }
   return s;
 }
 
@@ -117,6 +121,17 @@ Status parse_tuning_text(const std::string& text, const std::string& origin, Tab
                      "got '%s'",
                      origin.c_str(), lineno, raw.c_str());
       table->net_burst = b;
+      continue;
+    }
+    if (cls == "cores") {
+      Cores c;
+      if (!(f >> c.cpu_share >> c.net_rx_s_per_byte) || (f >> extra) || !(c.cpu_share >= 0 && c.cpu_share <= 1) ||
+          !(c.net_rx_s_per_byte >= 0 && c.net_rx_s_per_byte < 1e-6))
+        return Error(weftInvalidArgument,
+                     "%s:%d: expected 'cores <cpu_share 0..1> <net_rx_s_per_byte below 1e-6>' (a message's CPU "
+                     "where ranks outnumber cores), got '%s'",
+                     origin.c_str(), lineno, raw.c_str());
+      table->cores = c;
       continue;
     }
     if (!(f >> coll >> algo >> e.nranks >> e.from_bytes >> e.cost.alpha_s >> e.cost.beta_s_per_byte >>

@@ -85,10 +85,19 @@ struct Burst {
   double line_s_per_byte = 0;
 };
 
+// The CPU a message takes where a machine's ranks outnumber its cores (sim::Fabric's
+// cpu_share and net_rx_s_per_byte). Simulated layouts only; < 0: the simulator's
+// defaults, fitted on one VM (a slower kernel spends more per message).
+struct Cores {
+  double cpu_share = -1;
+  double net_rx_s_per_byte = -1;
+};
+
 struct Table {
   LinkClassCosts base;
   std::vector<Entry> entries;
   Burst net_burst;
+  Cores cores;
 
   // The constants for one call; `bytes` = count * element size.
   algo::LinkCost lookup(LinkClass cls, sched::Coll coll, const char* algo, int nranks,
@@ -106,6 +115,8 @@ Table default_table();
 // class's generic constants. Entries replace same-key defaults; others stay.
 //   burst net <bytes> <line_s_per_byte>
 // sets the network ports' token bucket (Burst).
+//   cores <cpu_share> <net_rx_s_per_byte>
+// sets what a message costs a core where ranks outnumber cores (Cores).
 Status load_tuning_file(const std::string& path, Table* table);
 Status parse_tuning_text(const std::string& text, const std::string& origin, Table* table);
 // The table in tuning-file syntax (what INFO prints and calibration writes).

@@ -106,6 +106,8 @@ sim::Fabric Tuner::priced(const sched::BuildArgs& args, size_t elem_size) const 
   if (layout_costs_) return where;
   const uint64_t bytes = args.count * elem_size;
   sim::Fabric f = where;
+  if (table_.cores.cpu_share >= 0)
+    f.cpu_share = table_.cores.cpu_share, f.net_rx_s_per_byte = table_.cores.net_rx_s_per_byte;
   f.cost = {table_.lookup(LinkClass::Shm, args.coll, "*", args.nranks, bytes),
             table_.lookup(LinkClass::Numa, args.coll, "*", args.nranks, bytes),
             table_.lookup(LinkClass::Net, args.coll, "*", args.nranks, bytes)};

@@ -61,7 +61,8 @@ const char* kUsage =
     "  --elem-size B             bytes per element (4)\n"
     "  --gamma NS                nanoseconds per byte reduced (0.1)\n"
     "  --cpu-share F             on a machine with fewer cores than ranks: the share of each message's\n"
-    "                            alpha its sender and its receiver each spend on a core (0.45)\n"
+    "                            alpha its sender and its receiver each spend on a core, 0 to 1 (0.45;\n"
+    "                            above 0.5 the link's part of alpha is 0: the message is CPU time)\n"
     "  --net-rx-cpu NS           there too: nanoseconds of a core per byte received over the network\n"
     "                            (the kernel's receive; 0.8)\n"
     "  --eager BYTES|all         a network message sends this much at once and the rest when its\n"
@@ -197,7 +198,7 @@ int main(int argc, char** argv) {
            burst.burst_bytes > 0 && sim::parse_bandwidth(v.substr(colon + 1), &burst.line_bytes_per_s);
     }
     else if (a == "--shared-cores") gen.shared_cores = std::atoi(v.c_str()), ok = gen.shared_cores > 0;
-    else if (a == "--cpu-share") cpu_share = std::atof(v.c_str()), ok = cpu_share >= 0 && cpu_share <= 0.5;
+    else if (a == "--cpu-share") cpu_share = std::atof(v.c_str()), ok = cpu_share >= 0 && cpu_share <= 1;
     else if (a == "--net-rx-cpu") net_rx_ns = std::atof(v.c_str()), ok = net_rx_ns >= 0 && net_rx_ns < 1000;
     else if (a == "--eager") {
       double b = 0;

@@ -402,6 +402,39 @@ TEST(Sim, RanksOutnumberingTheCoresQueueForThem) {
   }
 }
 
+// The same ring on a slower kernel, a share of 0.8: each message takes 8 us of a core
+// at each end, and its link's part, 10 - 16 us, is none rather than negative. On 2
+// cores: ranks 0 and 1 send at 0-8 us, 2 and 3 at 8-16; ranks 1 and 2 receive at
+// 16-24 (their messages arrived at 8), 3 and 0 at 24-32: 32 us (with a part of -6 us
+// on the link, 3's and 0's messages would have arrived by 10 and the end be the
+// same, so 1 core: 64 us, all CPU, and the plain 10 us with a core per rank).
+TEST(Sim, ASlowKernelsMessagesAreAllCpuTime) {
+  using sched::Buf;
+  using sched::Kind;
+  const sched::Range one{Buf::Recv, 0, 1};
+  sched::Schedule s;
+  s.args = BuildArgs{Coll::AllReduce, 4, 1, 0, 0};
+  s.algo = "hand-made";
+  s.ranks.resize(4);
+  for (int r = 0; r < 4; ++r)
+    s.ranks[size_t(r)].steps = {{Kind::Send, (r + 1) % 4, {}, one}, {Kind::Recv, (r + 3) % 4, one, {}}};
+  for (const auto& [cores, want] : std::vector<std::pair<int, double>>{{4, 10e-6}, {2, 32e-6}, {1, 64e-6}}) {
+    Fabric f = Fabric::flat(4, {10e-6, 0, 0});
+    f.machine = {0, 0, 0, 0};
+    f.machine_cores = {cores};
+    f.cpu_share = 0.8;
+    f.net_rx_s_per_byte = 0;
+    Result r;
+    const Status st = simulate(s, f, 4, &r);
+    ASSERT_TRUE(st.ok()) << st.message();
+    expect_near_rel(r.seconds, want, std::to_string(cores) + " cores");
+  }
+  Fabric f = Fabric::flat(4, {10e-6, 0, 0});
+  f.cpu_share = 1.01;
+  Result r;
+  EXPECT_EQ(simulate(s, f, 4, &r).code(), weftInvalidArgument);
+}
+
 // Two ranks on hosts of one machine swap 1 MB (alpha 10 us, beta 1 ns a byte, no
 // alpha on the cores). Where they share one core, each receive takes 0.5 ns a
 // byte of it: both messages arrive at 10 us + 1 ms, then the receives take the

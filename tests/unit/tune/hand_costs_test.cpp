@@ -17,6 +17,7 @@
 #include <string>
 
 #include "algorithms/registry.h"
+#include "sim/simulate.h"
 #include "tune/table.h"
 #include "tune/tuner.h"
 
@@ -471,6 +472,36 @@ TEST(HandCosts, ABurstLineMakesThePortsTokenBuckets) {
   // A 4 KiB tree: well under the burst, its two network hops at the line rate.
   const BuildArgs small = allreduce(4, 1024, 2);
   EXPECT_LT(predicted(*with, "tree", small), predicted(*without, "tree", small) - 2 * 4096 * (1 / r - 5e-10) * 0.9);
+}
+
+// A tuning file's cores line sets what a message costs the cores where ranks
+// outnumber them (sim_test.cpp works the share's effect out by hand): the tuner
+// predicts what the simulator gives with that share, and without the line the
+// default's.
+TEST(HandCosts, ACoresLineSetsTheMessagesCpu) {
+  const std::string links = "shm * * 0 0 2e-06 1e-10 1e-10\nnet * * 0 0 2.5e-05 4e-09 1e-10\n";
+  TuningFile plain(links);
+  TuningFile slow(links + "cores 0.8 1.5e-09\n");
+  sim::Fabric f = sim::Fabric::host_blocks(4, 2);
+  sim::set_machines({0, 0, 0, 0}, {{0}, {0}, {0}, {0}}, &f);
+  ASSERT_TRUE(f.oversubscribed(0));
+  f.cost = {algo::LinkCost{2e-6, 1e-10, 1e-10}, algo::LinkCost{2e-6, 1e-10, 1e-10},
+            algo::LinkCost{2.5e-5, 4e-9, 1e-10}};
+  const BuildArgs b = allreduce(4, 1024, 2);  // 4 KiB: the messages' CPU, not their bytes
+  const algo::Algorithm* ring = algo::find_algorithm(Coll::AllReduce, "ring");
+  auto simulated = [&](double share, double rx) {
+    sim::Fabric g = f;
+    g.cpu_share = share, g.net_rx_s_per_byte = rx;
+    sim::Result r;
+    EXPECT_TRUE(sim::simulate(sched::build_all(b, ring->name, ring->build), g, 4, &r).ok());
+    return r.seconds;
+  };
+  auto t = layered_tuner(slow, f, 2, "allreduce:ring");
+  EXPECT_EQ(t->table().cores.cpu_share, 0.8);
+  EXPECT_DOUBLE_EQ(predicted(*t, "ring", b), simulated(0.8, 1.5e-9));
+  EXPECT_DOUBLE_EQ(predicted(*layered_tuner(plain, f, 2, "allreduce:ring"), "ring", b),
+                   simulated(sim::Fabric::kCpuShare, sim::Fabric::kNetRxSPerByte));
+  EXPECT_GT(simulated(0.8, 1.5e-9), 1.1 * simulated(sim::Fabric::kCpuShare, sim::Fabric::kNetRxSPerByte));
 }
 
 TEST(HandCosts, OneHostStaysOnTheFormulas) {

@@ -197,6 +197,7 @@ TEST(Table, FormatThenParseRoundTrips) {
   Table t = default_table();
   t.set({LinkClass::Net, Coll::Broadcast, "tree", 8, 65536, {1.5e-5, 2.5e-10, 0}});
   t.net_burst = {131072, 5e-10};
+  t.cores = {0.8, 1.5e-9};
   Table u;
   u.entries.clear();
   ASSERT_TRUE(parse_tuning_text(format_table(t), "roundtrip", &u).ok());
@@ -204,6 +205,8 @@ TEST(Table, FormatThenParseRoundTrips) {
   EXPECT_EQ(format_table(u), format_table(t));
   EXPECT_EQ(u.net_burst.bytes, 131072);
   EXPECT_EQ(u.net_burst.line_s_per_byte, 5e-10);
+  EXPECT_EQ(u.cores.cpu_share, 0.8);
+  EXPECT_EQ(u.cores.net_rx_s_per_byte, 1.5e-9);
 }
 
 TEST(Table, ParseErrorsNameFileAndLine) {
@@ -223,6 +226,10 @@ TEST(Table, ParseErrorsNameFileAndLine) {
       {"burst shm 131072 5e-10\n", "f.txt:1: expected 'burst net"},
       {"burst net 131072\n", "expected 'burst net"},
       {"burst net 131072 0\n", "expected 'burst net"},
+      {"cores 0.45\n", "f.txt:1: expected 'cores"},
+      {"cores 1.5 8e-10\n", "expected 'cores"},
+      {"cores 0.45 1e-3\n", "expected 'cores"},
+      {"cores 0.45 8e-10 1\n", "expected 'cores"},
   };
   for (const Case& c : cases) {
     Status st = parse_tuning_text(c.text, "f.txt", &t);
