@@ -67,5 +67,6 @@ WEFT_PARAM_STR(TOPO_DUMP_FILE, "", "at init, rank 0 writes every rank's discover
 WEFT_PARAM_STR(TOPO_FILE, "", "plan for the machine this topology file describes: at init each rank takes its host and NUMA node from the file's entry for its rank in the job (the transports still connect the real hosts); weft-topo prints it, weft-sim --topo simulates it")
 WEFT_PARAM_STR(TUNE_STATE_FILE, "", "online tuning's settled picks: rank 0 loads them at init (every rank gets its copy) and rewrites the file whenever a size class settles, so a resumed run reduces in the same order")
 WEFT_PARAM_INT(TUNE_TURN_US, 1000, "online tuning: a turn is one untimed call, then as many timed calls (1-1024) as the model predicts take this long")
+WEFT_PARAM_INT(TUNE_TURN_SHARED_US, 10000, "online tuning: a turn's length instead where the communicator spans hosts that are namespaces or containers of one machine with fewer cores than ranks (their calls vary more from turn to turn)")
 WEFT_PARAM_INT(TCP_SPIN_POLLS, 200, "tcp: empty receive polls in a row before the link sleeps in ppoll on its sockets")
 WEFT_PARAM_INT(TCP_BLOCK_US, 100, "tcp: longest such sleep in microseconds; 0 never sleeps (pure spinning)")

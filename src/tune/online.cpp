@@ -17,6 +17,7 @@ OnlineOptions OnlineOptions::from_params() {
   o.max_candidates = static_cast<int>(std::clamp<int64_t>(params::TUNE_CANDIDATES(), 1, 64));
   o.range = std::max<double>(1.0, static_cast<double>(params::TUNE_RANGE_PCT()) / 100.0);
   o.turn_seconds = std::max<double>(0.0, static_cast<double>(params::TUNE_TURN_US()) * 1e-6);
+  o.shared_turn_seconds = std::max<double>(0.0, static_cast<double>(params::TUNE_TURN_SHARED_US()) * 1e-6);
   return o;
 }
 

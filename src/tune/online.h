@@ -42,6 +42,9 @@ struct OnlineOptions {
   double turn_seconds = 1e-3;    // WEFT_TUNE_TURN_US: a turn's timed calls add up to about this
                                  // much predicted time ...
   int max_turn_calls = 1024;     // ... in 1 to this many calls
+  double shared_turn_seconds = 10e-3;  // WEFT_TUNE_TURN_SHARED_US: turn_seconds where the
+                                       // communicator's hosts share a machine's cores
+                                       // (Tuner: cores_shared_)
   double warmup_seconds = 0;     // a turn's untimed first calls add up to about this much
                                  // predicted time (at least one call): behind token-bucket
                                  // ports (Table::net_burst) the tokens saved up before a

@@ -81,6 +81,10 @@ Status Tuner::create(int nranks, int local_ranks, const Options& opt, std::uniqu
     t->layout_costs_ = opt.layout_costs;
     for (int r = 0; r < nranks && !t->cores_shared_; ++r) t->cores_shared_ = opt.layout.oversubscribed(r);
   }
+  // Namespace hosts of one kernel with fewer cores than ranks: a 4-64 KiB call's
+  // time there varies 2x from one 10 ms batch to the next (bench/topology), and 1 ms
+  // turns settled on algorithms 1.25x slower than the fastest.
+  if (t->cores_shared_) t->online_.turn_seconds = t->online_.shared_turn_seconds;
   if (opt.log_table && log::enabled(log::Level::Info, log::Subsys::TUNE)) {
     WEFT_INFO(TUNE, "%d ranks, %d on this host: link class %s%s; %s=%s; online tuning %s; constants from %s:",
               nranks, local_ranks, link_class_name(t->cls_),

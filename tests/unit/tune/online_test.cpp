@@ -3,6 +3,8 @@
 // hands calls to a trial (tune/online.h, Tuner::pick).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <utility>
@@ -210,6 +212,30 @@ TEST(TunerPick, MeasuresThenRunsTheMeasuredFastestForTheWholeSizeClass) {
   ASSERT_TRUE(t->pick(Coll::AllReduce, b2, 4, &p2).ok());
   EXPECT_EQ(p2.trial, nullptr);
   EXPECT_EQ(p2.algo, g_fastest);
+}
+
+// Where the communicator's hosts share one machine's cores (network namespaces),
+// turns last shared_turn_seconds (10 ms) instead of turn_seconds (1 ms): as many
+// calls as the model's best candidate predicts fill it.
+TEST(TunerPick, HostsSharingCoresTakeLongerTurns) {
+  for (bool shared : {false, true}) {
+    Options o;
+    o.log_table = false;
+    o.online = opts();
+    o.online.shared_turn_seconds = 10e-3;
+    o.layout = sim::Fabric::host_blocks(4, 2);
+    if (shared) sim::set_machines({0, 0, 0, 0}, {{0}, {1}, {0}, {1}}, &o.layout);
+    std::unique_ptr<Tuner> t;
+    ASSERT_TRUE(Tuner::create(4, 2, o, &t).ok());
+    const BuildArgs b{Coll::AllReduce, 4, 1024, 0, 262144};  // 4 KiB
+    double best = 1e30;
+    for (const Prediction& c : t->candidates(Coll::AllReduce, b, 4)) best = std::min(best, c.seconds);
+    Pick p;
+    ASSERT_TRUE(t->pick(Coll::AllReduce, b, 4, &p).ok());
+    ASSERT_NE(p.trial, nullptr);
+    EXPECT_EQ(p.trial->turn_calls(), static_cast<int>(std::ceil((shared ? 10e-3 : 1e-3) / best)))
+        << (shared ? "shared cores" : "a core per rank") << ", best predicted " << best;
+  }
 }
 
 TEST(TunerPick, QueryDoesNotStartATrial) {
