@@ -2,7 +2,7 @@
 """Scores the simulator as it is now against measurements bench/topology/run made
 before: reads the tables run printed (its stdout, kept in bench-results), runs
 weft-sim again on each table's layout with that run's link constants (and cores
-share, where it printed one), plus any extra weft-sim arguments (later ones win), and counts what compare.py counts: predictions within 20%
+share, where it printed one: per setup, or for all), plus any extra weft-sim arguments (later ones win), and counts what compare.py counts: predictions within 20%
 at >= 1 MiB and within 2x below, and the simulator's pick within 10% of the fastest
 measured. Nothing is timed again, so a change to the model, or a constant, can be
 tried on many runs in seconds, and fitted on some runs and checked on others.
@@ -31,6 +31,10 @@ def tables(path):
             burst = b.group(1) if b else None
             c = re.search(r"--cpu-share (\S+)", m.group(3))
             share = c.group(1) if c else None
+            continue
+        m = re.match(r"# \d+x\d+ cores: share (\S+)", line)
+        if m:
+            share = m.group(1)
             continue
         m = re.match(r"# (\d+)x(\d+) hosts x ranks", line)
         if m:
