@@ -379,6 +379,12 @@ TEST(Sim, ARankHasAPortPerLevel) {
 // takes 4 us of a core at each end and 2 us of link. With a core per rank that is
 // the plain alpha (10 us); with fewer, the 8 pieces of 4 us queue for the cores:
 // 2 cores, 16 us; 1 core, 32 us (worked through step by step, in time order).
+// On a slower kernel, a share of 0.8: each message takes 8 us of a core at each end,
+// and its link's part, 10 - 16 us, is none rather than negative. On 2 cores: ranks
+// 0 and 1 send at 0-8 us, 2 and 3 at 8-16; ranks 1 and 2 receive at 16-24 (their
+// messages arrived at 8), 3 and 0 at 24-32: 32 us (with a part of -6 us on the
+// link, 3's and 0's messages would have arrived by 10 and the end be the same, so
+// 1 core: 64 us, all CPU, and the plain 10 us with a core per rank).
 TEST(Sim, RanksOutnumberingTheCoresQueueForThem) {
   using sched::Buf;
   using sched::Kind;
@@ -389,45 +395,22 @@ TEST(Sim, RanksOutnumberingTheCoresQueueForThem) {
   s.ranks.resize(4);
   for (int r = 0; r < 4; ++r)
     s.ranks[size_t(r)].steps = {{Kind::Send, (r + 1) % 4, {}, one}, {Kind::Recv, (r + 3) % 4, one, {}}};
-  for (const auto& [cores, want] : std::vector<std::pair<int, double>>{{4, 10e-6}, {2, 16e-6}, {1, 32e-6}}) {
+  struct Case {
+    double share;
+    int cores;
+    double want;
+  };
+  for (const Case& c : std::vector<Case>{
+           {0.4, 4, 10e-6}, {0.4, 2, 16e-6}, {0.4, 1, 32e-6}, {0.8, 4, 10e-6}, {0.8, 2, 32e-6}, {0.8, 1, 64e-6}}) {
     Fabric f = Fabric::flat(4, {10e-6, 0, 0});
     f.machine = {0, 0, 0, 0};
-    f.machine_cores = {cores};
-    f.cpu_share = 0.4;
+    f.machine_cores = {c.cores};
+    f.cpu_share = c.share;
     f.net_rx_s_per_byte = 0;  // alpha's shares alone (the next test: the bytes)
     Result r;
     const Status st = simulate(s, f, 4, &r);
     ASSERT_TRUE(st.ok()) << st.message();
-    expect_near_rel(r.seconds, want, std::to_string(cores) + " cores");
-  }
-}
-
-// The same ring on a slower kernel, a share of 0.8: each message takes 8 us of a core
-// at each end, and its link's part, 10 - 16 us, is none rather than negative. On 2
-// cores: ranks 0 and 1 send at 0-8 us, 2 and 3 at 8-16; ranks 1 and 2 receive at
-// 16-24 (their messages arrived at 8), 3 and 0 at 24-32: 32 us (with a part of -6 us
-// on the link, 3's and 0's messages would have arrived by 10 and the end be the
-// same, so 1 core: 64 us, all CPU, and the plain 10 us with a core per rank).
-TEST(Sim, ASlowKernelsMessagesAreAllCpuTime) {
-  using sched::Buf;
-  using sched::Kind;
-  const sched::Range one{Buf::Recv, 0, 1};
-  sched::Schedule s;
-  s.args = BuildArgs{Coll::AllReduce, 4, 1, 0, 0};
-  s.algo = "hand-made";
-  s.ranks.resize(4);
-  for (int r = 0; r < 4; ++r)
-    s.ranks[size_t(r)].steps = {{Kind::Send, (r + 1) % 4, {}, one}, {Kind::Recv, (r + 3) % 4, one, {}}};
-  for (const auto& [cores, want] : std::vector<std::pair<int, double>>{{4, 10e-6}, {2, 32e-6}, {1, 64e-6}}) {
-    Fabric f = Fabric::flat(4, {10e-6, 0, 0});
-    f.machine = {0, 0, 0, 0};
-    f.machine_cores = {cores};
-    f.cpu_share = 0.8;
-    f.net_rx_s_per_byte = 0;
-    Result r;
-    const Status st = simulate(s, f, 4, &r);
-    ASSERT_TRUE(st.ok()) << st.message();
-    expect_near_rel(r.seconds, want, std::to_string(cores) + " cores");
+    expect_near_rel(r.seconds, c.want, "share " + std::to_string(c.share) + ", " + std::to_string(c.cores) + " cores");
   }
   Fabric f = Fabric::flat(4, {10e-6, 0, 0});
   f.cpu_share = 1.01;
