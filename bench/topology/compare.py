@@ -12,6 +12,24 @@ import csv
 import json
 import statistics
 
+LARGE = 1 << 20  # the goals: within 20% from here, within 2x below
+
+
+def within_goal(nbytes, measured_us, predicted_us):
+    """Whether a prediction is within the goal's bound for its size."""
+    ratio = predicted_us / measured_us
+    return 0.8 <= ratio <= 1.2 if nbytes >= LARGE else 0.5 <= ratio <= 2.0
+
+
+def read_sim_csv(path):
+    """weft-sim --csv -> ({(bytes, algorithm): predicted us}, {bytes: the tuner's pick})."""
+    pred, pick = {}, {}
+    for r in csv.DictReader(open(path)):
+        pred[(int(r["bytes"]), r["algorithm"])] = float(r["seconds"]) * 1e6
+        if r["pick"] == "1":
+            pick[int(r["bytes"])] = r["algorithm"]
+    return pred, pick
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -20,9 +38,7 @@ def main():
     ap.add_argument("--label", default="")
     a = ap.parse_args()
     m = json.load(open(a.measured))
-    pred = {}
-    for r in csv.DictReader(open(a.simulated)):
-        pred[(int(r["bytes"]), r["algorithm"])] = float(r["seconds"]) * 1e6
+    pred, _ = read_sim_csv(a.simulated)
     algos = []
     for p in m["points"]:
         for name in p["samples_us"]:
@@ -45,13 +61,9 @@ def main():
             s = pred.get((b, n))
             cells.append("%9.1f/%-9s" % (meas[n], "%.1f" % s if s is not None else "-"))
             if s is not None:
-                ratio = s / meas[n]
-                if b >= 1 << 20:
-                    large[0] += 0.8 <= ratio <= 1.2
-                    large[1] += 1
-                else:
-                    small[0] += 0.5 <= ratio <= 2.0
-                    small[1] += 1
+                bucket = large if b >= LARGE else small
+                bucket[0] += within_goal(b, meas[n], s)
+                bucket[1] += 1
         forced = {n: t for n, t in meas.items() if n != "auto"}
         fastest = min(forced, key=forced.get)
         pick = p.get("pick") or "-"

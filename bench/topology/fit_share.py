@@ -13,20 +13,21 @@ share is fitted to is not one the benchmark scores.
 usage: fit_share.py MEASURED_US --sim PATH [--algo ring] [--bytes 1024] -- WEFT-SIM ARGS...
 """
 import argparse
-import csv
 import subprocess
 import sys
 import tempfile
+
+from compare import read_sim_csv
 
 
 def predicted_us(sim, algo, nbytes, share, extra):
     with tempfile.NamedTemporaryFile(suffix=".csv") as out:
         subprocess.run([sim, "--algo", algo, "-b", str(nbytes), "-e", str(nbytes), "--cpu-share", "%.6f" % share,
                         "--csv", out.name] + extra, check=True, stdout=subprocess.DEVNULL, timeout=120)
-        for r in csv.DictReader(open(out.name)):
-            if r["algorithm"] == algo:
-                return float(r["seconds"]) * 1e6
-    sys.exit(f"fit_share: weft-sim gave no {algo} row")
+        pred, _ = read_sim_csv(out.name)
+    if (nbytes, algo) not in pred:
+        sys.exit(f"fit_share: weft-sim gave no {algo} row")
+    return pred[(nbytes, algo)]
 
 
 def main():

@@ -10,12 +10,13 @@ tried on many runs in seconds, and fitted on some runs and checked on others.
 usage: rescore.py [--sim PATH] [--detail] RUN.txt... [-- WEFT-SIM ARGS...]
 """
 import argparse
-import csv
 import os
 import re
 import subprocess
 import sys
 import tempfile
+
+from compare import LARGE, read_sim_csv, within_goal
 
 
 def tables(path):
@@ -75,11 +76,7 @@ def main():
                 if share:
                     cmd += ["--cpu-share", share]
                 subprocess.run(cmd + extra, check=True, stdout=subprocess.DEVNULL, timeout=600)
-                pred, pick = {}, {}
-                for r in csv.DictReader(open(out.name)):
-                    pred[(int(r["bytes"]), r["algorithm"])] = float(r["seconds"]) * 1e6
-                    if r["pick"] == "1":
-                        pick[int(r["bytes"])] = r["algorithm"]
+                pred, pick = read_sim_csv(out.name)
             large = [0, 0]
             small = [0, 0]
             near = 0
@@ -89,9 +86,8 @@ def main():
                     s = pred.get((b, name))
                     if s is None:
                         continue
-                    ratio = s / t
-                    ok = 0.8 <= ratio <= 1.2 if b >= 1 << 20 else 0.5 <= ratio <= 2.0
-                    bucket = large if b >= 1 << 20 else small
+                    ok = within_goal(b, t, s)
+                    bucket = large if b >= LARGE else small
                     bucket[0] += ok
                     bucket[1] += 1
                     if not ok:

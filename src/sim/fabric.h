@@ -69,12 +69,9 @@ struct Fabric {
 
   // bench/topology's netns hosts (8 ranks on 2 cores, TCP): the share that
   // predicted the small sizes of three runs best (0.45: 245 of 264 within 2x, 228
-  // without the cores), on a VM whose veth carried one unshaped TCP stream at
-  // kCpuShareLineBytesPerS. The kernel's time per message scales with its time per
-  // byte: on a VM with half that rate the share is twice as large (bench/topology
-  // measures the rate and scales the share; tune::Table::cores carries it).
+  // without the cores) on one VM; another VM's kernel needed 0.73-1, so
+  // bench/topology fits it per run (fit_share.py) and tune::Table::cores carries it.
   static constexpr double kCpuShare = 0.45;
-  static constexpr double kCpuShareLineBytesPerS = 2262.5e6;
   // The same namespaces: fitted to two runs of bench/topology (170 of 176 points
   // >= 1 MiB within 20%, against 164 without; 0.4 and 1.0 ns: 167 and 163), then
   // checked on two later runs: 185 of 192 (180 without). Measured on this VM, the
