@@ -139,22 +139,34 @@ Status Communicator::enqueue_chunked(const char* what, void* stream, size_t nchu
   const size_t cap = static_cast<size_t>(std::max<int64_t>(1, params::DEVICE_STAGING_SLOTS()));
   const size_t nslots = std::min<size_t>({2, cap, nchunks});
   DeviceStaging::Slot* slots[2] = {nullptr, nullptr};
-  for (size_t k = 0; k < nslots; ++k) WEFT_TRY(staging_.take(*d, layout_of(0).place(), what, &slots[k]));
+  bool used[2] = {false, false};  // whether stream work of this call refers to the slot
+  Status st;
+  for (size_t k = 0; k < nslots && st.ok(); ++k) st = staging_.take(*d, layout_of(0).place(), what, &slots[k]);
   std::vector<StagingLayout> layouts(nchunks);
   std::vector<uint32_t> gens(nchunks);
   auto in = [&](size_t i) {
     DeviceStaging::Slot* slot = slots[i % nslots];
+    used[i % nslots] = true;
     gens[i] = i < nslots ? slot->gen : staging_.reuse(slot);
     layouts[i] = layout_of(i);
     layouts[i].place();
     return stage_in(*d, what, stream, layouts[i], slot, gens[i], op_of(i, layouts[i], slot->data()));
   };
-  for (size_t i = 0; i < nslots; ++i) WEFT_TRY(in(i));
-  for (size_t i = 0; i < nchunks; ++i) {
-    WEFT_TRY(stage_out(*d, what, stream, layouts[i], slots[i % nslots], gens[i]));
-    if (i + nslots < nchunks) WEFT_TRY(in(i + nslots));
+  for (size_t i = 0; i < nslots && st.ok(); ++i) st = in(i);
+  for (size_t i = 0; i < nchunks && st.ok(); ++i) {
+    st = stage_out(*d, what, stream, layouts[i], slots[i % nslots], gens[i]);
+    if (st.ok() && i + nslots < nchunks) st = in(i + nslots);
   }
-  return Status::Ok();
+  // A failed step failed the communicator. A slot this call's stream work
+  // refers to may still be read by the stream, which will not free it: it stays
+  // (abandoned); one the call took but never used is free again.
+  if (!st.ok())
+    for (size_t k = 0; k < nslots; ++k) {
+      if (slots[k] == nullptr) continue;
+      if (used[k]) slots[k]->abandoned = true;
+      else staging_.untake(slots[k]);
+    }
+  return st;
 }
 
 // cuda_p2p with device buffers where every rank reaches every other's GPU

@@ -65,6 +65,10 @@ class DeviceStaging {
     std::lock_guard<std::mutex> lock(mu_);
     return ++slot->gen;
   }
+  // A slot taken for a call that failed before any stream work used it: free
+  // at once (nothing on a stream will write its flags), so that neither later
+  // calls nor the destructor wait for it.
+  void untake(Slot* slot) { slot->raise(kFree, slot->gen); }
 
  private:
   Status allocate(const exec::cuda::Api& d, size_t bytes, const char* what, std::unique_ptr<Slot>* out);
