@@ -43,23 +43,30 @@ void broadcast_slice(PlanBuilder& b, int v, int root, int n, Part p, Buf root_sr
 
 double lg(int n) { return n <= 1 ? 0 : std::ceil(std::log2(static_cast<double>(n))); }
 
+// Whether the all-reduce's ranks other than the root send a slice up before the
+// one before it has come down (below): where the ranks span hosts, whose links
+// carry each direction on its own (2 hosts x 2 ranks, 2 Gb/s: 16 MiB in 83 ms
+// against 130). Within a host both directions are copies through the same memory:
+// there it was no faster (16 and 64 MiB on 2 and 4 ranks, three interleaved runs
+// each), and the slices keep the order whose cost the formula gives exactly.
+bool sends_ahead(const BuildArgs& a) { return a.local_size > 0 && a.local_size < a.nranks; }
+
 }  // namespace
 
-// Binomial reduce to rank 0 then binomial broadcast from it, per slice. Every rank
-// but the root sends slice j+1 up before it waits for slice j to come down, so a
-// rank's links up and down carry different slices at once; were it to wait first,
-// a slice's round trip to the root would pass before the next slice went up. (The
-// root sends each slice down as soon as it is reduced: waiting for the next slice
-// first would bring the round trip back.) One slice, k = 1:
-//   T = 2 lg(n) alpha + 2 lg(n) N beta + lg(n) N gamma
+// Binomial reduce to rank 0 then binomial broadcast from it, per slice:
+//   T = 2 lg(n) k alpha + 2 lg(n) N beta + lg(n) N gamma
+// Where the ranks span hosts (sends_ahead), every rank but the root sends slice j+1
+// up before it waits for slice j to come down, so a rank's links up and down carry
+// different slices at once; waiting first, a slice's round trip to the root passes
+// before the next slice goes up. (The root sends each slice down as soon as it is
+// reduced: waiting for the next slice first would bring the round trip back.)
 // k slices of s = N / k bytes on 2 ranks, c = alpha + s beta, g = s gamma: up j
 // arrives A(j) = max(D(j-2), A(j-1)) + c (A(0) = c, A(1) = 2c), the root has reduced
 // it at R(j) = max(A(j), R(j-1)) + g, and it is back down at D(j) = max(R(j),
 // D(j-1)) + c; T = D(k-1), (k+1) c + ceil(k/2) g where c >= g, against k (2c + g)
 // when each slice waited for the one before. With more ranks a rank's slices
-// still take turns with its children's, and the formula of one slice per slice,
-//   T = 2 lg(n) k alpha + 2 lg(n) N beta + lg(n) N gamma,
-// is an upper bound (the simulator, flat, 16 slices: 0.89x at 4 ranks, 0.82x at 8).
+// still take turns with its children's, and the formula above is an upper bound
+// (the simulator, a rank per host, 16 slices: 0.89x at 4 ranks, 0.82x at 8).
 RankPlan allreduce(const BuildArgs& a, int r) {
   PlanBuilder b;
   const int n = a.nranks;
@@ -69,7 +76,7 @@ RankPlan allreduce(const BuildArgs& a, int r) {
   }
   const uint64_t k = num_slices(a.count, a.slice_elems);
   const auto part = [&](uint64_t j) { return slice_of({0, a.count}, a.slice_elems, j); };
-  if (r == 0) {
+  if (r == 0 || !sends_ahead(a)) {
     for (uint64_t j = 0; j < k; ++j) {
       reduce_slice(b, r, 0, n, part(j), Buf::Send, Buf::Recv);
       broadcast_slice(b, r, 0, n, part(j), Buf::Recv);
@@ -120,7 +127,7 @@ double cost(const BuildArgs& a, size_t elem_size, const LinkCost& c) {
   const double al = c.alpha_s, be = c.beta_s_per_byte, ga = c.gamma_s_per_byte;
   switch (a.coll) {
     case Coll::AllReduce: {
-      if (a.nranks != 2 || k == 1) return 2 * L * k * al + 2 * L * N * be + L * N * ga;
+      if (a.nranks != 2 || k == 1 || !sends_ahead(a)) return 2 * L * k * al + 2 * L * N * be + L * N * ga;
       const double s = N / k, cc = al + s * be, g = s * ga;  // the recurrence above the builder
       double up = 0, reduced = 0, down_two_before = 0, down = 0;  // A(j-1), R(j-1), D(j-2), D(j-1)
       for (uint64_t j = 0; j < static_cast<uint64_t>(k); ++j) {

@@ -471,4 +471,48 @@ TEST(Registry, NamesAreUniquePerCollective) {
 }
 
 }  // namespace
+// The tree all-reduce runs its slices one after another on one host and sends the
+// next slice up before the last comes down across hosts (tree.cpp): both orders
+// must be correct and deadlock-free for every rank count, sliced or not, in place
+// or not; and across hosts every non-root rank does send slice 1 before it
+// receives slice 0, where on one host none does.
+TEST(TreeAllReduce, BothSliceOrdersVerify) {
+  const Algorithm* tree = find_algorithm(sched::Coll::AllReduce, "tree");
+  ASSERT_NE(tree, nullptr);
+  for (int n = 2; n <= 17; ++n) {
+    for (int local : {n, 1, 0}) {
+      for (uint64_t slice : {uint64_t{0}, uint64_t{3}}) {
+        BuildArgs a;
+        a.coll = sched::Coll::AllReduce;
+        a.nranks = n;
+        a.count = 20;
+        a.slice_elems = slice;
+        a.local_size = local;
+        const sched::Schedule s = sched::build_all(a, "tree", tree->build);
+        for (bool in_place : {false, true}) {
+          Status st = sched::verify(s, in_place);
+          ASSERT_TRUE(st.ok()) << "n=" << n << " local=" << local << " slice=" << slice << ": " << st.message();
+        }
+        if (slice == 0) continue;
+        for (int r = 1; r < n; ++r) {
+          // The position of the first send (up, slice 0), of the second send up
+          // (slice 1, the first send after it to the same peer) and of the first
+          // receive from that peer (slice 0 coming down).
+          const std::vector<sched::Step>& st = s.ranks[static_cast<size_t>(r)].steps;
+          int parent = -1;
+          size_t up0 = st.size(), up1 = st.size(), down0 = st.size();
+          for (size_t i = 0; i < st.size(); ++i) {
+            if (st[i].kind == sched::Kind::Send && parent < 0) parent = st[i].peer, up0 = i;
+            else if (st[i].kind == sched::Kind::Send && st[i].peer == parent && up1 == st.size()) up1 = i;
+            else if (st[i].kind == sched::Kind::Recv && st[i].peer == parent && down0 == st.size()) down0 = i;
+          }
+          ASSERT_LT(up0, st.size()) << "n=" << n << " rank " << r;
+          const bool across = local == 1;
+          EXPECT_EQ(up1 < down0, across) << "n=" << n << " local=" << local << " rank " << r;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace weft::algo

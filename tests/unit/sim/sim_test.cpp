@@ -76,15 +76,16 @@ TEST(Sim, FlatTreeAllReduce) {
   }
 }
 
-// k slices on 2 ranks, each rank its own port (c = alpha + s beta a message, g =
-// s gamma a reduction): the child sends slices 0 and 1 up at once, then each slice
+// k slices on 2 ranks on 2 hosts, each rank its own port (c = alpha + s beta a
+// message, g = s gamma a reduction): the child sends slices 0 and 1 up at once, then each slice
 // j+2 when slice j is back down. Worked through the first slices: up j arrives at
 // (j+1) c + floor(j/2) g... and slice j is back down at (j+2) c + (floor(j/2)+1) g
 // while c >= g, so the call takes (k+1) c + ceil(k/2) g, against k (2c + g) if
 // each slice waited for the one before to come down. With a reduction slower than
 // a message the root is the bottleneck: its cost() recurrence, worked the same way,
 // against the simulator. On more ranks the per-slice formula bounds it from above,
-// and no schedule beats the root's lg(n) N beta of sends.
+// and no schedule beats the root's lg(n) N beta of sends. On one host each slice
+// still waits for the one before: k (2c + g).
 TEST(Sim, TreeSendsTheNextSliceUpBeforeTheLastComesDown) {
   const uint64_t slice = 16384;
   const double s = slice * 4.0, c = kAlpha + s * kBeta, g = s * kGamma;
@@ -92,13 +93,21 @@ TEST(Sim, TreeSendsTheNextSliceUpBeforeTheLastComesDown) {
     const uint64_t count = k * slice;
     const double want = (k + 1) * c + static_cast<double>((k + 1) / 2) * g;
     const std::string what = "tree n=2, " + std::to_string(k) + " slices";
-    expect_near_rel(simulated(Coll::AllReduce, "tree", 2, count, Fabric::flat(2, kCost), 0, slice), want, what);
+    expect_near_rel(simulated(Coll::AllReduce, "tree", 2, count, Fabric::flat(2, kCost), 1, slice), want, what);
     BuildArgs args{Coll::AllReduce, 2, count, 0, slice};
+    args.local_size = 1;
     expect_near_rel(algo::find_algorithm(Coll::AllReduce, "tree")->cost(args, 4, kCost), want, what + " (formula)");
+    const double one_host = static_cast<double>(k) * (2 * c + g);
+    expect_near_rel(simulated(Coll::AllReduce, "tree", 2, count, Fabric::flat(2, kCost), 2, slice), one_host,
+                    what + ", one host");
+    args.local_size = 2;
+    expect_near_rel(algo::find_algorithm(Coll::AllReduce, "tree")->cost(args, 4, kCost), one_host,
+                    what + ", one host (formula)");
   }
   const algo::LinkCost slow_reduce{kAlpha, kBeta, 10 * kBeta};  // g = 10 s beta > c
   for (uint64_t k : {2u, 5u, 16u}) {
     BuildArgs args{Coll::AllReduce, 2, k * slice, 0, slice};
+    args.local_size = 1;
     const sched::Schedule sch = sched::build_all(args, "tree", algo::find_algorithm(Coll::AllReduce, "tree")->build);
     Result r;
     ASSERT_TRUE(simulate(sch, Fabric::flat(2, slow_reduce), 4, &r).ok());
@@ -109,7 +118,7 @@ TEST(Sim, TreeSendsTheNextSliceUpBeforeTheLastComesDown) {
   for (int n : {4, 8, 16}) {
     const uint64_t k = 16, count = k * slice;
     const double N = count * 4.0, lg = std::log2(n);
-    const double t = simulated(Coll::AllReduce, "tree", n, count, Fabric::flat(n, kCost), 0, slice);
+    const double t = simulated(Coll::AllReduce, "tree", n, count, Fabric::flat(n, kCost), 1, slice);
     const std::string what = "tree n=" + std::to_string(n);
     EXPECT_LT(t, 2 * lg * k * kAlpha + 2 * lg * N * kBeta + lg * N * kGamma) << what;
     EXPECT_GT(t, lg * N * kBeta) << what;
