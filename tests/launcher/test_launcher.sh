@@ -71,6 +71,39 @@ else
   fail "killed rank: rc=$(rc) survivors=$(survivors) stderr: $(cat "$TMP/err")"
 fi
 
+# --- a killed rank and a peer's error found at once: the killed rank is named ---
+# A killed rank's peers see its sockets close and exit with an error within
+# milliseconds; when weft-run finds both ended at once it must name the killed
+# one, whatever order waitpid returns them in (it returns rank 0, the first
+# forked, first). weft-run is stopped while both ranks end, so that it does.
+export LT_DIR=$TMP
+"$WR" -n 2 sh -c 'echo $$ > "$LT_DIR/pid.$WEFT_RANK"; while [ ! -e "$LT_DIR/go" ]; do sleep 0.01; done
+  [ "$WEFT_RANK" = 0 ] && exit 1; kill -9 $$' >"$TMP/out" 2>"$TMP/err" &
+wr=$!
+state() { awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null; }
+for _ in $(seq 500); do [ -s "$TMP/pid.0" ] && [ -s "$TMP/pid.1" ] && break; sleep 0.02; done
+kill -STOP "$wr"
+touch "$TMP/go"
+for _ in $(seq 500); do
+  [ "$(state "$(cat "$TMP/pid.0" 2>/dev/null)")" = Z ] && [ "$(state "$(cat "$TMP/pid.1" 2>/dev/null)")" = Z ] && break
+  sleep 0.02
+done
+both=$( [ "$(state "$(cat "$TMP/pid.0")")" = Z ] && [ "$(state "$(cat "$TMP/pid.1")")" = Z ] && echo yes)
+kill -CONT "$wr"
+for _ in $(seq 500); do kill -0 "$wr" 2>/dev/null || break; sleep 0.02; done
+kill -9 "$wr" 2>/dev/null
+wait "$wr"; echo $? >"$TMP/rc"
+unset LT_DIR
+rm -f "$TMP/go" "$TMP/pid.0" "$TMP/pid.1"
+if [ "$both" != yes ]; then
+  fail "killed rank beside a failed peer: the ranks did not both end while weft-run was stopped"
+elif [ "$(rc)" = 137 ] && grep -Eq '^weft-run: rank 1 \(pid [0-9]+\) killed by signal 9 \(SIGKILL\)$' "$TMP/err" &&
+     ! grep -q 'rank 0 (pid [0-9]*) exited' "$TMP/err"; then
+  pass "rank 1 killed and rank 0 failed, found at once -> rank 1 named, exit 137"
+else
+  fail "killed rank beside a failed peer: rc=$(rc) stderr: $(cat "$TMP/err")"
+fi
+
 # --- --timeout ---------------------------------------------------------------
 t0=$(now)
 # The sleep is a grandchild (sh waits on it): ending the rank must end its subtree.

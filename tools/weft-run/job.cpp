@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "identity.h"
@@ -269,6 +271,12 @@ void Job::HandleSignals() {
 void Job::Reap() {
   int status;
   pid_t pid;
+  // Every rank that has ended since the last look, those killed by a signal
+  // first: a killed rank's peers see its sockets close and exit with an error
+  // within milliseconds, and waitpid returns children in no particular order, so
+  // the first one returned may be a peer rather than the rank that brought the
+  // job down.
+  std::vector<std::pair<pid_t, int>> ended;
   // Stops are reported too: a stopped rank hangs the job, and when another rank
   // then fails the stopped one is the likely cause.
   while ((pid = ::waitpid(-1, &status, WNOHANG | WUNTRACED | WCONTINUED)) > 0) {
@@ -286,6 +294,12 @@ void Job::Reap() {
       rk.stopped_by = 0;
       continue;
     }
+    ended.emplace_back(pid, status);
+  }
+  std::stable_partition(ended.begin(), ended.end(), [](const auto& e) { return WIFSIGNALED(e.second); });
+  for (const auto& [pid, status] : ended) {
+    int r = rank_of_pid_.at(pid);
+    Rank& rk = ranks_[static_cast<size_t>(r)];
     rk.running = false;
     --running_;
     int code = 0;
