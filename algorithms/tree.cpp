@@ -76,16 +76,10 @@ RankPlan allreduce(const BuildArgs& a, int r) {
   }
   const uint64_t k = num_slices(a.count, a.slice_elems);
   const auto part = [&](uint64_t j) { return slice_of({0, a.count}, a.slice_elems, j); };
-  if (r == 0 || !sends_ahead(a)) {
-    for (uint64_t j = 0; j < k; ++j) {
-      reduce_slice(b, r, 0, n, part(j), Buf::Send, Buf::Recv);
-      broadcast_slice(b, r, 0, n, part(j), Buf::Recv);
-    }
-    return b.take();
-  }
-  reduce_slice(b, r, 0, n, part(0), Buf::Send, Buf::Recv);
+  const uint64_t ahead = r != 0 && sends_ahead(a) ? 1 : 0;  // slices reduced before the first comes down
+  for (uint64_t j = 0; j < std::min(ahead, k); ++j) reduce_slice(b, r, 0, n, part(j), Buf::Send, Buf::Recv);
   for (uint64_t j = 0; j < k; ++j) {
-    if (j + 1 < k) reduce_slice(b, r, 0, n, part(j + 1), Buf::Send, Buf::Recv);
+    if (j + ahead < k) reduce_slice(b, r, 0, n, part(j + ahead), Buf::Send, Buf::Recv);
     broadcast_slice(b, r, 0, n, part(j), Buf::Recv);
   }
   return b.take();

@@ -80,15 +80,13 @@ export LT_DIR=$TMP
 "$WR" -n 2 sh -c 'echo $$ > "$LT_DIR/pid.$WEFT_RANK"; while [ ! -e "$LT_DIR/go" ]; do sleep 0.01; done
   [ "$WEFT_RANK" = 0 ] && exit 1; kill -9 $$' >"$TMP/out" 2>"$TMP/err" &
 wr=$!
-state() { awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null; }
+# Whether rank $1 has ended (a zombie: weft-run, stopped, has not reaped it).
+ended() { [ "$(awk '{ print $3 }' "/proc/$(cat "$TMP/pid.$1" 2>/dev/null)/stat" 2>/dev/null)" = Z ]; }
 for _ in $(seq 500); do [ -s "$TMP/pid.0" ] && [ -s "$TMP/pid.1" ] && break; sleep 0.02; done
 kill -STOP "$wr"
 touch "$TMP/go"
-for _ in $(seq 500); do
-  [ "$(state "$(cat "$TMP/pid.0" 2>/dev/null)")" = Z ] && [ "$(state "$(cat "$TMP/pid.1" 2>/dev/null)")" = Z ] && break
-  sleep 0.02
-done
-both=$( [ "$(state "$(cat "$TMP/pid.0")")" = Z ] && [ "$(state "$(cat "$TMP/pid.1")")" = Z ] && echo yes)
+for _ in $(seq 500); do ended 0 && ended 1 && break; sleep 0.02; done
+both=$(ended 0 && ended 1 && echo yes)
 kill -CONT "$wr"
 for _ in $(seq 500); do kill -0 "$wr" 2>/dev/null || break; sleep 0.02; done
 kill -9 "$wr" 2>/dev/null

@@ -470,7 +470,6 @@ TEST(Registry, NamesAreUniquePerCollective) {
   for (const Algorithm& a : all_algorithms()) EXPECT_EQ(find_algorithm(a.coll, a.name), &a) << a.name;
 }
 
-}  // namespace
 // The tree all-reduce runs its slices one after another on one host and sends the
 // next slice up before the last comes down across hosts (tree.cpp): both orders
 // must be correct and deadlock-free for every rank count, sliced or not, in place
@@ -515,4 +514,5 @@ TEST(TreeAllReduce, BothSliceOrdersVerify) {
   }
 }
 
+}  // namespace
 }  // namespace weft::algo

@@ -87,6 +87,8 @@ TEST(Sim, FlatTreeAllReduce) {
 // and no schedule beats the root's lg(n) N beta of sends. On one host each slice
 // still waits for the one before: k (2c + g).
 TEST(Sim, TreeSendsTheNextSliceUpBeforeTheLastComesDown) {
+  const algo::Algorithm* tree = algo::find_algorithm(Coll::AllReduce, "tree");
+  ASSERT_NE(tree, nullptr);
   const uint64_t slice = 16384;
   const double s = slice * 4.0, c = kAlpha + s * kBeta, g = s * kGamma;
   for (uint64_t k : {1u, 2u, 3u, 8u, 16u}) {
@@ -96,22 +98,22 @@ TEST(Sim, TreeSendsTheNextSliceUpBeforeTheLastComesDown) {
     expect_near_rel(simulated(Coll::AllReduce, "tree", 2, count, Fabric::flat(2, kCost), 1, slice), want, what);
     BuildArgs args{Coll::AllReduce, 2, count, 0, slice};
     args.local_size = 1;
-    expect_near_rel(algo::find_algorithm(Coll::AllReduce, "tree")->cost(args, 4, kCost), want, what + " (formula)");
+    expect_near_rel(tree->cost(args, 4, kCost), want, what + " (formula)");
     const double one_host = static_cast<double>(k) * (2 * c + g);
     expect_near_rel(simulated(Coll::AllReduce, "tree", 2, count, Fabric::flat(2, kCost), 2, slice), one_host,
                     what + ", one host");
     args.local_size = 2;
-    expect_near_rel(algo::find_algorithm(Coll::AllReduce, "tree")->cost(args, 4, kCost), one_host,
+    expect_near_rel(tree->cost(args, 4, kCost), one_host,
                     what + ", one host (formula)");
   }
   const algo::LinkCost slow_reduce{kAlpha, kBeta, 10 * kBeta};  // g = 10 s beta > c
   for (uint64_t k : {2u, 5u, 16u}) {
     BuildArgs args{Coll::AllReduce, 2, k * slice, 0, slice};
     args.local_size = 1;
-    const sched::Schedule sch = sched::build_all(args, "tree", algo::find_algorithm(Coll::AllReduce, "tree")->build);
+    const sched::Schedule sch = sched::build_all(args, "tree", tree->build);
     Result r;
     ASSERT_TRUE(simulate(sch, Fabric::flat(2, slow_reduce), 4, &r).ok());
-    expect_near_rel(r.seconds, algo::find_algorithm(Coll::AllReduce, "tree")->cost(args, 4, slow_reduce),
+    expect_near_rel(r.seconds, tree->cost(args, 4, slow_reduce),
                     "tree n=2, slow reductions, " + std::to_string(k) + " slices");
     EXPECT_GT(r.seconds, k * s * 10 * kBeta);  // the root reduces every slice in turn
   }
