@@ -129,6 +129,7 @@ class Connection {
   Status wait_msg(uint64_t group, int me, MsgType want, uint64_t seq, Deadline deadline, const std::string& what,
                   const std::string& waiting_for, Msg* out);
   void read_loop();
+  bool read_root(bool closing);
   // Sorts one message into the boxes (mu_ held); what must be done without the
   // lock (answers, printing) goes to *later.
   void dispatch(Msg& m, std::vector<Msg>* later);
@@ -330,15 +331,19 @@ void Connection::dump_all() {
 
 void Connection::read_loop() {
   uint32_t dumps_seen = g_dump_signals.load(std::memory_order_relaxed);
-  char buf[65536];
   // Once the root is gone the thread stays for the status listener: the other
   // ranks' diagnosis asks it then.
   bool root_open = true;
-  while (!stop_.load(std::memory_order_acquire)) {
+  for (;;) {
     pollfd fds[3] = {{root_open ? fd_.get() : -1, POLLIN, 0}, {wake_rd_.get(), POLLIN, 0}, {status_.get(), POLLIN, 0}};
     if (!root_open && !status_.valid()) return;
     int rc = ::poll(fds, status_.valid() ? 3 : 2, 100);
-    if (stop_.load(std::memory_order_acquire)) break;
+    if (stop_.load(std::memory_order_acquire)) {
+      // A dump's table can reach its printer just before that rank leaves (the
+      // rank that asked got its answer and ran on with the others).
+      if (root_open) (void)read_root(true);
+      return;
+    }
     if (rc > 0 && status_.valid() && (fds[2].revents & POLLIN) != 0) serve_status();
     uint32_t dumps = g_dump_signals.load(std::memory_order_relaxed);
     if (dumps != dumps_seen) {
@@ -352,32 +357,43 @@ void Connection::read_loop() {
       return;
     }
     if (rc <= 0 || !root_open || (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
-    bool closed = false, bad = false;
-    int err = 0;
-    for (;;) {
-      ssize_t n = recv_some(fd_.get(), buf, sizeof buf, &err);
-      if (n > 0) {
-        in_.feed(buf, static_cast<size_t>(n));
-        if (static_cast<size_t>(n) == sizeof buf) continue;
-      } else if (n == 0 || err != 0) {
-        closed = true;
-      }
-      break;
+    root_open = read_root(false);
+  }
+}
+
+// Reads and acts on what the root sent; false once nothing more will come. While
+// the connection closes the root's close is expected and nothing is answered,
+// but a diagnosis this rank was to print is printed.
+bool Connection::read_root(bool closing) {
+  char buf[65536];
+  bool closed = false, bad = false;
+  int err = 0;
+  for (;;) {
+    ssize_t n = recv_some(fd_.get(), buf, sizeof buf, &err);
+    if (n > 0) {
+      in_.feed(buf, static_cast<size_t>(n));
+      if (static_cast<size_t>(n) == sizeof buf) continue;
+    } else if (n == 0 || err != 0) {
+      closed = true;
     }
-    std::vector<Msg> later;
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      Msg m;
-      while (in_.next(&m, &bad)) dispatch(m, &later);
+    break;
+  }
+  std::vector<Msg> later;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    Msg m;
+    while (in_.next(&m, &bad)) dispatch(m, &later);
+    if (!closing) {
       if (bad && sticky_.ok())
         sticky_ = Error(weftInternalError, "rank %d: malformed message from the bootstrap root %s", rank_,
                         root_.str().c_str());
       if (closed) (void)lost_root("bootstrap", err);
-      cv_.notify_all();
     }
-    for (const Msg& m : later) answer(m);
-    if (closed || bad) root_open = false;  // nothing more will come from the root
+    cv_.notify_all();
   }
+  for (const Msg& m : later)
+    if (!closing || m.type() == MsgType::Diagnosis) answer(m);
+  return !closed && !bad;
 }
 
 Status Connection::start_reader() {
