@@ -28,6 +28,7 @@
 #include "transports/cuda_p2p/p2p_pairs.h"
 #include "transports/link.h"
 #include "transports/transport.h"
+#include "tune/device_cost.h"
 #include "tune/tuner.h"
 #include "weft/weft.h"
 
@@ -143,8 +144,9 @@ class Communicator final : public exec::Health {
   Status estimate_p2p(const std::vector<exec::P2P>& ops, bool device, double* seconds) const;
   // ...and for a collective on device memory, once the first device collective
   // has chosen the path: over cuda_p2p tune/device_cost.h's formula for what it
-  // would run (windows, one- or two-shot); staged (also across hosts, where it
-  // overestimates) the host call's estimate plus the copies through pinned memory.
+  // would run (windows, one- or two-shot); across hosts by levels, that plan's
+  // price (device_cost.h); staged, the host call's estimate plus the copies
+  // through pinned memory.
   Status estimate_device(const CollArgs& dev, double* seconds);
 
   // weftCommWindowRegister / Deregister: after the queued work, every rank's
@@ -227,6 +229,14 @@ class Communicator final : public exec::Health {
   // each host, staged across hosts among the ranks of one local rank, all on the
   // stream; a failure fails the communicator.
   Status enqueue_across_hosts(const CollArgs& dev, void* stream);
+  // Whether the levels can run this call (device_levels_ set) ...
+  bool levels_serve(const CollArgs& dev) const;
+  // ... and whether they do: WEFT_DEVICE_LEVELS as rank 0 set it, or the cheaper
+  // plan by tune/device_cost.h (every rank prices alike), cached per call shape;
+  // WEFT_EXPLAIN shows both plans once per (collective, size class).
+  Status device_plan(const CollArgs& dev, bool* levels, tune::DevicePlanCost* cost = nullptr);
+  // The host tuner model's best predicted time for `a` on this communicator.
+  Status host_prediction(const CollArgs& a, double* seconds, std::string* algo);
   // A call on device memory through pinned host memory.
   Status enqueue_staged(const CollArgs& dev, void* stream);
   Status enqueue_staged_p2p(const std::vector<exec::P2P>& ops, const std::vector<exec::LocalCopy>& copies,
@@ -364,6 +374,14 @@ class Communicator final : public exec::Health {
   tune::LinkClass p2p_link_ = tune::LinkClass::Gpu;
   std::mutex device_explain_mu_;
   std::set<int> device_explained_;  // all-reduce size classes WEFT_EXPLAIN has shown
+  // device_plan's: (collective, count, element size, root) -> levels?, and the
+  // (collective, size class) pairs WEFT_EXPLAIN has shown; under device_explain_mu_.
+  std::map<std::tuple<int, uint64_t, size_t, int>, std::pair<bool, tune::DevicePlanCost>> device_plans_;
+  std::set<std::pair<int, int>> device_plans_explained_;
+  // Set before device_levels_: WEFT_DEVICE_LEVELS of rank 0, and the slowest
+  // link class of every host's cuda_p2p (the local level's constants).
+  int device_levels_mode_ = -1;
+  tune::LinkClass device_levels_link_ = tune::LinkClass::Gpu;
   std::mutex pairs_mu_;  // pairs_ is made by the enqueueing thread and unblocked by any
   std::unique_ptr<transport::cuda_p2p::Pairs> pairs_;
   bool device_path_chosen_ = false;

@@ -331,12 +331,9 @@ Status Communicator::enqueue(const CollArgs& dev, void* stream) {
                  !p2p_.active()  ? "this communicator's device calls are staged through pinned host memory"
                  : dev.op >= weftNumOps ? "pre-multiplied sums are staged through pinned host memory"
                                         : "this collective is staged through pinned host memory");
-  if (device_levels_.load(std::memory_order_relaxed) &&
-      ((dev.coll == sched::Coll::AllReduce && dev.op < weftNumOps) || dev.coll == sched::Coll::Broadcast ||
-       dev.coll == sched::Coll::AllGather || dev.coll == sched::Coll::AllToAll ||
-       ((dev.coll == sched::Coll::ReduceScatter || dev.coll == sched::Coll::Reduce) && dev.op < weftNumOps)))
-    return enqueue_across_hosts(dev, stream);
-  return enqueue_staged(dev, stream);
+  bool levels = false;
+  if (levels_serve(dev)) WEFT_TRY(device_plan(dev, &levels));
+  return levels ? enqueue_across_hosts(dev, stream) : enqueue_staged(dev, stream);
 }
 
 Status Communicator::estimate_device(const CollArgs& dev, double* seconds) {
@@ -357,12 +354,21 @@ Status Communicator::estimate_device(const CollArgs& dev, double* seconds) {
     *seconds = t.total();
     return Status::Ok();
   }
+  if (levels_serve(dev)) {
+    bool levels = false;
+    tune::DevicePlanCost cost;
+    WEFT_TRY(device_plan(dev, &levels, &cost));
+    if (levels) {
+      *seconds = cost.levels();
+      return Status::Ok();
+    }
+  }
   double host = 0;
   WEFT_TRY(estimate(dev, &host));
   const sched::BuildArgs b{dev.coll, nranks_, dev.count, dev.root, 0};
-  const double moved = static_cast<double>((sched::send_count(b) + sched::recv_count(b)) * reduce::dtype_size(dev.dtype));
   const algo::LinkCost& stg = tuner_->table().base.of(tune::LinkClass::Stg);
-  *seconds = host + 2 * stg.alpha_s + moved * stg.beta_s_per_byte;
+  *seconds = host + tune::staging_copies_cost(
+                        (sched::send_count(b) + sched::recv_count(b)) * reduce::dtype_size(dev.dtype), stg);
   return Status::Ok();
 }
 

@@ -5,6 +5,7 @@
 // rank = host * L + local rank, M hosts. Levels sum all the way; an average
 // divides once, at the end, by every rank's count.
 #include <algorithm>
+#include <cstdio>
 
 #include "base/log.h"
 #include "comm/communicator.h"
@@ -133,22 +134,130 @@ Status Communicator::split_device_levels(const exec::cuda::Api& d) {
   WEFT_TRY(make(rank_ % L, &cross));
   WEFT_TRY(local->choose_device_path(d));
   // Every host's ranks must reach each other; else every call stays staged.
-  uint8_t mine = local->p2p_.active() ? 1 : 0;
-  std::vector<uint8_t> all(static_cast<size_t>(nranks_));
-  WEFT_TRY(run(CollArgs{Coll::AllGather, &mine, all.data(), 1, weftUint8}));
-  const auto without = std::find(all.begin(), all.end(), uint8_t{0});
-  if (without != all.end()) {
-    WEFT_INFO(TRANSPORT, "rank %d: device calls staged across hosts: rank %d's host cannot use cuda_p2p",
-              rank_, static_cast<int>(without - all.begin()));
+  // Each rank's WEFT_DEVICE_LEVELS and its host's link class go along: rank 0's
+  // setting and the slowest class hold, so that every rank plans each call alike.
+  const int64_t mode = std::clamp<int64_t>(params::DEVICE_LEVELS(), -1, 1);
+  const uint8_t mine[3] = {static_cast<uint8_t>(local->p2p_.active() ? 1 : 0), static_cast<uint8_t>(mode + 1),
+                           static_cast<uint8_t>(local->p2p_link_)};
+  std::vector<uint8_t> all(3 * static_cast<size_t>(nranks_));
+  WEFT_TRY(run(CollArgs{Coll::AllGather, mine, all.data(), 3, weftUint8}));
+  const int agreed = all[1] - 1;
+  if (mode != agreed)
+    WEFT_WARN(TRANSPORT, "rank %d: WEFT_DEVICE_LEVELS=%d here, rank 0's %d holds", rank_, static_cast<int>(mode),
+              agreed);
+  uint8_t slowest = 0;  // the device classes are declared fastest first
+  for (int r = 0; r < nranks_; ++r) {
+    const uint8_t* theirs = &all[3 * static_cast<size_t>(r)];
+    if (theirs[0] == 0) {
+      WEFT_INFO(TRANSPORT, "rank %d: device calls staged across hosts: rank %d's host cannot use cuda_p2p", rank_, r);
+      return Status::Ok();
+    }
+    slowest = std::max(slowest, theirs[2]);
+  }
+  if (agreed == 0) {
+    WEFT_INFO(TRANSPORT, "rank %d: device calls staged across hosts: WEFT_DEVICE_LEVELS=0", rank_);
     return Status::Ok();
   }
   device_local_ = std::move(local);
   device_cross_ = std::move(cross);
+  device_levels_mode_ = agreed;
+  device_levels_link_ = static_cast<tune::LinkClass>(slowest);
   device_levels_.store(true, std::memory_order_release);
   WEFT_INFO(TRANSPORT,
             "rank %d: device collectives across hosts: cuda_p2p within each host of %d ranks, staged across the %d "
-            "hosts",
-            rank_, L, nranks_ / L);
+            "hosts%s",
+            rank_, L, nranks_ / L, agreed < 0 ? " where predicted faster than staged whole (per call)" : "");
+  return Status::Ok();
+}
+
+bool Communicator::levels_serve(const CollArgs& dev) const {
+  if (!device_levels_.load(std::memory_order_acquire)) return false;
+  switch (dev.coll) {
+    case Coll::AllReduce:  // a vector shorter than a slice per local rank is staged
+      return dev.op < weftNumOps && dev.count >= static_cast<size_t>(local_size_);
+    case Coll::ReduceScatter:
+    case Coll::Reduce: return dev.op < weftNumOps;  // pre-multiplied sums are staged
+    case Coll::Broadcast:
+    case Coll::AllGather:
+    case Coll::AllToAll: return true;
+  }
+  return false;
+}
+
+Status Communicator::host_prediction(const CollArgs& a, double* seconds, std::string* algo) {
+  std::lock_guard<std::mutex> lock(queue_->drive_mu());
+  const std::vector<tune::Prediction> cands = tuner_->candidates(a.coll, build_args(a), reduce::dtype_size(a.dtype));
+  const tune::Prediction* best = nullptr;
+  for (const tune::Prediction& p : cands)
+    if (p.algo->cost != nullptr && (best == nullptr || p.seconds < best->seconds)) best = &p;
+  if (best == nullptr)
+    return Error(weftInvalidUsage, "%s (count %zu): no algorithm with a cost model to plan by", sched::coll_name(a.coll),
+                 a.count);
+  *seconds = best->seconds;
+  *algo = best->algo->name;
+  return Status::Ok();
+}
+
+Status Communicator::device_plan(const CollArgs& dev, bool* levels, tune::DevicePlanCost* cost) {
+  const size_t esize = reduce::dtype_size(dev.dtype);
+  const auto key = std::make_tuple(static_cast<int>(dev.coll), static_cast<uint64_t>(dev.count), esize, dev.root);
+  {
+    std::lock_guard<std::mutex> lock(device_explain_mu_);
+    auto it = device_plans_.find(key);
+    if (it != device_plans_.end()) {
+      *levels = it->second.first;
+      if (cost != nullptr) *cost = it->second.second;
+      return Status::Ok();
+    }
+  }
+  if (device_levels_mode_ >= 0 && cost == nullptr && !tuner_->explaining()) {
+    *levels = device_levels_mode_ == 1;
+    return Status::Ok();
+  }
+  const int L = local_size_, M = nranks_ / local_size_;
+  const uint64_t bytes = dev.count * esize;
+  Communicator& local = *device_local_;
+  const algo::LinkCost& stg = tuner_->table().base.of(tune::LinkClass::Stg);
+  auto moved = [&](const Communicator& c, const CollArgs& a) {
+    const sched::BuildArgs b{a.coll, c.nranks_, a.count, a.root, 0};
+    return (sched::send_count(b) + sched::recv_count(b)) * esize;
+  };
+  tune::DevicePlanCost pc;
+  auto price = [&]() -> Status {
+    // Levels: the local level by its formulas, the call across hosts as staged.
+    const algo::LinkCost lc = tuner_->table().lookup(device_levels_link_, dev.coll, "*", L, bytes);
+    pc.local = tune::levels_local_cost(dev.coll, L, M, bytes, local.p2p_.buffer_bytes(), device_levels_link_, lc);
+    CollArgs across = dev;
+    across.count = tune::levels_cross_count(dev.coll, L, dev.count);
+    across.root = dev.root / L;
+    if (across.count > 0) {
+      WEFT_TRY(device_cross_->host_prediction(across, &pc.cross_host, &pc.cross_algo));
+      pc.cross_copies = tune::staging_copies_cost(moved(*device_cross_, across), stg);
+    }
+    // Staged: the whole call as a host collective of every rank.
+    WEFT_TRY(host_prediction(dev, &pc.host, &pc.host_algo));
+    pc.copies = tune::staging_copies_cost(moved(*this, dev), stg);
+    return Status::Ok();
+  };
+  // A call the host tuner cannot price (WEFT_ALGO forcing an algorithm without
+  // a model) goes by levels, as every rank finds alike.
+  const Status priced = price();
+  if (!priced.ok()) {
+    *levels = device_levels_mode_ != 0;
+    return cost != nullptr ? priced : Status::Ok();
+  }
+  const bool pick = device_levels_mode_ >= 0 ? device_levels_mode_ == 1 : pc.levels() <= pc.staged();
+  std::lock_guard<std::mutex> lock(device_explain_mu_);
+  if (device_plans_.size() >= tune::Tuner::kMaxCachedShapes) device_plans_.clear();
+  device_plans_[key] = {pick, pc};
+  if (tuner_->explaining() &&
+      device_plans_explained_.insert({static_cast<int>(dev.coll), tune::size_class(bytes)}).second)
+    std::fputs(tune::explain_device_plan(dev.coll, bytes, L, M, device_levels_link_, pc, pick,
+                                         device_levels_mode_ >= 0 ? device_levels_mode_ : -1)
+                   .c_str(),
+               stderr);
+  *levels = pick;
+  if (cost != nullptr) *cost = pc;
   return Status::Ok();
 }
 

@@ -42,6 +42,60 @@ DeviceTerms p2p_collective_cost(sched::Coll coll, int nranks, uint64_t bytes, ui
   return t;
 }
 
+DeviceTerms levels_local_cost(sched::Coll coll, int local_ranks, int hosts, uint64_t bytes, uint64_t round_bytes,
+                              LinkClass cls, const algo::LinkCost& c) {
+  const uint64_t L = static_cast<uint64_t>(local_ranks), M = static_cast<uint64_t>(hosts);
+  switch (coll) {
+    case sched::Coll::AllReduce: {
+      const DeviceTerms rs =
+          p2p_collective_cost(sched::Coll::ReduceScatter, local_ranks, bytes / L, round_bytes, cls, c, false);
+      const DeviceTerms ag =
+          p2p_collective_cost(sched::Coll::AllGather, local_ranks, bytes / L, round_bytes, cls, c, false);
+      return {rs.latency + ag.latency, rs.bandwidth + ag.bandwidth, rs.reduction + ag.reduction};
+    }
+    case sched::Coll::Broadcast:
+    case sched::Coll::Reduce: return p2p_collective_cost(coll, local_ranks, bytes, round_bytes, cls, c, false);
+    case sched::Coll::AllGather:
+    case sched::Coll::ReduceScatter:
+    case sched::Coll::AllToAll: return p2p_collective_cost(coll, local_ranks, M * bytes, round_bytes, cls, c, false);
+  }
+  return {};
+}
+
+uint64_t levels_cross_count(sched::Coll coll, int local_ranks, uint64_t count) {
+  const uint64_t L = static_cast<uint64_t>(local_ranks);
+  if (coll == sched::Coll::AllReduce) return count / L;
+  if (coll == sched::Coll::AllToAll) return count * L;
+  return count;
+}
+
+double staging_copies_cost(uint64_t moved_bytes, const algo::LinkCost& stg) {
+  return 2 * stg.alpha_s + static_cast<double>(moved_bytes) * stg.beta_s_per_byte;
+}
+
+std::string explain_device_plan(sched::Coll coll, uint64_t bytes, int local_ranks, int hosts, LinkClass cls,
+                                const DevicePlanCost& cost, bool levels, int forced) {
+  const std::string decides = forced >= 0 ? ", WEFT_DEVICE_LEVELS=" + std::to_string(forced) + " decides" : "";
+  char line[512];
+  std::snprintf(line, sizeof(line),
+                "weft explain: %s %llu B (size class %d) on device memory, %d hosts x %d ranks%s:\n",
+                sched::coll_name(coll), static_cast<unsigned long long>(bytes), size_class(bytes), hosts, local_ranks,
+                decides.c_str());
+  std::string out = line;
+  std::snprintf(line, sizeof(line),
+                "weft explain:   %-8s %12.3f us = within hosts over cuda_p2p (link class %s) %.3f + copies %.3f + "
+                "across hosts (%s, %d ranks) %.3f%s\n",
+                "levels", cost.levels() * 1e6, link_class_name(cls), cost.local.total() * 1e6,
+                cost.cross_copies * 1e6, cost.cross_algo.c_str(), hosts, cost.cross_host * 1e6,
+                levels ? "  <- pick" : "");
+  out += line;
+  std::snprintf(line, sizeof(line), "weft explain:   %-8s %12.3f us = copies %.3f + host call (%s, %d ranks) %.3f%s\n",
+                "staged", cost.staged() * 1e6, cost.copies * 1e6, cost.host_algo.c_str(), hosts * local_ranks,
+                cost.host * 1e6, levels ? "" : "  <- pick");
+  out += line;
+  return out;
+}
+
 std::string explain_p2p_allreduce(int nranks, uint64_t bytes, LinkClass cls, const algo::LinkCost& c,
                                   const DeviceTerms terms[2], bool oneshot, int64_t forced,
                                   const std::string& windows) {

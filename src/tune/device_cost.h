@@ -24,6 +24,28 @@
 //   reduce          R = ceil(N / B)     (n-1) N beta + (n-1) N gamma  the root reduces all n
 // Ranks sharing one GPU (gpu) count beta and gamma once per rank doing the same
 // at once: n, n - 1 broadcast's readers, 1 reduce's root.
+//
+// A device collective on M hosts of L ranks each (consecutive ranks per host)
+// has two plans, priced whole per call (comm/device_levels.cpp picks the cheaper;
+// WEFT_EXPLAIN shows both). `levels` goes over cuda_p2p within each host and is
+// staged only for what crosses hosts, among the M ranks of one local rank;
+// `staged` copies the call through pinned host memory and runs it as a host
+// collective of all L M ranks. copies(b) = 2 alpha_stg + b beta_stg, b the bytes
+// the rank's host call sends and receives; host(...) the host tuner's predicted
+// time for that call (its model, the same on every rank, so every rank plans
+// alike):
+//   staged = copies + host(the call, L M ranks)
+//   levels = within hosts (cuda_p2p, the formulas above, n = L) + copies + host(across, M ranks)
+// with, per collective (N as above for the whole communicator):
+//   all-reduce      reduce-scatter of N/L, then all-gather of N/L   across: all-reduce of N/L
+//   broadcast       broadcast of N                                  across: broadcast of N
+//   reduce          reduce of N                                     across: reduce of N
+//   all-gather      all-gather of M N (each host's M blocks)        across: all-gather of N
+//   reduce-scatter  reduce-scatter of M N                           across: reduce-scatter of N
+//   all-to-all      all-to-all of M N (transposing M blocks)        across: all-to-all of L N
+// So levels pays two or one cuda_p2p barriers more and stages 1/L of an
+// all-reduce's bytes: staged wins small calls where barriers cost more than the
+// host call's shorter steps, levels large ones.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +67,28 @@ DeviceTerms p2p_allreduce_cost(bool oneshot, int nranks, uint64_t bytes, uint64_
 
 DeviceTerms p2p_collective_cost(sched::Coll coll, int nranks, uint64_t bytes, uint64_t round_bytes, LinkClass cls,
                                 const algo::LinkCost& c, bool windows);
+
+// The cuda_p2p part of the levels plan, within each host (the table above).
+DeviceTerms levels_local_cost(sched::Coll coll, int local_ranks, int hosts, uint64_t bytes, uint64_t round_bytes,
+                              LinkClass cls, const algo::LinkCost& c);
+// The elements of the call across hosts, for a call of `count` elements.
+uint64_t levels_cross_count(sched::Coll coll, int local_ranks, uint64_t count);
+// copies(moved) through pinned host memory.
+double staging_copies_cost(uint64_t moved_bytes, const algo::LinkCost& stg);
+
+// Both plans of one call, their parts in seconds.
+struct DevicePlanCost {
+  DeviceTerms local;               // levels: cuda_p2p within hosts
+  double cross_copies = 0, cross_host = 0;  // levels: copies, host call across hosts
+  double copies = 0, host = 0;     // staged
+  std::string cross_algo, host_algo;  // the host tuner's model picks
+  double levels() const { return local.total() + cross_copies + cross_host; }
+  double staged() const { return copies + host; }
+};
+// WEFT_EXPLAIN's text for one call that could go either way; `forced` >= 0 is
+// WEFT_DEVICE_LEVELS, which then decides.
+std::string explain_device_plan(sched::Coll coll, uint64_t bytes, int local_ranks, int hosts, LinkClass cls,
+                                const DevicePlanCost& cost, bool levels, int forced);
 
 // WEFT_EXPLAIN's text for one such call: the constants, both variants' terms
 // (terms[0] one-shot, terms[1] two-shot) and the pick; `forced` >= 0 is

@@ -73,6 +73,65 @@ TEST(DeviceCost, OtherCollectivesByHand) {
   EXPECT_NEAR(p2p_collective_cost(Coll::Reduce, 4, N, B, LinkClass::Gpu, kNvl, false).bandwidth, 12.582912e-6, 1e-15);
 }
 
+TEST(DeviceCost, LevelsWithinHostsByHand) {
+  // 2 hosts x 4 ranks on NVLink (alpha 10 us, beta 4 ps/B, gamma 1 ps/B), 32 MiB buffers.
+  // All-reduce of 8 MiB: reduce-scatter of 2 MiB a rank (8 MiB staged, 1 round),
+  // then all-gather of 2 MiB: latency 2 x 10 us; bandwidth 2 x 3 x 2,097,152 x 4 ps
+  // = 50.331648 us; reduction 3 x 2,097,152 x 1 ps = 6.291456 us.
+  using sched::Coll;
+  const uint64_t N = 1 << 20, B = 32 << 20;
+  const DeviceTerms ar = levels_local_cost(Coll::AllReduce, 4, 2, 8 * N, B, LinkClass::Nvl, kNvl);
+  EXPECT_NEAR(ar.latency, 20e-6, 1e-15);
+  EXPECT_NEAR(ar.bandwidth, 50.331648e-6, 1e-15);
+  EXPECT_NEAR(ar.reduction, 6.291456e-6, 1e-15);
+  // 1 MiB a rank: all-gather, reduce-scatter and all-to-all move each host's 2
+  // blocks: 3 x 2,097,152 x 4 ps = 25.165824 us in one round; reduce-scatter
+  // reduces them too (6.291456 us); broadcast and reduce as on one host.
+  const DeviceTerms ag = levels_local_cost(Coll::AllGather, 4, 2, N, B, LinkClass::Nvl, kNvl);
+  EXPECT_NEAR(ag.latency, 10e-6, 1e-15);
+  EXPECT_NEAR(ag.bandwidth, 25.165824e-6, 1e-15);
+  EXPECT_EQ(ag.reduction, 0);
+  const DeviceTerms rs = levels_local_cost(Coll::ReduceScatter, 4, 2, N, B, LinkClass::Nvl, kNvl);
+  EXPECT_NEAR(rs.total(), 41.45728e-6, 1e-15);
+  EXPECT_NEAR(levels_local_cost(Coll::AllToAll, 4, 2, N, B, LinkClass::Nvl, kNvl).total(), 35.165824e-6, 1e-15);
+  EXPECT_NEAR(levels_local_cost(Coll::Broadcast, 4, 2, N, B, LinkClass::Nvl, kNvl).total(), 14.194304e-6, 1e-15);
+  EXPECT_NEAR(levels_local_cost(Coll::Reduce, 4, 2, N, B, LinkClass::Nvl, kNvl).total(), 25.72864e-6, 1e-15);
+  // What crosses hosts: a slice of the all-reduce, L blocks of each all-to-all block.
+  EXPECT_EQ(levels_cross_count(Coll::AllReduce, 4, 1000), 250u);
+  EXPECT_EQ(levels_cross_count(Coll::AllToAll, 4, 1000), 4000u);
+  for (Coll c : {Coll::Broadcast, Coll::Reduce, Coll::AllGather, Coll::ReduceScatter})
+    EXPECT_EQ(levels_cross_count(c, 4, 1000), 1000u);
+  // Copies of 1 MiB each way through pinned memory (alpha 5 us, beta 0.1 ns/B):
+  // 2 x 5 us + 2,097,152 x 0.1 ns = 219.7152 us.
+  EXPECT_NEAR(staging_copies_cost(2 * N, algo::LinkCost{5e-6, 0.1e-9, 0}), 219.7152e-6, 1e-15);
+}
+
+TEST(DeviceCost, ThePlansAddTheirPartsAndTheExplanationNamesThePick) {
+  DevicePlanCost pc;
+  pc.local = {20e-6, 50e-6, 6e-6};
+  pc.cross_copies = 100e-6;
+  pc.cross_host = 300e-6;
+  pc.cross_algo = "ring";
+  pc.copies = 200e-6;
+  pc.host = 250e-6;
+  pc.host_algo = "hierarchical";
+  EXPECT_NEAR(pc.levels(), 476e-6, 1e-15);
+  EXPECT_NEAR(pc.staged(), 450e-6, 1e-15);
+  const std::string text = explain_device_plan(sched::Coll::AllReduce, 8 << 20, 4, 2, LinkClass::Nvl, pc, false, -1);
+  EXPECT_NE(text.find("allreduce 8388608 B (size class 24) on device memory, 2 hosts x 4 ranks:"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("levels        476.000 us = within hosts over cuda_p2p (link class nvl) 76.000 + copies 100.000 "
+                      "+ across hosts (ring, 2 ranks) 300.000\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("staged        450.000 us = copies 200.000 + host call (hierarchical, 8 ranks) 250.000  <- pick"),
+            std::string::npos)
+      << text;
+  const std::string forced = explain_device_plan(sched::Coll::AllReduce, 8 << 20, 4, 2, LinkClass::Nvl, pc, true, 1);
+  EXPECT_NE(forced.find("WEFT_DEVICE_LEVELS=1 decides"), std::string::npos) << forced;
+  EXPECT_NE(forced.find("300.000  <- pick"), std::string::npos) << forced;
+}
+
 TEST(DeviceCost, RanksSharingOneGpuShareItsMemory) {
   // The same constants as class gpu at 4 ranks: beta and gamma count 4 times.
   // 1 MiB one-shot: 10 + 3 x 4 x 4.194304 + 3 x 4 x 1.048576 us = 10 + 50.331648 + 12.582912.
