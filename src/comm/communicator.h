@@ -237,6 +237,8 @@ class Communicator final : public exec::Health {
   Status device_plan(const CollArgs& dev, bool* levels, tune::DevicePlanCost* cost = nullptr);
   // The host tuner model's best predicted time for `a` on this communicator.
   Status host_prediction(const CollArgs& a, double* seconds, std::string* algo);
+  // The copies of a staged call `a` through pinned memory (tune::staging_copies_cost).
+  double staging_copies(const CollArgs& a) const;
   // A call on device memory through pinned host memory.
   Status enqueue_staged(const CollArgs& dev, void* stream);
   Status enqueue_staged_p2p(const std::vector<exec::P2P>& ops, const std::vector<exec::LocalCopy>& copies,

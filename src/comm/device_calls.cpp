@@ -365,11 +365,14 @@ Status Communicator::estimate_device(const CollArgs& dev, double* seconds) {
   }
   double host = 0;
   WEFT_TRY(estimate(dev, &host));
-  const sched::BuildArgs b{dev.coll, nranks_, dev.count, dev.root, 0};
-  const algo::LinkCost& stg = tuner_->table().base.of(tune::LinkClass::Stg);
-  *seconds = host + tune::staging_copies_cost(
-                        (sched::send_count(b) + sched::recv_count(b)) * reduce::dtype_size(dev.dtype), stg);
+  *seconds = host + staging_copies(dev);
   return Status::Ok();
+}
+
+double Communicator::staging_copies(const CollArgs& a) const {
+  const sched::BuildArgs b{a.coll, nranks_, a.count, a.root, 0};
+  return tune::staging_copies_cost((sched::send_count(b) + sched::recv_count(b)) * reduce::dtype_size(a.dtype),
+                                   tuner_->table().base.of(tune::LinkClass::Stg));
 }
 
 // All-reduce, broadcast and reduce larger than WEFT_DEVICE_CHUNK_BYTES go in

@@ -186,13 +186,12 @@ bool Communicator::levels_serve(const CollArgs& dev) const {
 
 Status Communicator::host_prediction(const CollArgs& a, double* seconds, std::string* algo) {
   std::lock_guard<std::mutex> lock(queue_->drive_mu());
-  const std::vector<tune::Prediction> cands = tuner_->candidates(a.coll, build_args(a), reduce::dtype_size(a.dtype));
+  std::vector<tune::Prediction> cands;
   const tune::Prediction* best = nullptr;
-  for (const tune::Prediction& p : cands)
-    if (p.algo->cost != nullptr && (best == nullptr || p.seconds < best->seconds)) best = &p;
-  if (best == nullptr)
-    return Error(weftInvalidUsage, "%s (count %zu): no algorithm with a cost model to plan by", sched::coll_name(a.coll),
-                 a.count);
+  WEFT_TRY(tuner_->model_pick(a.coll, build_args(a), reduce::dtype_size(a.dtype), &cands, &best));
+  if (best->algo->cost == nullptr)  // forced alone without a model
+    return Error(weftInvalidUsage, "%s (count %zu): %s has no cost model to plan by", sched::coll_name(a.coll), a.count,
+                 best->algo->name);
   *seconds = best->seconds;
   *algo = best->algo->name;
   return Status::Ok();
@@ -217,11 +216,6 @@ Status Communicator::device_plan(const CollArgs& dev, bool* levels, tune::Device
   const int L = local_size_, M = nranks_ / local_size_;
   const uint64_t bytes = dev.count * esize;
   Communicator& local = *device_local_;
-  const algo::LinkCost& stg = tuner_->table().base.of(tune::LinkClass::Stg);
-  auto moved = [&](const Communicator& c, const CollArgs& a) {
-    const sched::BuildArgs b{a.coll, c.nranks_, a.count, a.root, 0};
-    return (sched::send_count(b) + sched::recv_count(b)) * esize;
-  };
   tune::DevicePlanCost pc;
   auto price = [&]() -> Status {
     // Levels: the local level by its formulas, the call across hosts as staged.
@@ -232,11 +226,11 @@ Status Communicator::device_plan(const CollArgs& dev, bool* levels, tune::Device
     across.root = dev.root / L;
     if (across.count > 0) {
       WEFT_TRY(device_cross_->host_prediction(across, &pc.cross_host, &pc.cross_algo));
-      pc.cross_copies = tune::staging_copies_cost(moved(*device_cross_, across), stg);
+      pc.cross_copies = device_cross_->staging_copies(across);
     }
     // Staged: the whole call as a host collective of every rank.
     WEFT_TRY(host_prediction(dev, &pc.host, &pc.host_algo));
-    pc.copies = tune::staging_copies_cost(moved(*this, dev), stg);
+    pc.copies = staging_copies(dev);
     return Status::Ok();
   };
   // A call the host tuner cannot price (WEFT_ALGO forcing an algorithm without

@@ -95,6 +95,10 @@ class Tuner {
   std::vector<Prediction> candidates(sched::Coll coll, const sched::BuildArgs& args,
                                      size_t elem_size) const;
   double predict(const algo::Algorithm& a, const sched::BuildArgs& args, size_t elem_size) const;
+  // Every candidate (as candidates()) and the lowest prediction among them (ties:
+  // registry order); weftInvalidArgument naming the forced choice if none can run.
+  Status model_pick(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size,
+                    std::vector<Prediction>* cands, const Prediction** best) const;
   // Calls whose counts never repeat (variable-length all-gathers) would grow the
   // per-shape caches (picks, variants) without end, as they did the plan cache:
   // each is emptied when it holds this many shapes, and refills as calls come.
@@ -180,10 +184,6 @@ class Tuner {
   OnlineOptions online_;
   // (collective, size class) -> its online trial, made at the class's first call.
   std::map<std::pair<int, int>, Trial> trials_;
-  // Every candidate (as candidates()) and the lowest prediction among them (ties:
-  // registry order); weftInvalidArgument naming the forced choice if none can run.
-  Status model_pick(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size,
-                    std::vector<Prediction>* cands, const Prediction** best) const;
   // Whether a's prediction for this call is a simulation: the layout has several
   // levels, and the schedule is small enough to simulate at once.
   bool simulates(const algo::Algorithm& a, const sched::BuildArgs& args) const;

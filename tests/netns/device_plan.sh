@@ -28,7 +28,7 @@ plan() {
   local n
   n=$(grep -c "weft explain: allreduce $1 B (size class [0-9]*) on device memory, 2 hosts x 2 ranks" "$out")
   [ "$n" = 1 ] || fail "$1 B explained $n times (want once)"
-  grep -A2 "weft explain: allreduce $1 B .*on device memory, 2 hosts" "$out" | tail -2 | awk -v b="$1" '
+  grep -A2 "weft explain: allreduce $1 B .*on device memory, 2 hosts" "$out" | tail -2 | awk '
     function near(a, c) { return a - c < 0.01 + 1e-6 * c && c - a < 0.01 + 1e-6 * c }
     $3 == "levels" { lv = $4; if (!near(lv, $14 + $17 + $24)) bad = bad " levels"; if (/<- pick/) pick = "levels" }
     $3 == "staged" { st = $4; if (!near(st, $8 + $15)) bad = bad " staged"; if (/<- pick/) pick = "staged" }
