@@ -63,6 +63,10 @@ struct Fabric {
   std::vector<int> machine_cores;  // per machine: the cores its ranks share
   double cpu_share = kCpuShare;
   double net_rx_s_per_byte = kNetRxSPerByte;
+  // A network message's time on the wire once its ports have carried it (a long
+  // link's propagation, a delay line): it holds no port, so messages sent back to
+  // back pay it once between them, and each step that waits for one pays it whole.
+  double net_wire_s = 0;
   // A network message goes this much when sent and the rest once its receiver
   // reads (simulate.h): Linux's largest TCP send buffer by default (tcp_wmem).
   uint64_t eager_bytes = kEagerBytes;

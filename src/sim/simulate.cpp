@@ -243,7 +243,7 @@ class Sim {
     }
     ++messages_;
     bytes_[static_cast<size_t>(lv)] += bytes;
-    return end;
+    return lv == Level::Network ? end + f_.net_wire_s : end;
   }
 
   Status advance(int r) {

@@ -98,6 +98,10 @@ std::string format_table(const Table& t) {
     std::snprintf(line, sizeof(line), "cores %.4g %.4g\n", t.cores.cpu_share, t.cores.net_rx_s_per_byte);
     s += line;
   }
+  if (t.net_wire_s > 0) {
+    std::snprintf(line, sizeof(line), "wire net %.6g\n", t.net_wire_s);
+    s += line;
+  }
   return s;
 }
 
@@ -132,6 +136,15 @@ Status parse_tuning_text(const std::string& text, const std::string& origin, Tab
                      "where ranks outnumber cores), got '%s'",
                      origin.c_str(), lineno, raw.c_str());
       table->cores = c;
+      continue;
+    }
+    if (cls == "wire") {
+      double wire = -1;
+      if (!(f >> cls >> wire) || (f >> extra) || cls != "net" || !(wire >= 0 && wire < 10))
+        return Error(weftInvalidArgument,
+                     "%s:%d: expected 'wire net <seconds, below 10>' (a network message's time on the wire), got '%s'",
+                     origin.c_str(), lineno, raw.c_str());
+      table->net_wire_s = wire;
       continue;
     }
     if (!(f >> coll >> algo >> e.nranks >> e.from_bytes >> e.cost.alpha_s >> e.cost.beta_s_per_byte >>

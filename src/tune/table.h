@@ -98,6 +98,9 @@ struct Table {
   std::vector<Entry> entries;
   Burst net_burst;
   Cores cores;
+  // A network message's time on the wire after its ports have carried it
+  // (sim::Fabric::net_wire_s): a delay that holds no port. 0: none.
+  double net_wire_s = 0;
 
   // The constants for one call; `bytes` = count * element size.
   algo::LinkCost lookup(LinkClass cls, sched::Coll coll, const char* algo, int nranks,
@@ -117,6 +120,8 @@ Table default_table();
 // sets the network ports' token bucket (Burst).
 //   cores <cpu_share> <net_rx_s_per_byte>
 // sets what a message costs a core where ranks outnumber cores (Cores).
+//   wire net <seconds>
+// sets a network message's time on the wire (Table::net_wire_s).
 Status load_tuning_file(const std::string& path, Table* table);
 Status parse_tuning_text(const std::string& text, const std::string& origin, Table* table);
 // The table in tuning-file syntax (what INFO prints and calibration writes).

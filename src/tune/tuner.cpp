@@ -118,7 +118,14 @@ sim::Fabric Tuner::priced(const sched::BuildArgs& args, size_t elem_size) const 
   if (table_.net_burst.bytes > 0)
     for (sim::Port& p : f.nics)
       p.burst_bytes = table_.net_burst.bytes, p.line_bytes_per_s = 1 / table_.net_burst.line_s_per_byte;
+  f.net_wire_s = table_.net_wire_s;
   return f;
+}
+
+algo::LinkCost Tuner::formula_cost(sched::Coll coll, const char* algo, int nranks, uint64_t bytes) const {
+  algo::LinkCost c = table_.lookup(cls_, coll, algo, nranks, bytes);
+  if (cls_ == LinkClass::Net) c.alpha_s += table_.net_wire_s;
+  return c;
 }
 
 namespace {
@@ -196,7 +203,7 @@ const Tuner::Variant& Tuner::best_variant(const algo::Algorithm& a, const sched:
 double Tuner::predict_plan(const algo::Algorithm& a, const sched::BuildArgs& args, size_t elem_size) const {
   if (simulates(a, args)) return simulated(a, args, elem_size, priced(args, elem_size));
   const uint64_t bytes = args.count * elem_size;
-  const algo::LinkCost c = table_.lookup(cls_, args.coll, a.name, args.nranks, bytes);
+  const algo::LinkCost c = formula_cost(args.coll, a.name, args.nranks, bytes);
   return a.cost(args, elem_size, c);
 }
 
@@ -232,7 +239,8 @@ Status Tuner::explain_terms(sched::Coll coll, const sched::BuildArgs& args, size
           const algo::LinkCost& c = full.cost[l];
           f.cost[l] = {term == 0 ? c.alpha_s : 0, term == 1 ? c.beta_s_per_byte : 0, term == 2 ? c.gamma_s_per_byte : 0};
         }
-        // Shared ports are bandwidth: only the bandwidth term keeps them.
+        // Shared ports are bandwidth: only the bandwidth term keeps them; the wire is latency.
+        f.net_wire_s = term == 0 ? full.net_wire_s : 0;
         f.nics = term == 1 ? full.nics : std::vector<sim::Port>(full.nics.size());
         f.cross_domain = term == 1 ? full.cross_domain : std::vector<sim::Port>(full.cross_domain.size());
         *alone[term] = simulated(*p.algo, call, elem_size, f);
@@ -243,7 +251,7 @@ Status Tuner::explain_terms(sched::Coll coll, const sched::BuildArgs& args, size
     } else {
       // The formulas are linear in the constants: each term alone is the formula
       // with the other two constants zero.
-      const algo::LinkCost c = table_.lookup(cls_, coll, p.algo->name, args.nranks, bytes);
+      const algo::LinkCost c = formula_cost(coll, p.algo->name, args.nranks, bytes);
       t.latency = p.algo->cost(call, elem_size, {c.alpha_s, 0, 0});
       t.bandwidth = p.algo->cost(call, elem_size, {0, c.beta_s_per_byte, 0});
       t.reduction = p.algo->cost(call, elem_size, {0, 0, c.gamma_s_per_byte});

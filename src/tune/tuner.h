@@ -190,6 +190,9 @@ class Tuner {
   // The layout (host-grouped for relabelable collectives, sched::relabelable) with
   // the table's constants for this call: shm within a host, net across.
   sim::Fabric priced(const sched::BuildArgs& args, size_t elem_size) const;
+  // The constants an algorithm's formula takes where it is not simulated: the
+  // communicator's class's, its wire delay (net) counted in every alpha.
+  algo::LinkCost formula_cost(sched::Coll coll, const char* algo, int nranks, uint64_t bytes) const;
   // The trial a call of `args` starts, from the model's ranking for it.
   Trial new_trial(sched::Coll coll, const sched::BuildArgs& args, size_t elem_size) const;
 };

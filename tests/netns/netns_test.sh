@@ -17,8 +17,11 @@
 #             over cuda_p2p with each rank of its host and staged with every other
 #             (the job must meet every pair, as all-to-all-v does)
 #   --shape 2gbit[:200us]  every host's eth0 sends at most RATE (tc tbf), and with
-#             DELAY delays each packet too (tc netem, where the kernel has it), so
-#             that the network, not the CPU, is the slow link
+#             DELAY every packet between hosts arrives DELAY after it left, so that
+#             the network, not the CPU, is the slow link. The delay is a process,
+#             weft-delay-line (tests/netns/delay_line.cpp; $WEFT_DELAY_LINE, else
+#             the build directory's), in place of the bridge: each host's eth0 is
+#             one of its tun devices (this kernel has no tc netem)
 #
 #   check     every rank runs EXE ARGS (weft-check-allreduce) and must report
 #             0 wrong elements; the logs must show shm within and tcp between hosts
@@ -60,16 +63,31 @@ fi
 
 nranks=$((hosts * per))
 timeout_ms=${WEFT_TIMEOUT_MS:-15000}
+rate=${shape%%:*} delay=""
+[ "${shape#*:}" = "$shape" ] || delay=${shape#*:}
+delay_us=""
+if [ -n "$delay" ]; then
+  case $delay in
+    *us) delay_us=${delay%us} ;;
+    *ms) delay_us=$((${delay%ms} * 1000)) ;;
+  esac
+  [[ "$delay_us" =~ ^[0-9]+$ ]] || { echo "FAIL: --shape $shape: the delay must be whole us or ms (200us, 2ms)"; exit 2; }
+  b=${BUILD_DIR:-build}
+  [[ $b = /* ]] || b="$(cd "$(dirname "$0")/../.." && pwd)/$b"
+  delay_line=${WEFT_DELAY_LINE:-$b/tests/netns/weft-delay-line}
+  [ -x "$delay_line" ] || { echo "FAIL: no delay line at $delay_line (build it, or set WEFT_DELAY_LINE)"; exit 1; }
+fi
 tag="wn$$"              # namespace names: wn<pid>-br, wn<pid>-h0, ...
 br="$tag-br"
 work=$(mktemp -d)
 secret=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 pids=()
 made=()
+line_pid=""
 
 cleanup() {
   local p ns
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  for p in "${pids[@]}" $line_pid; do kill -9 "$p" 2>/dev/null; done
   for ns in "${made[@]}"; do
     for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
   done
@@ -89,30 +107,40 @@ addr() {  # address of host $1
 ip netns add "$br" || { echo "FAIL: cannot create namespace $br"; exit 1; }
 made+=("$br")
 ip -n "$br" link set lo up
-ip -n "$br" link add br0 type bridge
-ip -n "$br" link set br0 up
+if [ -n "$delay" ]; then
+  # Its tun devices are made in the bridge's namespace and moved to the hosts.
+  ip netns exec "$br" "$delay_line" --delay-us "$delay_us" --count "$hosts" >"$work/delay-line.log" 2>&1 &
+  line_pid=$!
+  for _ in $(seq 50); do grep -q ready "$work/delay-line.log" && break; sleep 0.1; done
+  grep -q ready "$work/delay-line.log" || { echo "FAIL: the delay line did not start:"; cat "$work/delay-line.log"; exit 1; }
+else
+  ip -n "$br" link add br0 type bridge
+  ip -n "$br" link set br0 up
+fi
 for ((h = 0; h < hosts; h++)); do
   ns="$tag-h$h"
   ip netns add "$ns" || { echo "FAIL: cannot create namespace $ns"; exit 1; }
   made+=("$ns")
   ip -n "$ns" link set lo up
-  # Both ends are created inside our namespaces; the caller's sees neither.
-  ip -n "$br" link add "v$h" type veth peer name eth0 netns "$ns" || exit 1
-  ip -n "$br" link set "v$h" master br0 up
+  if [ -n "$delay" ]; then
+    # No link layer, so the largest IP packets: fewer for the delay line to carry.
+    ip -n "$br" link set "wd$h" netns "$ns" name eth0 || exit 1
+    ip -n "$ns" link set eth0 mtu 65000 txqueuelen 10000
+  else
+    # Both ends are created inside our namespaces; the caller's sees neither.
+    ip -n "$br" link add "v$h" type veth peer name eth0 netns "$ns" || exit 1
+    ip -n "$br" link set "v$h" master br0 up
+  fi
   if [ $ipv6 = 1 ]; then
     ip -n "$ns" addr add "$(addr $h)/64" dev eth0 nodad
   else
     ip -n "$ns" addr add "$(addr $h)/24" dev eth0
   fi
   ip -n "$ns" link set eth0 up
-  if [ -n "$shape" ]; then
-    # Rate alone: a token bucket (always built). With a delay: netem, which this
-    # kernel may lack (then it fails here, clearly). Queues hold a whole window.
-    if [ "${shape#*:}" = "$shape" ]; then
-      ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "$shape" burst 128kb latency 100ms
-    else
-      ip netns exec "$ns" tc qdisc add dev eth0 root netem rate "${shape%%:*}" delay "${shape#*:}" limit 100000
-    fi || { echo "FAIL: tc on host $h ($shape)"; exit 1; }
+  if [ -n "$rate" ]; then
+    # A token bucket; its queue holds a whole window.
+    ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "$rate" burst 128kb latency 100ms ||
+      { echo "FAIL: tc on host $h ($shape)"; exit 1; }
   fi
 done
 # Every host must reach host 0: a refused connection to an unused port proves
@@ -268,6 +296,13 @@ else
   done
   [ $took -le $((timeout_ms / 1000 + 5)) ] || say_fail "survivors took ${took}s (deadline $((timeout_ms / 1000))s)"
   echo "$what: $survivors survivors failed within ${took}s"
+fi
+
+if [ -n "$line_pid" ]; then  # how closely the delay line kept its delay
+  kill -TERM "$line_pid" 2>/dev/null
+  wait "$line_pid" 2>/dev/null
+  grep "delay line:" "$work/delay-line.log" | sed 's/^/# /'
+  line_pid=""
 fi
 
 # --- leftovers ---------------------------------------------------------------

@@ -45,6 +45,9 @@ const char* kUsage =
     "                            --inter's BW sustained, up to BYTES saved up while idle at LINE, e.g.\n"
     "                            128K:2GB/s, for what the host sends (it receives at LINE); calls are\n"
     "                            then simulated back to back (none)\n"
+    "  --wire LAT                a network message's time on the wire after its ports carried it (a long\n"
+    "                            link, a delay line): it holds no port, so messages sent back to back pay\n"
+    "                            it once, e.g. 1ms (0)\n"
     "  --shared-cores C          the hosts are network namespaces of one machine with C cores: where\n"
     "                            ranks outnumber them, messages and reductions queue for the cores\n"
     "topology, loaded:\n"
@@ -168,7 +171,7 @@ int main(int argc, char** argv) {
   std::string topo_file, coll_name = "allreduce", algo, hier_levels, csv;
   int hier_rounds = -1;
   double min_b = 8, max_b = 4.0 * 1024 * 1024 * 1024, factor = 2, gamma_ns = 0.1, slice = 1 << 20, max_msgs = 5e7;
-  double cross_link = 0, cpu_share = sim::Fabric::kCpuShare, net_rx_ns = sim::Fabric::kNetRxSPerByte * 1e9;
+  double cross_link = 0, wire_s = 0, cpu_share = sim::Fabric::kCpuShare, net_rx_ns = sim::Fabric::kNetRxSPerByte * 1e9;
   uint64_t eager = sim::Fabric::kEagerBytes;
   sim::Port burst;  // its burst_bytes and line_bytes_per_s, for every network port
   int elem = 4;
@@ -197,6 +200,7 @@ int main(int argc, char** argv) {
       ok = colon != std::string::npos && parse_size(v.substr(0, colon), &burst.burst_bytes) &&
            burst.burst_bytes > 0 && sim::parse_bandwidth(v.substr(colon + 1), &burst.line_bytes_per_s);
     }
+    else if (a == "--wire") ok = parse_latency(v, &wire_s);
     else if (a == "--shared-cores") gen.shared_cores = std::atoi(v.c_str()), ok = gen.shared_cores > 0;
     else if (a == "--cpu-share") cpu_share = std::atof(v.c_str()), ok = cpu_share >= 0 && cpu_share <= 1;
     else if (a == "--net-rx-cpu") net_rx_ns = std::atof(v.c_str()), ok = net_rx_ns >= 0 && net_rx_ns < 1000;
@@ -266,6 +270,11 @@ int main(int argc, char** argv) {
   fabric.cpu_share = cpu_share;
   fabric.net_rx_s_per_byte = net_rx_ns * 1e-9;
   fabric.eager_bytes = eager;
+  fabric.net_wire_s = wire_s;
+  if (wire_s > 0) {
+    std::snprintf(buf, sizeof buf, "%.4g us on the network's wire; ", wire_s * 1e6);
+    where += buf;
+  }
   if (burst.burst_bytes > 0) {
     for (sim::Port& p : fabric.nics) p.burst_bytes = burst.burst_bytes, p.line_bytes_per_s = burst.line_bytes_per_s;
     std::snprintf(buf, sizeof buf, "network ports burst %s at %.4g GB/s, calls back to back; ",

@@ -158,6 +158,37 @@ TEST(Sim, PipelinedRingBroadcast) {
                   "pipelined ring broadcast");
 }
 
+// A network's wire holds a message W after its ports have carried it, and no port
+// waits for it. Down a chain of n hosts, k slices sent back to back: the last
+// slice leaves the root after k messages and takes n-2 more hops, and each of the
+// n-1 hops pays W once for all slices: (n + k - 2) messages of N/k + (n - 1) W.
+// Each step of the ring all-reduce waits for its chunk, so there every one of its
+// 2(n-1) steps pays W: the formula with alpha + W.
+TEST(Sim, TheWireDelaysEachHopOnceWhateverFollowsIt) {
+  const double W = 1e-3;
+  const int n = 6;
+  Fabric f = Fabric::flat(n, kCost);
+  f.net_wire_s = W;
+  const uint64_t count = 8192, slice = 1024;
+  const double k = 8, N = count * 4.0;
+  expect_near_rel(simulated(Coll::Broadcast, "ring", n, count, f, 0, slice),
+                  (n + k - 2) * (kAlpha + N / k * kBeta) + (n - 1) * W, "pipelined ring broadcast over a wire");
+  const uint64_t ring_count = 1024 * n;
+  const double m = 1024.0 * 4;
+  const double ring = (n - 1) * (kAlpha + W + m * kBeta + m * kGamma) + (n - 1) * (kAlpha + W + m * kBeta);
+  expect_near_rel(simulated(Coll::AllReduce, "ring", n, ring_count, f), ring, "ring all-reduce over a wire");
+  expect_near_rel(model(Coll::AllReduce, "ring", n, ring_count, {kAlpha + W, kBeta, kGamma}), ring,
+                  "ring all-reduce, the formula with alpha + W");
+  // Within a host nothing crosses the wire: 2 hosts x 3 ranks, a broadcast from
+  // rank 0 down the host-grouped chain crosses it once (ranks 2 -> 3).
+  Fabric two = Fabric::host_blocks(6, 3);
+  two.cost = {kCost, kCost, kCost};
+  const double without = simulated(Coll::Broadcast, "ring", 6, count, two, 3, slice);
+  two.net_wire_s = W;
+  expect_near_rel(simulated(Coll::Broadcast, "ring", 6, count, two, 3, slice), without + W,
+                  "one crossing of the wire on 2 hosts");
+}
+
 // 2 hosts x 4 ranks, one domain each, no shared port: alpha 1 us and beta 0.1 ns/B
 // within a host, 20 us and 1 ns/B across.
 Generator two_hosts_of_four() {

@@ -504,6 +504,36 @@ TEST(HandCosts, ACoresLineSetsTheMessagesCpu) {
   EXPECT_GT(simulated(0.8, 1.5e-9), 1.1 * simulated(sim::Fabric::kCpuShare, sim::Fabric::kNetRxSPerByte));
 }
 
+// A tuning file's wire line delays every network message by W in the tuner's
+// simulations, holding no port. At 2 hosts x 2 ranks a 16-byte all-reduce by
+// recursive doubling crosses hosts in one of its two steps: W more. The ring's 6
+// steps each wait for the chunk the previous rank got a step before, so its last
+// step ends a chain of 6 consecutive ring edges, 3 of which cross hosts: 3 W and
+// the chain's own costs.
+// Which the pick follows: at W = 1 ms recursive doubling, whatever else it costs.
+TEST(HandCosts, AWireLineDelaysEveryNetworkHop) {
+  const double W = 1e-3;
+  const std::string links = "shm * * 0 0 2e-06 1e-10 1e-10\nnet * * 0 0 2.5e-05 4e-09 1e-10\n";
+  TuningFile wired(links + "wire net 0.001\n");
+  TuningFile plain(links);
+  const char* both = "allreduce:recdoubling,ring";
+  auto with = layered_tuner(wired, sim::Fabric::host_blocks(4, 2), 2, both);
+  auto without = layered_tuner(plain, sim::Fabric::host_blocks(4, 2), 2, both);
+  EXPECT_EQ(with->table().net_wire_s, W);
+  const BuildArgs b = allreduce(4, 4, 2);
+  EXPECT_NEAR(predicted(*with, "recdoubling", b) - predicted(*without, "recdoubling", b), W, 1e-12);
+  // The ring's slowest chain without the wire may be another than with it: 3 W and
+  // at most what it cost before.
+  const double ring = predicted(*with, "ring", b), ring_before = predicted(*without, "ring", b);
+  EXPECT_GT(ring, 3 * W);
+  EXPECT_LE(ring, 3 * W + ring_before);
+  EXPECT_EQ(choose(*with, b), "recdoubling");
+  // Without a layout the formulas price a call across hosts: W in each of the
+  // ring's 2(n-1) alphas. One host's tuner never crosses the wire.
+  EXPECT_NEAR(predicted(*tuner(wired, 4, 2), "ring", b) - predicted(*tuner(plain, 4, 2), "ring", b), 6 * W, 1e-12);
+  EXPECT_DOUBLE_EQ(predicted(*tuner(wired, 4, 4), "ring", b), predicted(*tuner(plain, 4, 4), "ring", b));
+}
+
 TEST(HandCosts, OneHostStaysOnTheFormulas) {
   // All 8 ranks on one host: one level, no simulation, and hierarchical (one node:
   // the ring under another name) is not a candidate unless named.

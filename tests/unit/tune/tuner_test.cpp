@@ -198,6 +198,7 @@ TEST(Table, FormatThenParseRoundTrips) {
   t.set({LinkClass::Net, Coll::Broadcast, "tree", 8, 65536, {1.5e-5, 2.5e-10, 0}});
   t.net_burst = {131072, 5e-10};
   t.cores = {0.8, 1.5e-9};
+  t.net_wire_s = 0.0005;
   Table u;
   u.entries.clear();
   ASSERT_TRUE(parse_tuning_text(format_table(t), "roundtrip", &u).ok());
@@ -207,6 +208,7 @@ TEST(Table, FormatThenParseRoundTrips) {
   EXPECT_EQ(u.net_burst.line_s_per_byte, 5e-10);
   EXPECT_EQ(u.cores.cpu_share, 0.8);
   EXPECT_EQ(u.cores.net_rx_s_per_byte, 1.5e-9);
+  EXPECT_EQ(u.net_wire_s, 0.0005);
 }
 
 TEST(Table, ParseErrorsNameFileAndLine) {
@@ -230,6 +232,10 @@ TEST(Table, ParseErrorsNameFileAndLine) {
       {"cores 1.5 8e-10\n", "expected 'cores"},
       {"cores 0.45 1e-3\n", "expected 'cores"},
       {"cores 0.45 8e-10 1\n", "expected 'cores"},
+      {"wire shm 0.001\n", "f.txt:1: expected 'wire net"},
+      {"wire net\n", "expected 'wire net"},
+      {"wire net -1e-3\n", "expected 'wire net"},
+      {"wire net 1e-3 2\n", "expected 'wire net"},
   };
   for (const Case& c : cases) {
     Status st = parse_tuning_text(c.text, "f.txt", &t);
