@@ -21,7 +21,8 @@
 #             the network, not the CPU, is the slow link. The delay is a process,
 #             weft-delay-line (tests/netns/delay_line.cpp; $WEFT_DELAY_LINE, else
 #             the build directory's), in place of the bridge: each host's eth0 is
-#             one of its tun devices (this kernel has no tc netem)
+#             one of its tun devices (this kernel has no tc netem). An empty RATE
+#             (--shape :1ms) delays without shaping
 #
 #   check     every rank runs EXE ARGS (weft-check-allreduce) and must report
 #             0 wrong elements; the logs must show shm within and tcp between hosts
