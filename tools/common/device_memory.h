@@ -8,9 +8,11 @@
 
 #include <dlfcn.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <thread>
 
 namespace weft_tools {
 
@@ -24,7 +26,7 @@ class DeviceMemory {
     bool found = sym(&init_, "cuInit") && sym(&device_count_, "cuDeviceGetCount") && sym(&device_get_, "cuDeviceGet") &&
                  sym(&retain_, "cuDevicePrimaryCtxRetain") && sym(&set_current_, "cuCtxSetCurrent") &&
                  sym(&alloc_, "cuMemAlloc_v2") && sym(&free_, "cuMemFree_v2") && sym(&stream_create_, "cuStreamCreate") &&
-                 sym(&sync_, "cuStreamSynchronize") && sym(&copy_, "cuMemcpyAsync");
+                 sym(&query_, "cuStreamQuery") && sym(&copy_, "cuMemcpyAsync");
     if (!found) return false;
     name_ = reinterpret_cast<int (*)(char*, int, int)>(dlsym(lib_, "cuDeviceGetName"));
     host_alloc_ = reinterpret_cast<int (*)(void**, size_t, unsigned)>(dlsym(lib_, "cuMemHostAlloc"));
@@ -78,8 +80,22 @@ class DeviceMemory {
     return bytes == 0 ||
            cu(copy_(reinterpret_cast<uintptr_t>(dst), reinterpret_cast<uintptr_t>(src), bytes, stream_), "cuMemcpyAsync");
   }
+  // Until the stream has run everything enqueued on it; false (printed) if it
+  // has not after kSyncTimeoutS, so that a stream left waiting for a flag that
+  // never comes fails the check instead of holding the process forever.
   bool synchronize() { return synchronize(stream_); }
-  bool synchronize(void* stream) { return cu(sync_(stream), "cuStreamSynchronize"); }
+  bool synchronize(void* stream) {
+    constexpr int kNotReady = 600;  // CUDA_ERROR_NOT_READY
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kSyncTimeoutS);
+    for (int polls = 0;; ++polls) {
+      const int rc = query_(stream);
+      if (rc != kNotReady) return cu(rc, "cuStreamQuery");
+      if (std::chrono::steady_clock::now() > deadline)
+        return fail("stream " + std::to_string(reinterpret_cast<uintptr_t>(stream)) + " has not finished its work " +
+                    std::to_string(kSyncTimeoutS) + " s after the synchronize began (a stream wait never met?)");
+      if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
   // CUDA graphs: the stream's work between begin_capture and end_capture
   // (global capture mode, PyTorch's default) instantiated; nullptr on failure.
   bool can_capture() const {
@@ -114,6 +130,7 @@ class DeviceMemory {
     std::fprintf(stderr, "device memory: %s\n", why.c_str());
     return false;
   }
+  static constexpr int kSyncTimeoutS = 150;
   void* lib_ = nullptr;
   void* stream_ = nullptr;
   int device_ = 0;
@@ -125,7 +142,7 @@ class DeviceMemory {
   int (*alloc_)(uintptr_t*, size_t) = nullptr;
   int (*free_)(uintptr_t) = nullptr;
   int (*stream_create_)(void**, unsigned) = nullptr;
-  int (*sync_)(void*) = nullptr;
+  int (*query_)(void*) = nullptr;
   int (*copy_)(uintptr_t, uintptr_t, size_t, void*) = nullptr;
   int (*name_)(char*, int, int) = nullptr;
   int (*host_alloc_)(void**, size_t, unsigned) = nullptr;

@@ -115,6 +115,10 @@ class Stream {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
   }
+  bool idle() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return queue_.empty() && !busy_;
+  }
 
  private:
   void run() {
@@ -358,6 +362,8 @@ EXPORT int cuStreamSynchronize(void* s) {
   stream_of(s)->synchronize();
   return kSuccess;
 }
+// CUDA_ERROR_NOT_READY (600) while work is queued or running.
+EXPORT int cuStreamQuery(void* s) { return stream_of(s)->idle() ? kSuccess : 600; }
 // As the driver: a copy's device side lies within one allocation.
 static bool within_one_allocation(uintptr_t p, size_t bytes) {
   std::lock_guard<std::mutex> lock(g_mu);
