@@ -201,7 +201,9 @@ class Communicator final : public exec::Health {
   // fails fails the communicator; a slot's copies in, staged flag and gated
   // operation; its wait, copies back and free flag; both for one slot; a large
   // collective in chunks through two slots (chunk i's ranges: layout_of(i); its
-  // operation on the slot's data at `base`: op_of(i, layout, base)).
+  // operation on the slot's data at `base`: op_of(i, layout, base); where given,
+  // (*before)(i) enqueues stream work ahead of chunk i's copies in and (*after)(i)
+  // after its copies back).
   Status stream_step(int rc, DeviceStaging::Slot* slot, const char* what, void* stream, const char* doing);
   template <class Op>
   Status stage_in(const exec::cuda::Api& d, const char* what, void* stream, const StagingLayout& layout,
@@ -210,8 +212,16 @@ class Communicator final : public exec::Health {
                    DeviceStaging::Slot* slot, uint32_t gen);
   template <class MakeOp>
   Status stage_on_stream(const char* what, void* stream, StagingLayout& layout, MakeOp make_op);
+  using ChunkHook = std::function<Status(size_t)>;
   template <class LayoutOf, class OpOf>
-  Status enqueue_chunked(const char* what, void* stream, size_t nchunks, LayoutOf layout_of, OpOf op_of);
+  Status enqueue_chunked(const char* what, void* stream, size_t nchunks, LayoutOf layout_of, OpOf op_of,
+                         const ChunkHook* before = nullptr, const ChunkHook* after = nullptr);
+  // The part across hosts of a levels all-reduce in overlapped rounds: round i's
+  // in-place all-reduce of at(i) = (device pointer, count) on this communicator,
+  // staged in chunks as above with the hooks of the levels within hosts.
+  Status enqueue_allreduce_rounds(void* stream, weftDataType_t dtype, weftRedOp_t op, size_t rounds,
+                                  const std::function<std::pair<void*, size_t>(size_t)>& at, const ChunkHook& before,
+                                  const ChunkHook& after);
   // At the first collective on device memory (collective): whether the ranks'
   // GPUs can map each other's memory (cuda_p2p) or calls are staged.
   Status choose_device_path(const exec::cuda::Api& d);
@@ -228,13 +238,17 @@ class Communicator final : public exec::Health {
   // A device collective across hosts (comm/device_levels.cpp): cuda_p2p within
   // each host, staged across hosts among the ranks of one local rank, all on the
   // stream; a failure fails the communicator.
-  Status enqueue_across_hosts(const CollArgs& dev, void* stream);
+  // An all-reduce goes in `rounds` overlapped rounds where rounds >= 2.
+  Status enqueue_across_hosts(const CollArgs& dev, void* stream, int rounds);
+  Status all_reduce_in_rounds(const CollArgs& dev, void* stream, int rounds);
   // Whether the levels can run this call (device_levels_ set) ...
   bool levels_serve(const CollArgs& dev) const;
   // ... and whether they do: WEFT_DEVICE_LEVELS as rank 0 set it, or the cheaper
   // plan by tune/device_cost.h (every rank prices alike), cached per call shape;
-  // WEFT_EXPLAIN shows both plans once per (collective, size class).
-  Status device_plan(const CollArgs& dev, bool* levels, tune::DevicePlanCost* cost = nullptr);
+  // WEFT_EXPLAIN shows both plans once per (collective, size class). *rounds:
+  // an all-reduce's overlapped rounds (1: none), WEFT_DEVICE_LEVEL_ROUNDS as rank
+  // 0 set it or the model's choice.
+  Status device_plan(const CollArgs& dev, bool* levels, int* rounds, tune::DevicePlanCost* cost = nullptr);
   // The host tuner model's best predicted time for `a` on this communicator.
   Status host_prediction(const CollArgs& a, double* seconds, std::string* algo);
   // The copies of a staged call `a` through pinned memory (tune::staging_copies_cost).
@@ -383,6 +397,8 @@ class Communicator final : public exec::Health {
   // Set before device_levels_: WEFT_DEVICE_LEVELS of rank 0, and the slowest
   // link class of every host's cuda_p2p (the local level's constants).
   int device_levels_mode_ = -1;
+  int device_level_rounds_mode_ = -1;  // WEFT_DEVICE_LEVEL_ROUNDS of rank 0
+  std::atomic<bool> rounds_said_{false};  // the first all-reduce in rounds was logged
   tune::LinkClass device_levels_link_ = tune::LinkClass::Gpu;
   std::mutex pairs_mu_;  // pairs_ is made by the enqueueing thread and unblocked by any
   std::unique_ptr<transport::cuda_p2p::Pairs> pairs_;

@@ -133,7 +133,8 @@ Status Communicator::stage_on_stream(const char* what, void* stream, StagingLayo
 // copy back) and in queue order (its next chunk runs after the last), so its
 // flags simply count on, and no call waits for the GPU. Chunk 0 is the largest.
 template <class LayoutOf, class OpOf>
-Status Communicator::enqueue_chunked(const char* what, void* stream, size_t nchunks, LayoutOf layout_of, OpOf op_of) {
+Status Communicator::enqueue_chunked(const char* what, void* stream, size_t nchunks, LayoutOf layout_of, OpOf op_of,
+                                     const ChunkHook* before, const ChunkHook* after) {
   const exec::cuda::Api* d = nullptr;
   WEFT_TRY(stream_driver(what, stream, &d));
   const size_t cap = static_cast<size_t>(std::max<int64_t>(1, params::DEVICE_STAGING_SLOTS()));
@@ -144,7 +145,8 @@ Status Communicator::enqueue_chunked(const char* what, void* stream, size_t nchu
   for (size_t k = 0; k < nslots && st.ok(); ++k) st = staging_.take(*d, layout_of(0).place(), what, &slots[k]);
   std::vector<StagingLayout> layouts(nchunks);
   std::vector<uint32_t> gens(nchunks);
-  auto in = [&](size_t i) {
+  auto in = [&](size_t i) -> Status {
+    if (before != nullptr) WEFT_TRY((*before)(i));
     DeviceStaging::Slot* slot = slots[i % nslots];
     used[i % nslots] = true;
     gens[i] = i < nslots ? slot->gen : staging_.reuse(slot);
@@ -155,6 +157,7 @@ Status Communicator::enqueue_chunked(const char* what, void* stream, size_t nchu
   for (size_t i = 0; i < nslots && st.ok(); ++i) st = in(i);
   for (size_t i = 0; i < nchunks && st.ok(); ++i) {
     st = stage_out(*d, what, stream, layouts[i], slots[i % nslots], gens[i]);
+    if (st.ok() && after != nullptr) st = (*after)(i);
     if (st.ok() && i + nslots < nchunks) st = in(i + nslots);
   }
   // A failed step failed the communicator. A slot this call's stream work
@@ -167,6 +170,25 @@ Status Communicator::enqueue_chunked(const char* what, void* stream, size_t nchu
       else staging_.untake(slots[k]);
     }
   return st;
+}
+
+Status Communicator::enqueue_allreduce_rounds(void* stream, weftDataType_t dtype, weftRedOp_t op, size_t rounds,
+                                              const std::function<std::pair<void*, size_t>(size_t)>& at,
+                                              const ChunkHook& before, const ChunkHook& after) {
+  const size_t esize = reduce::dtype_size(dtype);
+  return enqueue_chunked(
+      "allreduce", stream, rounds,
+      [&](size_t i) {
+        StagingLayout l;
+        l.add(at(i).first, at(i).second * esize, true, true);
+        return l;
+      },
+      [&](size_t i, const StagingLayout& l, unsigned char* base) {
+        const auto [p, count] = at(i);
+        void* host = l.host(base, p);
+        return std::make_unique<CollOp>(this, CollArgs{sched::Coll::AllReduce, host, host, count, dtype, op}, nullptr);
+      },
+      &before, &after);
 }
 
 // cuda_p2p with device buffers where every rank reaches every other's GPU
@@ -332,8 +354,9 @@ Status Communicator::enqueue(const CollArgs& dev, void* stream) {
                  : dev.op >= weftNumOps ? "pre-multiplied sums are staged through pinned host memory"
                                         : "this collective is staged through pinned host memory");
   bool levels = false;
-  if (levels_serve(dev)) WEFT_TRY(device_plan(dev, &levels));
-  return levels ? enqueue_across_hosts(dev, stream) : enqueue_staged(dev, stream);
+  int rounds = 1;
+  if (levels_serve(dev)) WEFT_TRY(device_plan(dev, &levels, &rounds));
+  return levels ? enqueue_across_hosts(dev, stream, rounds) : enqueue_staged(dev, stream);
 }
 
 Status Communicator::estimate_device(const CollArgs& dev, double* seconds) {
@@ -356,10 +379,11 @@ Status Communicator::estimate_device(const CollArgs& dev, double* seconds) {
   }
   if (levels_serve(dev)) {
     bool levels = false;
+    int rounds = 1;
     tune::DevicePlanCost cost;
-    WEFT_TRY(device_plan(dev, &levels, &cost));
+    WEFT_TRY(device_plan(dev, &levels, &rounds, &cost));
     if (levels) {
-      *seconds = cost.levels();
+      *seconds = cost.levels_plan();
       return Status::Ok();
     }
   }

@@ -6,6 +6,9 @@
 // divides once, at the end, by every rank's count.
 #include <algorithm>
 #include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "base/log.h"
 #include "comm/communicator.h"
@@ -137,17 +140,21 @@ Status Communicator::split_device_levels(const exec::cuda::Api& d) {
   // Each rank's WEFT_DEVICE_LEVELS and its host's link class go along: rank 0's
   // setting and the slowest class hold, so that every rank plans each call alike.
   const int64_t mode = std::clamp<int64_t>(params::DEVICE_LEVELS(), -1, 1);
-  const uint8_t mine[3] = {static_cast<uint8_t>(local->p2p_.active() ? 1 : 0), static_cast<uint8_t>(mode + 1),
-                           static_cast<uint8_t>(local->p2p_link_)};
-  std::vector<uint8_t> all(3 * static_cast<size_t>(nranks_));
-  WEFT_TRY(run(CollArgs{Coll::AllGather, mine, all.data(), 3, weftUint8}));
+  const int64_t rounds = std::clamp<int64_t>(params::DEVICE_LEVEL_ROUNDS(), -1, 64);
+  const uint8_t mine[4] = {static_cast<uint8_t>(local->p2p_.active() ? 1 : 0), static_cast<uint8_t>(mode + 1),
+                           static_cast<uint8_t>(local->p2p_link_), static_cast<uint8_t>(rounds + 1)};
+  std::vector<uint8_t> all(4 * static_cast<size_t>(nranks_));
+  WEFT_TRY(run(CollArgs{Coll::AllGather, mine, all.data(), 4, weftUint8}));
   const int agreed = all[1] - 1;
+  if (rounds != all[3] - 1)
+    WEFT_WARN(TRANSPORT, "rank %d: WEFT_DEVICE_LEVEL_ROUNDS=%d here, rank 0's %d holds", rank_,
+              static_cast<int>(rounds), all[3] - 1);
   if (mode != agreed)
     WEFT_WARN(TRANSPORT, "rank %d: WEFT_DEVICE_LEVELS=%d here, rank 0's %d holds", rank_, static_cast<int>(mode),
               agreed);
   uint8_t slowest = 0;  // the device classes are declared fastest first
   for (int r = 0; r < nranks_; ++r) {
-    const uint8_t* theirs = &all[3 * static_cast<size_t>(r)];
+    const uint8_t* theirs = &all[4 * static_cast<size_t>(r)];
     if (theirs[0] == 0) {
       WEFT_INFO(TRANSPORT, "rank %d: device calls staged across hosts: rank %d's host cannot use cuda_p2p", rank_, r);
       return Status::Ok();
@@ -161,6 +168,7 @@ Status Communicator::split_device_levels(const exec::cuda::Api& d) {
   device_local_ = std::move(local);
   device_cross_ = std::move(cross);
   device_levels_mode_ = agreed;
+  device_level_rounds_mode_ = all[3] - 1;
   device_levels_link_ = static_cast<tune::LinkClass>(slowest);
   device_levels_.store(true, std::memory_order_release);
   WEFT_INFO(TRANSPORT,
@@ -197,37 +205,71 @@ Status Communicator::host_prediction(const CollArgs& a, double* seconds, std::st
   return Status::Ok();
 }
 
-Status Communicator::device_plan(const CollArgs& dev, bool* levels, tune::DevicePlanCost* cost) {
+Status Communicator::device_plan(const CollArgs& dev, bool* levels, int* rounds, tune::DevicePlanCost* cost) {
   const size_t esize = reduce::dtype_size(dev.dtype);
+  const int L = local_size_, M = nranks_ / local_size_;
+  const uint64_t slice = dev.count / static_cast<uint64_t>(L);
+  // Overlapped rounds: an all-reduce of a slice of two elements or more.
+  const int rounds_mode = dev.coll == Coll::AllReduce && slice >= 2 ? device_level_rounds_mode_ : 0;
+  const int forced_rounds = rounds_mode >= 2 ? static_cast<int>(std::min<uint64_t>(rounds_mode, slice)) : 1;
   const auto key = std::make_tuple(static_cast<int>(dev.coll), static_cast<uint64_t>(dev.count), esize, dev.root);
   {
     std::lock_guard<std::mutex> lock(device_explain_mu_);
     auto it = device_plans_.find(key);
     if (it != device_plans_.end()) {
+      const tune::DevicePlanCost& pc = it->second.second;
       *levels = it->second.first;
-      if (cost != nullptr) *cost = it->second.second;
+      *rounds = *levels && pc.in_rounds ? pc.rounds : 1;
+      if (cost != nullptr) *cost = pc;
       return Status::Ok();
     }
   }
-  if (device_levels_mode_ >= 0 && cost == nullptr && !tuner_->explaining()) {
+  if (device_levels_mode_ >= 0 && (rounds_mode != -1 || device_levels_mode_ == 0) && cost == nullptr &&
+      !tuner_->explaining()) {
     *levels = device_levels_mode_ == 1;
+    *rounds = forced_rounds;
     return Status::Ok();
   }
-  const int L = local_size_, M = nranks_ / local_size_;
   const uint64_t bytes = dev.count * esize;
   Communicator& local = *device_local_;
   tune::DevicePlanCost pc;
-  auto price = [&]() -> Status {
-    // Levels: the local level by its formulas, the call across hosts as staged.
-    const algo::LinkCost lc = tuner_->table().lookup(device_levels_link_, dev.coll, "*", L, bytes);
-    pc.local = tune::levels_local_cost(dev.coll, L, M, bytes, local.p2p_.buffer_bytes(), device_levels_link_, lc);
-    CollArgs across = dev;
-    across.count = tune::levels_cross_count(dev.coll, L, dev.count);
-    across.root = dev.root / L;
-    if (across.count > 0) {
-      WEFT_TRY(device_cross_->host_prediction(across, &pc.cross_host, &pc.cross_algo));
-      pc.cross_copies = device_cross_->staging_copies(across);
+  // The levels of an all-reduce of `count` elements: within hosts by the
+  // formulas; the part across hosts (count / L elements) as staged.
+  auto price_levels = [&](uint64_t count, tune::DeviceTerms* within, double* copies, double* across,
+                          std::string* algo) -> Status {
+    const uint64_t b = count * esize;
+    const algo::LinkCost lc = tuner_->table().lookup(device_levels_link_, dev.coll, "*", L, b);
+    *within = tune::levels_local_cost(dev.coll, L, M, b, local.p2p_.buffer_bytes(), device_levels_link_, lc);
+    CollArgs a = dev;
+    a.count = tune::levels_cross_count(dev.coll, L, count);
+    a.root = dev.root / L;
+    *copies = *across = 0;
+    if (a.count > 0) {
+      WEFT_TRY(device_cross_->host_prediction(a, across, algo));
+      *copies = device_cross_->staging_copies(a);
     }
+    return Status::Ok();
+  };
+  auto price = [&]() -> Status {
+    WEFT_TRY(price_levels(dev.count, &pc.local, &pc.cross_copies, &pc.cross_host, &pc.cross_algo));
+    // In R rounds, each priced as its largest (round 0).
+    std::vector<int> tries;
+    if (rounds_mode >= 2) tries.push_back(forced_rounds);
+    if (rounds_mode == -1)
+      for (int r : {2, 4, 8})
+        if (static_cast<uint64_t>(r) <= slice) tries.push_back(r);
+    for (int r : tries) {
+      tune::DeviceTerms within;
+      double copies = 0, across = 0;
+      std::string algo;
+      const uint64_t largest = (slice + static_cast<uint64_t>(r) - 1) / static_cast<uint64_t>(r);
+      WEFT_TRY(price_levels(largest * static_cast<uint64_t>(L), &within, &copies, &across, &algo));
+      const double t = tune::level_rounds_cost(within.total() + copies, across, r);
+      if (pc.rounds == 0 || t < pc.overlapped())
+        pc.rounds = r, pc.round_local = within.total(), pc.round_copies = copies, pc.round_cross = across;
+    }
+    pc.rounds_forced = rounds_mode >= 2;
+    pc.in_rounds = pc.rounds >= 2 && (pc.rounds_forced || pc.overlapped() <= 0.9 * pc.levels());
     // Staged: the whole call as a host collective of every rank.
     WEFT_TRY(host_prediction(dev, &pc.host, &pc.host_algo));
     pc.copies = staging_copies(dev);
@@ -238,9 +280,10 @@ Status Communicator::device_plan(const CollArgs& dev, bool* levels, tune::Device
   const Status priced = price();
   if (!priced.ok()) {
     *levels = device_levels_mode_ != 0;
+    *rounds = forced_rounds;
     return cost != nullptr ? priced : Status::Ok();
   }
-  const bool pick = device_levels_mode_ >= 0 ? device_levels_mode_ == 1 : pc.levels() <= pc.staged();
+  const bool pick = device_levels_mode_ >= 0 ? device_levels_mode_ == 1 : pc.levels_plan() <= pc.staged();
   std::lock_guard<std::mutex> lock(device_explain_mu_);
   if (device_plans_.size() >= tune::Tuner::kMaxCachedShapes) device_plans_.clear();
   device_plans_[key] = {pick, pc};
@@ -251,18 +294,52 @@ Status Communicator::device_plan(const CollArgs& dev, bool* levels, tune::Device
                    .c_str(),
                stderr);
   *levels = pick;
+  *rounds = pick && pc.in_rounds ? pc.rounds : 1;
   if (cost != nullptr) *cost = pc;
   return Status::Ok();
 }
 
-Status Communicator::enqueue_across_hosts(const CollArgs& dev, void* stream) {
+// Round i covers elements [L first(i), L (first(i) + part(i))) of the whole
+// slices, part(i) elements a local rank (round 0 the largest). The stream takes
+// round i's reduce-scatter within the host and its copy into pinned memory
+// ahead of round i - 1's copy back and all-gather (enqueue_chunked's order), so
+// the engine runs round i - 1 across hosts meanwhile.
+Status Communicator::all_reduce_in_rounds(const CollArgs& dev, void* stream, int rounds) {
+  Communicator& local = *device_local_;
+  const size_t esize = reduce::dtype_size(dev.dtype), L = static_cast<size_t>(local_size_);
+  const size_t slice = dev.count / L, R = std::min(static_cast<size_t>(rounds), slice);
+  const weftRedOp_t op = summing(dev.op);
+  const auto* send = static_cast<const unsigned char*>(dev.send);
+  auto* recv = static_cast<unsigned char*>(dev.recv);
+  auto first = [&](size_t i) { return i * (slice / R) + std::min(i, slice % R); };
+  auto part = [&](size_t i) { return slice / R + (i < slice % R ? 1 : 0); };
+  auto mine = [&](size_t i) { return recv + (L * first(i) + static_cast<size_t>(local.rank()) * part(i)) * esize; };
+  if (!rounds_said_.exchange(true))
+    WEFT_INFO(TRANSPORT, "rank %d: device all-reduce across hosts in %zu overlapped rounds (%zu elements)", rank_, R,
+              dev.count);
+  const ChunkHook before = [&](size_t i) {
+    return local.enqueue(CollArgs{Coll::ReduceScatter, send + L * first(i) * esize, mine(i), part(i), dev.dtype, op},
+                         stream);
+  };
+  const ChunkHook after = [&](size_t i) -> Status {
+    if (dev.op == weftAvg)
+      WEFT_TRY(divide_on_stream(*exec::cuda::api(), mine(i), part(i), dev.dtype, nranks_,
+                                static_cast<exec::cuda::Stream>(stream)));
+    return local.enqueue(CollArgs{Coll::AllGather, mine(i), recv + L * first(i) * esize, part(i), dev.dtype}, stream);
+  };
+  return device_cross_->enqueue_allreduce_rounds(
+      stream, dev.dtype, op, R, [&](size_t i) { return std::make_pair(static_cast<void*>(mine(i)), part(i)); }, before,
+      after);
+}
+
+Status Communicator::enqueue_across_hosts(const CollArgs& dev, void* stream, int rounds) {
   const Levels v{*device_local_, *device_cross_, device_local_->p2p_, rank_, nranks_, local_size_,
                  nranks_ / local_size_, stream};
   if (dev.count == 0) return Status::Ok();
   Status st;
   switch (dev.coll) {
     case Coll::AllReduce: {
-      st = all_reduce(v, dev);
+      st = rounds >= 2 ? all_reduce_in_rounds(dev, stream, rounds) : all_reduce(v, dev);
       // The elements past the last whole slice, staged on this communicator.
       const size_t esize = reduce::dtype_size(dev.dtype);
       const size_t whole = dev.count / static_cast<size_t>(local_size_) * static_cast<size_t>(local_size_);

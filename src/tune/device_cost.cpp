@@ -1,5 +1,6 @@
 #include "tune/device_cost.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "tune/tuner.h"
@@ -73,6 +74,10 @@ double staging_copies_cost(uint64_t moved_bytes, const algo::LinkCost& stg) {
   return 2 * stg.alpha_s + static_cast<double>(moved_bytes) * stg.beta_s_per_byte;
 }
 
+double level_rounds_cost(double s, double e, int rounds) {
+  return s + e + static_cast<double>(std::max(rounds, 1) - 1) * std::max(s, e);
+}
+
 std::string explain_device_plan(sched::Coll coll, uint64_t bytes, int local_ranks, int hosts, LinkClass cls,
                                 const DevicePlanCost& cost, bool levels, int forced) {
   const std::string decides = forced >= 0 ? ", WEFT_DEVICE_LEVELS=" + std::to_string(forced) + " decides" : "";
@@ -87,8 +92,21 @@ std::string explain_device_plan(sched::Coll coll, uint64_t bytes, int local_rank
                 "across hosts (%s, %d ranks) %.3f%s\n",
                 "levels", cost.levels() * 1e6, link_class_name(cls), cost.local.total() * 1e6,
                 cost.cross_copies * 1e6, cost.cross_algo.c_str(), hosts, cost.cross_host * 1e6,
-                levels ? "  <- pick" : "");
+                levels && !cost.in_rounds ? "  <- pick" : "");
   out += line;
+  if (cost.rounds >= 2) {
+    std::snprintf(line, sizeof(line),
+                  "weft explain:   %-8s %12.3f us = %d overlapped rounds of levels, each within hosts %.3f + copies "
+                  "%.3f (the stream) and across hosts %.3f (the engine): s + e + (R-1) max(s, e)%s\n",
+                  "rounds", cost.overlapped() * 1e6, cost.rounds, cost.round_local * 1e6, cost.round_copies * 1e6,
+                  cost.round_cross * 1e6,
+                  cost.rounds_forced ? (levels ? ", WEFT_DEVICE_LEVEL_ROUNDS decides  <- pick"
+                                               : ", WEFT_DEVICE_LEVEL_ROUNDS decides")
+                  : !cost.in_rounds  ? "  (not taken: 10% faster than one round needed)"
+                  : levels           ? "  <- pick"
+                                     : "");
+    out += line;
+  }
   std::snprintf(line, sizeof(line), "weft explain:   %-8s %12.3f us = copies %.3f + host call (%s, %d ranks) %.3f%s\n",
                 "staged", cost.staged() * 1e6, cost.copies * 1e6, cost.host_algo.c_str(), hosts * local_ranks,
                 cost.host * 1e6, levels ? "" : "  <- pick");

@@ -46,6 +46,15 @@
 // So levels pays two or one cuda_p2p barriers more and stages 1/L of an
 // all-reduce's bytes: staged wins small calls where barriers cost more than the
 // host call's shorter steps, levels large ones.
+//
+// A levels all-reduce may also go in R rounds of N/R whose levels overlap: the
+// stream does round j+1's reduce-scatter within hosts and copy into pinned memory
+// while the host engine runs round j across hosts, then copies round j back and
+// all-gathers it. Two resources in turn, the stream (s: a round's work within
+// hosts and its copies) and the engine (e: its call across hosts), each priced
+// at N/R as above:
+//   rounds(R) = s + e + (R - 1) max(s, e)
+// which is levels at R = 1; R = 2, 4 or 8 is taken where 10% faster than that.
 #pragma once
 
 #include <cstdint>
@@ -75,6 +84,8 @@ DeviceTerms levels_local_cost(sched::Coll coll, int local_ranks, int hosts, uint
 uint64_t levels_cross_count(sched::Coll coll, int local_ranks, uint64_t count);
 // copies(moved) through pinned host memory.
 double staging_copies_cost(uint64_t moved_bytes, const algo::LinkCost& stg);
+// rounds(R) above: s, the stream's part of a round; e, the engine's.
+double level_rounds_cost(double s, double e, int rounds);
 
 // Both plans of one call, their parts in seconds.
 struct DevicePlanCost {
@@ -82,7 +93,15 @@ struct DevicePlanCost {
   double cross_copies = 0, cross_host = 0;  // levels: copies, host call across hosts
   double copies = 0, host = 0;     // staged
   std::string cross_algo, host_algo;  // the host tuner's model picks
+  // An all-reduce's best R >= 2 overlapped rounds (0: none priced), one round's
+  // parts, and whether the levels plan goes in them.
+  int rounds = 0;
+  double round_local = 0, round_copies = 0, round_cross = 0;
+  bool in_rounds = false;
+  bool rounds_forced = false;  // WEFT_DEVICE_LEVEL_ROUNDS
   double levels() const { return local.total() + cross_copies + cross_host; }
+  double overlapped() const { return level_rounds_cost(round_local + round_copies, round_cross, rounds); }
+  double levels_plan() const { return in_rounds ? overlapped() : levels(); }
   double staged() const { return copies + host; }
 };
 // WEFT_EXPLAIN's text for one call that could go either way; `forced` >= 0 is

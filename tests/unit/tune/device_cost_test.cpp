@@ -132,6 +132,46 @@ TEST(DeviceCost, ThePlansAddTheirPartsAndTheExplanationNamesThePick) {
   EXPECT_NE(forced.find("300.000  <- pick"), std::string::npos) << forced;
 }
 
+TEST(DeviceCost, OverlappedRoundsTakeTheSlowerSideOnceARoundAndBothOnce) {
+  // Two resources in turn over R rounds: the first round's stream part, then the
+  // engine's and the stream's side by side, the last round's engine part alone.
+  // s = 3, e = 5, R = 4: 3 + 5 + 3 x 5 = 23; s = 7, e = 2, R = 2: 7 + 2 + 7 = 16.
+  EXPECT_DOUBLE_EQ(level_rounds_cost(3, 5, 4), 23);
+  EXPECT_DOUBLE_EQ(level_rounds_cost(7, 2, 2), 16);
+  EXPECT_DOUBLE_EQ(level_rounds_cost(7, 2, 1), 9);  // one round: one after the other
+
+  DevicePlanCost pc;
+  pc.local = {20e-6, 400e-6, 80e-6};
+  pc.cross_copies = 100e-6;
+  pc.cross_host = 900e-6;
+  pc.cross_algo = "ring";
+  pc.copies = 900e-6;
+  pc.host = 1500e-6;
+  pc.host_algo = "ring";
+  // Four rounds, each: within hosts 100 us + copies 30 us (the stream, 130) and
+  // 240 us across: 130 + 240 + 3 x 240 = 1090 us against 1500 us one after the other.
+  pc.rounds = 4;
+  pc.round_local = 100e-6;
+  pc.round_copies = 30e-6;
+  pc.round_cross = 240e-6;
+  pc.in_rounds = true;
+  EXPECT_NEAR(pc.levels(), 1500e-6, 1e-15);
+  EXPECT_NEAR(pc.overlapped(), 1090e-6, 1e-15);
+  EXPECT_NEAR(pc.levels_plan(), 1090e-6, 1e-15);
+  std::string text = explain_device_plan(sched::Coll::AllReduce, 64 << 20, 4, 2, LinkClass::Nvl, pc, true, -1);
+  EXPECT_NE(text.find("rounds       1090.000 us = 4 overlapped rounds of levels, each within hosts 100.000 + copies "
+                      "30.000 (the stream) and across hosts 240.000 (the engine): s + e + (R-1) max(s, e)  <- pick\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("300.000  <- pick"), std::string::npos) << text;  // levels one after the other is not
+  // Not taken: the levels line keeps the pick, the rounds line says why not.
+  pc.in_rounds = false;
+  EXPECT_NEAR(pc.levels_plan(), 1500e-6, 1e-15);
+  text = explain_device_plan(sched::Coll::AllReduce, 64 << 20, 4, 2, LinkClass::Nvl, pc, true, -1);
+  EXPECT_NE(text.find("900.000  <- pick"), std::string::npos) << text;
+  EXPECT_NE(text.find("(not taken: 10% faster than one round needed)"), std::string::npos) << text;
+}
+
 TEST(DeviceCost, RanksSharingOneGpuShareItsMemory) {
   // The same constants as class gpu at 4 ranks: beta and gamma count 4 times.
   // 1 MiB one-shot: 10 + 3 x 4 x 4.194304 + 3 x 4 x 1.048576 us = 10 + 50.331648 + 12.582912.
