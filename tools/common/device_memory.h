@@ -93,7 +93,9 @@ class DeviceMemory {
       if (std::chrono::steady_clock::now() > deadline)
         return fail("stream " + std::to_string(reinterpret_cast<uintptr_t>(stream)) + " has not finished its work " +
                     std::to_string(kSyncTimeoutS) + " s after the synchronize began (a stream wait never met?)");
-      if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(200));
+      // Spin briefly (a timed batch's end), then sleep: ranks may share the cores.
+      if (polls < 2000) std::this_thread::yield();
+      else std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }
   // CUDA graphs: the stream's work between begin_capture and end_capture
