@@ -107,14 +107,8 @@ TEST(DeviceCost, LevelsWithinHostsByHand) {
 }
 
 TEST(DeviceCost, ThePlansAddTheirPartsAndTheExplanationNamesThePick) {
-  DevicePlanCost pc;
-  pc.local = {20e-6, 50e-6, 6e-6};
-  pc.cross_copies = 100e-6;
-  pc.cross_host = 300e-6;
-  pc.cross_algo = "ring";
-  pc.copies = 200e-6;
-  pc.host = 250e-6;
-  pc.host_algo = "hierarchical";
+  DevicePlanCost pc{.local = {20e-6, 50e-6, 6e-6}, .cross_copies = 100e-6, .cross_host = 300e-6, .copies = 200e-6,
+                    .host = 250e-6, .cross_algo = "ring", .host_algo = "hierarchical"};
   EXPECT_NEAR(pc.levels(), 476e-6, 1e-15);
   EXPECT_NEAR(pc.staged(), 450e-6, 1e-15);
   const std::string text = explain_device_plan(sched::Coll::AllReduce, 8 << 20, 4, 2, LinkClass::Nvl, pc, false, -1);
@@ -140,14 +134,8 @@ TEST(DeviceCost, OverlappedRoundsTakeTheSlowerSideOnceARoundAndBothOnce) {
   EXPECT_DOUBLE_EQ(level_rounds_cost(7, 2, 2), 16);
   EXPECT_DOUBLE_EQ(level_rounds_cost(7, 2, 1), 9);  // one round: one after the other
 
-  DevicePlanCost pc;
-  pc.local = {20e-6, 400e-6, 80e-6};
-  pc.cross_copies = 100e-6;
-  pc.cross_host = 900e-6;
-  pc.cross_algo = "ring";
-  pc.copies = 900e-6;
-  pc.host = 1500e-6;
-  pc.host_algo = "ring";
+  DevicePlanCost pc{.local = {20e-6, 400e-6, 80e-6}, .cross_copies = 100e-6, .cross_host = 900e-6, .copies = 900e-6,
+                    .host = 1500e-6, .cross_algo = "ring", .host_algo = "ring"};
   // Four rounds, each: within hosts 100 us + copies 30 us (the stream, 130) and
   // 240 us across: 130 + 240 + 3 x 240 = 1090 us against 1500 us one after the other.
   pc.rounds = 4;
