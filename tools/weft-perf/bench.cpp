@@ -31,7 +31,7 @@ Measurement Measure(const Job& job, const Collective& coll, const PerfOptions& o
   };
   auto finish = [&] {
     if (job.device != nullptr && !job.device->synchronize())
-      DieOnApiError(job, "cuStreamSynchronize", weftUnhandledCudaError);
+      DieOnApiError(job, "synchronizing the stream", weftUnhandledCudaError);
   };
   // Timed on the check pattern too, so -c 1 and -c 0 time the same kind of data.
   if (opt.check) fill();

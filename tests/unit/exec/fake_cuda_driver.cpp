@@ -111,10 +111,6 @@ class Stream {
     held_ = on;
     cv_.notify_all();
   }
-  void synchronize() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
-  }
   bool idle() {
     std::lock_guard<std::mutex> lock(mu_);
     return queue_.empty() && !busy_;
@@ -134,7 +130,6 @@ class Stream {
       work();
       std::lock_guard<std::mutex> lock(mu_);
       busy_ = false;
-      cv_.notify_all();
     }
   }
   std::mutex mu_;
@@ -356,10 +351,6 @@ EXPORT int cuStreamCreate(void** s, unsigned) {
   std::lock_guard<std::mutex> lock(mu);
   streams->push_back(new Stream);
   *s = streams->back();
-  return kSuccess;
-}
-EXPORT int cuStreamSynchronize(void* s) {
-  stream_of(s)->synchronize();
   return kSuccess;
 }
 // CUDA_ERROR_NOT_READY (600) while work is queued or running.
