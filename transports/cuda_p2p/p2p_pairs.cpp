@@ -263,7 +263,10 @@ Status Pairs::call(const std::vector<Op>& ops, const std::vector<Copy>& copies, 
 // The peers a stuck call's stream waits for: those that have not posted what it
 // receives, or not taken what it sent before reusing a slot.
 std::string Pairs::stuck(const std::vector<std::pair<int, uint64_t>>& want_posted,
-                         const std::vector<std::pair<int, uint64_t>>& want_taken) const {
+                         const std::vector<std::pair<int, uint64_t>>& want_taken) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Once unblock() has overwritten the words, as they were before.
+  auto word = [&](size_t i) { return released_.empty() ? this->word(i) : released_[i]; };
   std::string late;
   auto add = [&](int q, const char* what) {
     late += (late.empty() ? "" : ", ") + std::to_string(q) + " (" + what + ")";
@@ -285,6 +288,8 @@ std::string Pairs::stuck(const std::vector<std::pair<int, uint64_t>>& want_poste
 void Pairs::unblock() {
   std::lock_guard<std::mutex> lock(mu_);
   if (flags_ == nullptr) return;
+  if (released_.empty())
+    for (size_t i = 0; i < kDone; ++i) released_.push_back(word(i));
   // Far ahead of every wait enqueued so far (the waits compare cyclically).
   for (size_t q = 0; q < peers_.size(); ++q) {
     store_flag(flags_ + kPosted + q, static_cast<uint32_t>(peers_[q].taken + (1u << 30)));

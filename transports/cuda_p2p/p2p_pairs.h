@@ -113,7 +113,7 @@ class Pairs {
   void stage(int peer, const char* why);
   Status step(int rc, exec::cuda::Stream s, const char* doing);
   std::string stuck(const std::vector<std::pair<int, uint64_t>>& waits_posted,
-                    const std::vector<std::pair<int, uint64_t>>& waits_taken) const;
+                    const std::vector<std::pair<int, uint64_t>>& waits_taken);
   uint32_t word(size_t i) const;
 
   const exec::cuda::Api& d_;
@@ -128,7 +128,10 @@ class Pairs {
   exec::cuda::DevicePtr flags_dev_ = 0;
   int memfd_ = -1;
   std::vector<Peer> peers_;
-  std::mutex mu_;  // one call's enqueue at a time, and unblock()
+  std::mutex mu_;  // one call's enqueue at a time, unblock() and stuck()
+  // The posted and taken words as unblock() found them, before it overwrote
+  // them: what a stuck call's explanation reads from then on (under mu_).
+  std::vector<uint32_t> released_;
   bool broken_ = false;
   uint32_t calls_ = 0;  // calls enqueued (the done word counts them)
   std::unique_ptr<Watchdog> watchdog_;
